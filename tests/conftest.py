@@ -1,0 +1,40 @@
+"""Shared fixtures: robots are built once per test session (wbsim caches the compiled models)."""
+
+import os
+
+os.environ.setdefault("MUJOCO_GL", "egl")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+import wbsim  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def g1():
+    return wbsim.load_robot("g1")
+
+
+@pytest.fixture(scope="session")
+def talos():
+    return wbsim.load_robot("talos")
+
+
+@pytest.fixture(scope="session", params=["g1", "talos"])
+def robot(request):
+    return wbsim.load_robot(request.param)
+
+
+def random_state(robot, rng):
+    """A random Pinocchio state: base anywhere with non-zero roll, pitch and yaw, a random twist,
+    joints inside their limits, random joint velocities. Returns ``(q, v)``."""
+    import pinocchio as pin
+
+    lo, hi = robot.joint_limits[:, 0].copy(), robot.joint_limits[:, 1].copy()
+    lo[~np.isfinite(lo)], hi[~np.isfinite(hi)] = -np.pi, np.pi
+    joints = dict(zip(robot.joint_names, rng.uniform(lo, hi)))
+    rpy = rng.uniform(0.2, 1.0, size=3) * rng.choice([-1, 1], size=3)
+    quat = pin.Quaternion(pin.rpy.rpyToMatrix(*rpy))
+    q = robot.configuration(rng.normal(size=3), [quat.w, quat.x, quat.y, quat.z], joints)
+    v = rng.normal(size=robot.pin_model.nv)
+    return q, v

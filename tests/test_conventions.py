@@ -1,0 +1,102 @@
+"""Each row of the conventions table in wbsim/conventions.py, checked against the installed MuJoCo."""
+
+import mujoco
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from conftest import random_state
+from wbsim.conventions import quat_wxyz_to_xyzw, quat_xyzw_to_wxyz, rotation_from_wxyz
+
+
+def test_quaternion_orders_round_trip():
+    q = np.array([0.1, 0.2, 0.3, 0.9])
+    assert np.array_equal(quat_wxyz_to_xyzw(q), [0.2, 0.3, 0.9, 0.1])
+    assert np.array_equal(quat_xyzw_to_wxyz(quat_wxyz_to_xyzw(q)), q)
+
+
+def test_rotation_matches_pinocchio():
+    rng = np.random.default_rng(0)
+    R = pin.rpy.rpyToMatrix(*rng.normal(size=3))
+    quat = pin.Quaternion(R)
+    assert np.allclose(rotation_from_wxyz([quat.w, quat.x, quat.y, quat.z]), R, atol=1e-14)
+
+
+def test_mujoco_free_joint_velocity_frames():
+    """Row check on a lone free body: qvel[0:3] is the world-frame velocity of the body origin and
+    qvel[3:6] the angular velocity in the body frame (MuJoCo 4.x)."""
+    m = mujoco.MjModel.from_xml_string(
+        '<mujoco><worldbody><body><freejoint/><geom type="box" size=".1 .2 .3" pos=".3 .1 0"/>'
+        "</body></worldbody></mujoco>"
+    )
+    d = mujoco.MjData(m)
+    quat = np.array([0.3, -0.5, 0.6, 0.4])
+    d.qpos[3:7] = quat / np.linalg.norm(quat)
+    d.qvel[:] = [1.0, 2.0, 3.0, 0.4, 0.5, 0.6]
+    mujoco.mj_forward(m, d)
+    R = d.xmat[1].reshape(3, 3)
+    # finite difference of the body origin: world frame linear velocity
+    d2 = mujoco.MjData(m)
+    d2.qpos[:] = d.qpos
+    mujoco.mj_integratePos(m, d2.qpos, d.qvel, 1e-7)
+    mujoco.mj_forward(m, d2)
+    assert np.allclose((d2.xpos[1] - d.xpos[1]) / 1e-7, [1, 2, 3], atol=1e-5)
+    vel = np.zeros(6)
+    mujoco.mj_objectVelocity(m, d, mujoco.mjtObj.mjOBJ_BODY, 1, vel, 0)  # world, rotation first
+    assert np.allclose(vel[:3], R @ [0.4, 0.5, 0.6], atol=1e-12)
+
+
+def test_round_trip_exact(robot):
+    rng = np.random.default_rng(1)
+    for _ in range(10):
+        q, v = random_state(robot, rng)
+        qpos, qvel = robot.pin_to_mj(q, v)
+        q2, v2 = robot.mj_to_pin(qpos, qvel)
+        assert np.max(np.abs(q2 - q)) < 1e-12 and np.max(np.abs(v2 - v)) < 1e-12
+        qpos2, qvel2 = robot.pin_to_mj(q2, v2)
+        assert np.max(np.abs(qpos2 - qpos)) < 1e-12 and np.max(np.abs(qvel2 - qvel)) < 1e-12
+
+
+def test_joints_mapped_by_name(robot):
+    """Setting one joint by name in Pinocchio's q moves the MuJoCo joint of that name only."""
+    q = robot.pose_q("stand")
+    name = robot.joint_names[len(robot.joint_names) // 2]
+    q[robot.pin_model.joints[robot.pin_model.getJointId(name)].idx_q] += 0.123
+    qpos, _ = robot.pin_to_mj(q)
+    diff = qpos - robot.pose_qpos("stand")
+    changed = np.flatnonzero(np.abs(diff) > 1e-12)
+    assert list(changed) == [robot.mj_model.jnt_qposadr[robot.mj_model.joint(name).id]]
+
+
+def test_body_velocity_agrees(robot):
+    """The world-frame spatial velocity of a foot link, from each library, for converted states."""
+    rng = np.random.default_rng(2)
+    m, pm = robot.mj_model, robot.pin_model
+    d, pd = mujoco.MjData(m), pm.createData()
+    for _ in range(10):
+        q, v = random_state(robot, rng)
+        d.qpos[:], d.qvel[:] = robot.pin_to_mj(q, v)
+        mujoco.mj_forward(m, d)
+        for foot in robot.feet.values():
+            pin.forwardKinematics(pm, pd, q, v)
+            pin.updateFramePlacements(pm, pd)
+            vel_pin = pin.getFrameVelocity(pm, pd, foot.pin_frame_id, pin.LOCAL_WORLD_ALIGNED)
+            jacp, jacr = np.zeros((3, m.nv)), np.zeros((3, m.nv))
+            mujoco.mj_jacBody(m, d, jacp, jacr, foot.mj_body_id)
+            assert np.allclose(jacp @ d.qvel, vel_pin.linear, atol=1e-9)
+            assert np.allclose(jacr @ d.qvel, vel_pin.angular, atol=1e-9)
+
+
+def test_velocity_map_is_consistent(robot):
+    rng = np.random.default_rng(3)
+    q, v = random_state(robot, rng)
+    _, qvel = robot.pin_to_mj(q, v)
+    assert np.allclose(robot.converter.velocity_map(q) @ v, qvel, atol=1e-13)
+
+
+def test_converter_rejects_mismatched_models(g1, talos):
+    from wbsim.conventions import StateConverter
+    from wbsim.errors import WbsimError
+
+    with pytest.raises(WbsimError):
+        StateConverter(g1.mj_model, talos.pin_model, g1.joint_names, "floating_base")

@@ -1,0 +1,33 @@
+"""wbsim: a whole-body control and RL testbed for humanoids.
+
+MuJoCo simulates, Pinocchio models the same robot, model-based controllers run in the loop, and every
+contact transition and physically forbidden command is logged, counted and drawn.
+
+Entry points: :func:`load_robot`, the ``wbsim`` command line, the Gymnasium ids ``wbsim/...``
+(registered on import), and :mod:`wbsim.controllers`.
+"""
+
+from wbsim._headless import choose_gl_backend as _choose_gl_backend
+
+_choose_gl_backend()  # before MuJoCo is first imported
+
+from wbsim.errors import NoFeetError, RobotLoadError, UnknownNameError, WbsimError  # noqa: E402
+from wbsim.robot import Foot, Pose, Robot, load_robot  # noqa: E402
+from wbsim.robot_config import ROBOTS, FootConfig, JointDynamics, RobotConfig  # noqa: E402
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Foot",
+    "FootConfig",
+    "JointDynamics",
+    "NoFeetError",
+    "Pose",
+    "ROBOTS",
+    "Robot",
+    "RobotConfig",
+    "RobotLoadError",
+    "UnknownNameError",
+    "WbsimError",
+    "load_robot",
+]

@@ -1,0 +1,235 @@
+"""Every conversion between MuJoCo's and Pinocchio's state conventions lives here.
+
+Verified against the installed MuJoCo 4.x (see ``tests/test_conventions.py``, one test per row):
+
+=============================  ==================================  ==================================
+quantity                       MuJoCo                              Pinocchio
+=============================  ==================================  ==================================
+free-joint position            ``qpos[0:3]``, world frame          ``q[0:3]``, world frame
+free-joint quaternion          ``qpos[3:7]``, ``(w, x, y, z)``     ``q[3:7]``, ``(x, y, z, w)``
+free-joint linear velocity     ``qvel[0:3]``, WORLD frame          ``v[0:3]``, base (LOCAL) frame
+free-joint angular velocity    ``qvel[3:6]``, base (LOCAL) frame   ``v[3:6]``, base (LOCAL) frame
+1-DoF joints                   by name (``jnt_qposadr``)           by name (``idx_q``, ``idx_v``)
+generalised forces             ``f_mj`` (dual of ``qvel``)         ``f_pin = T^T f_mj``
+=============================  ==================================  ==================================
+
+With ``R`` the base rotation (base to world), the velocity map is ``qvel = T(q) v`` with
+``T = blockdiag(R, I_3, P)`` where ``P`` permutes the joint velocities by name. Kinetic energy is
+invariant, so ``M_pin = T^T M_mj T``; the equations of motion ``M_mj qacc + b_mj = f_mj`` with
+``qacc = T vdot + Tdot v`` give ``b_pin = T^T (b_mj + M_mj Tdot v)``, where the only non-zero block of
+``Tdot v`` is the linear one: ``R (omega x v_lin)``, ``omega = v[3:6]``. That term is why the bias
+forces of the two libraries differ whenever the base turns.
+
+The public API of wbsim speaks ``(w, x, y, z)``; the ``(x, y, z, w)`` order never leaves this module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import mujoco
+import numpy as np
+import pinocchio as pin
+
+from wbsim.errors import WbsimError
+
+__all__ = [
+    "StateConverter",
+    "quat_wxyz_to_xyzw",
+    "quat_xyzw_to_wxyz",
+    "rotation_from_wxyz",
+]
+
+
+def quat_wxyz_to_xyzw(quat_wxyz: np.ndarray) -> np.ndarray:
+    """``(w, x, y, z)`` -> ``(x, y, z, w)``; shape ``(..., 4)``, values copied, not normalised."""
+    quat_wxyz = np.asarray(quat_wxyz, dtype=float)
+    return np.concatenate([quat_wxyz[..., 1:4], quat_wxyz[..., 0:1]], axis=-1)
+
+
+def quat_xyzw_to_wxyz(quat_xyzw: np.ndarray) -> np.ndarray:
+    """``(x, y, z, w)`` -> ``(w, x, y, z)``; shape ``(..., 4)``, values copied, not normalised."""
+    quat_xyzw = np.asarray(quat_xyzw, dtype=float)
+    return np.concatenate([quat_xyzw[..., 3:4], quat_xyzw[..., 0:3]], axis=-1)
+
+
+def rotation_from_wxyz(quat_wxyz: np.ndarray) -> np.ndarray:
+    """Rotation matrix ``(3, 3)`` (body to world) of a unit quaternion ``(w, x, y, z)``.
+
+    The quaternion is normalised first (``mujoco.mju_quat2Mat`` assumes unit norm).
+    """
+    quat = np.asarray(quat_wxyz, dtype=float)
+    quat = quat / np.linalg.norm(quat)
+    mat = np.empty(9)
+    mujoco.mju_quat2Mat(mat, quat)
+    return mat.reshape(3, 3)
+
+
+class StateConverter:
+    """Maps a MuJoCo state ``(qpos, qvel)`` to a Pinocchio state ``(q, v)`` and back, by joint name.
+
+    Supports a free-floating root (MuJoCo ``free`` joint, Pinocchio ``JointModelFreeFlyer``) or a fixed
+    root, and 1-DoF joints (hinge / slide, revolute / prismatic). Joints present in one model and not the
+    other raise :class:`~wbsim.errors.WbsimError` at construction.
+
+    Args:
+        mj_model: the MuJoCo model.
+        pin_model: the Pinocchio model of the same robot.
+        joint_names: the 1-DoF joints to map, by name (same name in both models).
+        mj_free_joint: name of MuJoCo's free joint, or ``None`` for a fixed base.
+    """
+
+    def __init__(
+        self,
+        mj_model: mujoco.MjModel,
+        pin_model: pin.Model,
+        joint_names: Sequence[str],
+        mj_free_joint: str | None,
+    ):
+        self.nq_mj, self.nv_mj = mj_model.nq, mj_model.nv
+        self.nq_pin, self.nv_pin = pin_model.nq, pin_model.nv
+        self.floating = mj_free_joint is not None
+        nbase_q, nbase_v = (7, 6) if self.floating else (0, 0)
+        if self.nv_mj != self.nv_pin or self.nq_mj != self.nq_pin:
+            raise WbsimError(
+                f"MuJoCo (nq={self.nq_mj}, nv={self.nv_mj}) and Pinocchio (nq={self.nq_pin}, "
+                f"nv={self.nv_pin}) models have different sizes"
+            )
+        if self.nv_mj != nbase_v + len(joint_names):
+            raise WbsimError(
+                f"{len(joint_names)} joints plus the base do not cover nv={self.nv_mj}"
+            )
+        if self.floating:
+            jid = mujoco.mj_name2id(mj_model, mujoco.mjtObj.mjOBJ_JOINT, mj_free_joint)
+            if jid < 0 or mj_model.jnt_type[jid] != mujoco.mjtJoint.mjJNT_FREE:
+                raise WbsimError(f"MuJoCo model has no free joint named {mj_free_joint!r}")
+            self.mj_base_qadr = int(mj_model.jnt_qposadr[jid])
+            self.mj_base_vadr = int(mj_model.jnt_dofadr[jid])
+            if pin_model.joints[1].nq != 7:
+                raise WbsimError("Pinocchio model's first joint is not a free-flyer")
+        mj_q, mj_v, pin_q, pin_v = [], [], [], []
+        for name in joint_names:
+            jid = mujoco.mj_name2id(mj_model, mujoco.mjtObj.mjOBJ_JOINT, name)
+            if jid < 0:
+                raise WbsimError(f"joint {name!r} is not in the MuJoCo model")
+            if not pin_model.existJointName(name):
+                raise WbsimError(f"joint {name!r} is not in the Pinocchio model")
+            pj = pin_model.joints[pin_model.getJointId(name)]
+            if pj.nq != 1 or pj.nv != 1:
+                raise WbsimError(f"joint {name!r}: only 1-DoF joints are supported")
+            mj_q.append(mj_model.jnt_qposadr[jid])
+            mj_v.append(mj_model.jnt_dofadr[jid])
+            pin_q.append(pj.idx_q)
+            pin_v.append(pj.idx_v)
+        self.joint_names = tuple(joint_names)
+        #: index arrays, one entry per joint in ``joint_names`` order
+        self.mj_qadr = np.asarray(mj_q, dtype=int)
+        self.mj_vadr = np.asarray(mj_v, dtype=int)
+        self.pin_qidx = np.asarray(pin_q, dtype=int)
+        self.pin_vidx = np.asarray(pin_v, dtype=int)
+        # permutation p with qvel[p_mj] = v[p_pin] for joints, as full-size index maps
+        self._v_pin_to_mj = np.empty(self.nv_mj, dtype=int)
+        if self.floating:
+            self._v_pin_to_mj[self.mj_base_vadr : self.mj_base_vadr + 6] = np.arange(6)
+        self._v_pin_to_mj[self.mj_vadr] = self.pin_vidx
+
+    # -- states ------------------------------------------------------------------------------------
+    def mj_to_pin(self, qpos: np.ndarray, qvel: np.ndarray | None = None):
+        """MuJoCo ``qpos (nq,)``, ``qvel (nv,)`` -> Pinocchio ``q (nq,)``, ``v (nv,)``.
+
+        Returns ``(q, v)``; ``v`` is ``None`` when ``qvel`` is ``None``. Units: m, rad, m/s, rad/s.
+        """
+        qpos = np.asarray(qpos, dtype=float)
+        q = np.empty(self.nq_pin)
+        q[self.pin_qidx] = qpos[self.mj_qadr]
+        if self.floating:
+            a = self.mj_base_qadr
+            q[0:3] = qpos[a : a + 3]
+            q[3:7] = quat_wxyz_to_xyzw(qpos[a + 3 : a + 7])
+        if qvel is None:
+            return q, None
+        qvel = np.asarray(qvel, dtype=float)
+        v = np.empty(self.nv_pin)
+        v[self.pin_vidx] = qvel[self.mj_vadr]
+        if self.floating:
+            b = self.mj_base_vadr
+            rot = rotation_from_wxyz(qpos[self.mj_base_qadr + 3 : self.mj_base_qadr + 7])
+            v[0:3] = rot.T @ qvel[b : b + 3]
+            v[3:6] = qvel[b + 3 : b + 6]
+        return q, v
+
+    def pin_to_mj(self, q: np.ndarray, v: np.ndarray | None = None):
+        """Pinocchio ``q (nq,)``, ``v (nv,)`` -> MuJoCo ``qpos (nq,)``, ``qvel (nv,)``.
+
+        Returns ``(qpos, qvel)``; ``qvel`` is ``None`` when ``v`` is ``None``.
+        """
+        q = np.asarray(q, dtype=float)
+        qpos = np.empty(self.nq_mj)
+        qpos[self.mj_qadr] = q[self.pin_qidx]
+        if self.floating:
+            a = self.mj_base_qadr
+            qpos[a : a + 3] = q[0:3]
+            qpos[a + 3 : a + 7] = quat_xyzw_to_wxyz(q[3:7])
+        if v is None:
+            return qpos, None
+        v = np.asarray(v, dtype=float)
+        qvel = np.empty(self.nv_mj)
+        qvel[self.mj_vadr] = v[self.pin_vidx]
+        if self.floating:
+            b = self.mj_base_vadr
+            rot = rotation_from_wxyz(qpos[self.mj_base_qadr + 3 : self.mj_base_qadr + 7])
+            qvel[b : b + 3] = rot @ v[0:3]
+            qvel[b + 3 : b + 6] = v[3:6]
+        return qpos, qvel
+
+    # -- linear maps -------------------------------------------------------------------------------
+    def velocity_map(self, q: np.ndarray) -> np.ndarray:
+        """``T (nv, nv)`` with ``qvel = T v`` at Pinocchio configuration ``q``."""
+        T = np.zeros((self.nv_mj, self.nv_pin))
+        T[self.mj_vadr, self.pin_vidx] = 1.0
+        if self.floating:
+            b = self.mj_base_vadr
+            rot = pin.Quaternion(np.asarray(q[3:7], dtype=float)).normalized().toRotationMatrix()
+            T[b : b + 3, 0:3] = rot
+            T[b + 3 : b + 6, 3:6] = np.eye(3)
+        return T
+
+    def velocity_map_dot_times_v(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """``Tdot v (nv,)`` in MuJoCo ordering: ``R (omega x v_lin)`` on the base's linear dofs."""
+        out = np.zeros(self.nv_mj)
+        if self.floating:
+            b = self.mj_base_vadr
+            rot = pin.Quaternion(np.asarray(q[3:7], dtype=float)).normalized().toRotationMatrix()
+            out[b : b + 3] = rot @ np.cross(v[3:6], v[0:3])
+        return out
+
+    def mj_matrix_to_pin(self, M_mj: np.ndarray, q: np.ndarray) -> np.ndarray:
+        """A MuJoCo mass-like matrix ``(nv, nv)`` in Pinocchio coordinates: ``T^T M_mj T``."""
+        T = self.velocity_map(q)
+        return T.T @ M_mj @ T
+
+    def mj_force_to_pin(self, f_mj: np.ndarray, q: np.ndarray) -> np.ndarray:
+        """A MuJoCo generalised force ``(nv,)`` in Pinocchio coordinates: ``T^T f_mj``."""
+        return self.velocity_map(q).T @ np.asarray(f_mj, dtype=float)
+
+    def mj_jacobian_to_pin(self, J_mj: np.ndarray, q: np.ndarray) -> np.ndarray:
+        """A MuJoCo Jacobian ``(k, nv)`` (maps ``qvel``) in Pinocchio coordinates: ``J_mj T``."""
+        return np.asarray(J_mj) @ self.velocity_map(q)
+
+    def mj_bias_to_pin(
+        self, bias_mj: np.ndarray, M_mj: np.ndarray, q: np.ndarray, v: np.ndarray
+    ) -> np.ndarray:
+        """MuJoCo ``qfrc_bias (nv,)`` in Pinocchio coordinates: ``T^T (b_mj + M_mj Tdot v)``.
+
+        Equals ``pinocchio.nonLinearEffects(model, data, q, v)`` for the same state.
+        """
+        T = self.velocity_map(q)
+        return T.T @ (np.asarray(bias_mj) + M_mj @ self.velocity_map_dot_times_v(q, v))
+
+    def joint_values_mj(self, qpos: np.ndarray) -> np.ndarray:
+        """Joint positions ``(n_joints,)`` in ``joint_names`` order from a MuJoCo ``qpos``."""
+        return np.asarray(qpos)[self.mj_qadr]
+
+    def joint_values_pin(self, q: np.ndarray) -> np.ndarray:
+        """Joint positions ``(n_joints,)`` in ``joint_names`` order from a Pinocchio ``q``."""
+        return np.asarray(q)[self.pin_qidx]

@@ -1,0 +1,47 @@
+"""The exception hierarchy of wbsim: one root, :class:`WbsimError`, and a few named cases.
+
+Messages name what was asked for and list the valid choices; exceptions carry the failing object where
+there is one (``UnknownNameError.known``, ``NoFeetError.robot``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+
+class WbsimError(Exception):
+    """Root of every error that wbsim raises on purpose."""
+
+
+class UnknownNameError(WbsimError, KeyError):
+    """A name (robot, env, controller, pose, foot, ...) that is not registered.
+
+    Attributes:
+        kind: what was looked up, e.g. ``"robot"``.
+        name: the name that was asked for.
+        known: the valid names, sorted.
+    """
+
+    def __init__(self, kind: str, name: object, known: Iterable[str]):
+        self.kind = kind
+        self.name = name
+        self.known = sorted(known)
+        super().__init__(f"unknown {kind} {name!r}; known {kind}s: {', '.join(self.known) or '(none)'}")
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0])
+
+
+class RobotLoadError(WbsimError):
+    """A robot description could not be found, downloaded or parsed."""
+
+
+class NoFeetError(WbsimError):
+    """The robot was loaded without a foot configuration, so it has no feet or sole contact points."""
+
+    def __init__(self, robot_name: str):
+        self.robot = robot_name
+        super().__init__(
+            f"robot {robot_name!r} has no feet configured: pass a RobotConfig with 'feet' "
+            "(foot name -> link and sole contact points) to wbsim.load_robot to use contacts"
+        )

@@ -1,0 +1,221 @@
+"""Robot configurations: which description, which links are feet, where the sole points are, named
+poses, and the joint dynamics (armature, damping) that a URDF does not carry.
+
+The built-in robots are the literal registry :data:`ROBOTS`. Any other humanoid loads from a
+:class:`RobotConfig` (or a dict / JSON file of the same fields) passed to :func:`wbsim.load_robot`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+
+from wbsim.errors import UnknownNameError, WbsimError
+
+__all__ = ["FootConfig", "JointDynamics", "RobotConfig", "ROBOTS", "FOOT_NAMES", "CORNER_NAMES"]
+
+#: Public names of the two feet, for every robot.
+FOOT_NAMES = ("left_foot", "right_foot")
+#: Names of the four sole corners, in counter-clockwise order seen from above (foot frame x forward,
+#: y left); contact point ``i`` of foot ``f`` is named ``f"{f}_{CORNER_NAMES[i]}"``.
+CORNER_NAMES = ("front_left", "back_left", "back_right", "front_right")
+
+
+def _reject_unknown(cls, data: Mapping[str, Any]) -> None:
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = set(data) - known
+    if unknown:
+        raise WbsimError(f"{cls.__name__}: unknown keys {sorted(unknown)}; known: {sorted(known)}")
+
+
+@dataclass(frozen=True)
+class FootConfig:
+    """A foot: the link it is attached to and its four sole corner points.
+
+    Attributes:
+        link: URDF link (MuJoCo body, Pinocchio frame) of the foot.
+        corners: ``(4, 3)`` sole contact points in the foot link frame, metres, in the order of
+            :data:`CORNER_NAMES` (front-left, back-left, back-right, front-right).
+        sphere_radius: radius (m) of the collision sphere put at each corner; the sphere's centre sits
+            ``sphere_radius`` above the corner along the link's z axis, so its lowest point is the corner.
+    """
+
+    link: str
+    corners: tuple[tuple[float, float, float], ...]
+    sphere_radius: float = 0.005
+
+    def __post_init__(self):
+        arr = np.asarray(self.corners, dtype=float)
+        if arr.shape != (4, 3):
+            raise WbsimError(f"foot {self.link!r}: corners must have shape (4, 3), got {arr.shape}")
+        if self.sphere_radius <= 0:
+            raise WbsimError(f"foot {self.link!r}: sphere_radius must be > 0")
+        object.__setattr__(self, "corners", tuple(tuple(float(x) for x in c) for c in arr))
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> FootConfig:
+        _reject_unknown(cls, data)
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class JointDynamics:
+    """Joint properties a URDF lacks, applied to every actuated joint of the MuJoCo model.
+
+    Defaults follow MuJoCo Menagerie's G1 joint defaults, except friction loss (0 here): a hidden
+    Coulomb friction unknown to the Pinocchio model would bias every model-based controller.
+
+    Attributes:
+        armature: rotor inertia reflected at the joint, kg·m². Also put into Pinocchio's
+            ``model.armature`` so the two mass matrices agree. It keeps the light wrist links stable at
+            a 2 ms step.
+        damping: viscous joint damping, N·m·s/rad (MuJoCo only; a passive force, integrated implicitly).
+        frictionloss: dry friction, N·m (MuJoCo only).
+    """
+
+    armature: float = 0.01
+    damping: float = 0.5
+    frictionloss: float = 0.0
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> JointDynamics:
+        _reject_unknown(cls, data)
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class RobotConfig:
+    """Everything wbsim needs to know about a robot beyond its description file.
+
+    Attributes:
+        name: short name (``"g1"``).
+        description: path to a URDF (``.urdf``) or MJCF (``.xml``); relative paths are taken relative
+            to example-robot-data's ``robots`` folder when they do not exist as given.
+        feet: foot name (``"left_foot"``, ``"right_foot"``) -> :class:`FootConfig`; empty for a robot
+            without feet (it loads, but :attr:`wbsim.Robot.feet` raises).
+        poses: pose name -> joint name -> angle (rad). Joints not named are 0. The base of a pose is
+            level, at x = y = 0, at the height that puts the lowest sole point on the floor.
+        joint_dynamics: default :class:`JointDynamics` of every actuated joint.
+        joint_dynamics_overrides: joint name -> :class:`JointDynamics` for particular joints.
+        base_height: base height (m) of poses for a robot without feet.
+    """
+
+    name: str
+    description: str
+    feet: Mapping[str, FootConfig] = field(default_factory=dict)
+    poses: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    joint_dynamics: JointDynamics = JointDynamics()
+    joint_dynamics_overrides: Mapping[str, JointDynamics] = field(default_factory=dict)
+    base_height: float = 1.0
+
+    def __post_init__(self):
+        for foot in self.feet:
+            if foot not in FOOT_NAMES:
+                raise WbsimError(f"robot {self.name!r}: foot names must be {FOOT_NAMES}, got {foot!r}")
+        object.__setattr__(self, "feet", MappingProxyType(dict(self.feet)))
+        object.__setattr__(
+            self, "poses", MappingProxyType({k: MappingProxyType(dict(v)) for k, v in self.poses.items()})
+        )
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RobotConfig:
+        """Build from plain data (e.g. JSON); unknown keys raise :class:`WbsimError`."""
+        _reject_unknown(cls, data)
+        data = dict(data)
+        data["feet"] = {k: FootConfig.from_dict(v) for k, v in data.get("feet", {}).items()}
+        if "joint_dynamics" in data:
+            data["joint_dynamics"] = JointDynamics.from_dict(data["joint_dynamics"])
+        data["joint_dynamics_overrides"] = {
+            k: JointDynamics.from_dict(v) for k, v in data.get("joint_dynamics_overrides", {}).items()
+        }
+        return cls(**data)
+
+    @classmethod
+    def from_json(cls, path: str | Path) -> RobotConfig:
+        """Read a JSON file with the fields of :class:`RobotConfig`."""
+        path = Path(path)
+        if not path.is_file():
+            raise WbsimError(f"robot config file not found: {path}")
+        return cls.from_dict(json.loads(path.read_text()))
+
+    def dynamics_of(self, joint: str) -> JointDynamics:
+        return self.joint_dynamics_overrides.get(joint, self.joint_dynamics)
+
+
+def _box_corners(x_front: float, x_back: float, half_width_front: float, half_width_back: float,
+                 z: float) -> tuple[tuple[float, float, float], ...]:
+    """Corners in :data:`CORNER_NAMES` order."""
+    return (
+        (x_front, half_width_front, z),
+        (x_back, half_width_back, z),
+        (x_back, -half_width_back, z),
+        (x_front, -half_width_front, z),
+    )
+
+
+# G1: the URDF's four sole spheres (radius 5 mm) sit at x in {-0.05, 0.12}, y = ±0.025 (heel) and
+# ±0.03 (toe), z = -0.03 in the ankle-roll link; the corners are their lowest points.
+_G1_CORNERS = _box_corners(0.12, -0.05, 0.03, 0.025, -0.035)
+# Talos: the sole is a 0.21 x 0.13 x 0.02 box centred 0.1 m below the ankle (leg_*_6_link); its
+# bottom face is at z = -0.11.
+_TALOS_CORNERS = _box_corners(0.105, -0.105, 0.065, 0.065, -0.11)
+
+_G1_ARMS = {
+    "left_shoulder_pitch_joint": 0.2, "left_shoulder_roll_joint": 0.2, "left_elbow_joint": 1.28,
+    "right_shoulder_pitch_joint": 0.2, "right_shoulder_roll_joint": -0.2, "right_elbow_joint": 1.28,
+}
+_G1_LEGS = {
+    f"{side}_{j}": a
+    for side in ("left", "right")
+    for j, a in (("hip_pitch_joint", -0.312), ("knee_joint", 0.669), ("ankle_pitch_joint", -0.357))
+}
+
+_TALOS_HALF_SITTING = {
+    "arm_left_1_joint": 0.25847, "arm_left_2_joint": 0.173046, "arm_left_3_joint": -0.0002,
+    "arm_left_4_joint": -0.525366, "arm_left_7_joint": 0.1,
+    "arm_right_1_joint": -0.25847, "arm_right_2_joint": -0.173046, "arm_right_3_joint": 0.0002,
+    "arm_right_4_joint": -0.525366, "arm_right_7_joint": 0.1,
+    "leg_left_3_joint": -0.411354, "leg_left_4_joint": 0.859395, "leg_left_5_joint": -0.448041,
+    "leg_left_6_joint": -0.001708,
+    "leg_right_3_joint": -0.411354, "leg_right_4_joint": 0.859395, "leg_right_5_joint": -0.448041,
+    "leg_right_6_joint": -0.001708,
+    "torso_2_joint": 0.006761,
+}
+
+#: The built-in robots, by name. Both load offline from the ``example-robot-data`` pip package.
+ROBOTS: Mapping[str, RobotConfig] = MappingProxyType({
+    "g1": RobotConfig(
+        name="g1",
+        description="g1_description/urdf/g1_29dof_rev_1_0.urdf",
+        feet={
+            "left_foot": FootConfig("left_ankle_roll_link", _G1_CORNERS),
+            "right_foot": FootConfig("right_ankle_roll_link", _G1_CORNERS),
+        },
+        poses={"stand": {**_G1_LEGS, **_G1_ARMS}, "zero": {}},
+    ),
+    "talos": RobotConfig(
+        name="talos",
+        description="talos_data/robots/talos_reduced_box.urdf",
+        feet={
+            "left_foot": FootConfig("leg_left_6_link", _TALOS_CORNERS),
+            "right_foot": FootConfig("leg_right_6_link", _TALOS_CORNERS),
+        },
+        # Talos's ``half_sitting`` from example-robot-data's talos.srdf.
+        poses={"stand": _TALOS_HALF_SITTING, "half_sitting": _TALOS_HALF_SITTING, "zero": {}},
+    ),
+})
+
+
+def known_robot(name: str) -> RobotConfig:
+    """The built-in :class:`RobotConfig` called ``name``; raises :class:`UnknownNameError`."""
+    try:
+        return ROBOTS[name]
+    except KeyError:
+        raise UnknownNameError("robot", name, ROBOTS) from None
