@@ -15,6 +15,10 @@ from wbsim.errors import NoFeetError, RobotLoadError, UnknownNameError, WbsimErr
 from wbsim.robot import Foot, Pose, Robot, load_robot  # noqa: E402
 from wbsim.robot_config import ROBOTS, FootConfig, JointDynamics, RobotConfig  # noqa: E402
 
+from wbsim.envs import register_envs as _register_envs  # noqa: E402
+
+_register_envs()
+
 __version__ = "0.1.0"
 
 __all__ = [

@@ -1,18 +1,54 @@
-"""Sole contact points and the support polygon.
+"""Sole contact points, the support polygon, and contact sensing from MuJoCo.
 
-Owns: where the sole points are in the simulation, the support polygon of a contact set. (Sensing of
-gaps, forces, slip and modes from MuJoCo is added by the diagnostics work; deciding what is a violation
-belongs to ``wbsim.diagnostics``.)
+Owns: where the sole points are in the simulation, the support polygon of a contact set, and what the
+simulation says about each sole point every step (:class:`ContactSensor` -> :class:`ContactSensing`):
+gap to the floor, contact force on the robot, slip velocity and contact mode. It never decides what is
+a violation; that belongs to :mod:`wbsim.diagnostics`.
+
+MuJoCo facts this module relies on (verified against the installed MuJoCo 4.x in
+``tests/test_contacts.py``):
+
+* ``mujoco.mj_contactForce(m, d, i, out)`` returns the 6D force of contact ``i`` in its contact frame,
+  normal first; ``d.contact.frame[i]`` holds the frame's axes as ROWS, the first row being the normal,
+  which points from ``geom1`` to ``geom2``. Rotated to the world (``frame.T @ out[:3]``) it is the force
+  that ``geom1`` exerts on ``geom2``; the force on ``geom1`` is its negative. MuJoCo orders a pair by geom
+  type (a plane is always ``geom1``, a sphere comes before a box), so either geom can be the robot's.
+* In MuJoCo 4.x a geom pair is listed in ``d.contact`` when ``dist < margin + gap`` and is active (has
+  constraint rows, ``efc_address >= 0``) only when ``dist < margin``; a listed, inactive pair
+  (``exclude == 1``, "in gap") carries no force.
+* After ``mj_step`` every derived quantity (``site_xpos``, ``cvel``, ``contact``, ``efc_force``,
+  ``qacc``) belongs to the state BEFORE the integration, i.e. the state the controller saw; sensing
+  read right after ``mj_step`` is therefore consistent with the command of that step.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
 
 import mujoco
 import numpy as np
 
-__all__ = ["convex_hull", "sole_points_in_world", "support_polygon", "point_in_polygon"]
+from wbsim.errors import WbsimError
+
+__all__ = [
+    "convex_hull",
+    "sole_points_in_world",
+    "support_polygon",
+    "point_in_polygon",
+    "OPEN",
+    "STICKING",
+    "SLIDING",
+    "MODE_NAMES",
+    "SensingThresholds",
+    "ContactSensing",
+    "PointContactSensor",
+    "ContactSensor",
+    "sense_point_contacts",
+]
 
 
 def _cross2(a: np.ndarray, b: np.ndarray) -> np.ndarray:

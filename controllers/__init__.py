@@ -1,0 +1,60 @@
+"""Controllers (installed as ``wbsim.controllers``): one protocol, one registry, one file each.
+
+Every controller is a small class that follows :class:`~wbsim.controllers.base.Controller`: built with a
+:class:`wbsim.Robot` and keyword options, then ``reset(state)`` and ``compute(state, schedule)`` ->
+:class:`~wbsim.controllers.base.Command`. :data:`CONTROLLERS` maps the command-line names to classes;
+:func:`make_controller` builds one by name.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from wbsim.controllers.base import Command, ContactSchedule, Controller, RobotState, STANDING
+from wbsim.errors import UnknownNameError
+
+__all__ = [
+    "CONTROLLERS",
+    "Command",
+    "ContactSchedule",
+    "Controller",
+    "GravityCompensationQP",
+    "ContactProjectedID",
+    "PDController",
+    "RobotState",
+    "STANDING",
+    "ZeroController",
+    "make_controller",
+]
+
+#: Registry: controller name -> ``"module:Class"`` (imported when first used).
+CONTROLLERS: dict[str, str] = {
+    "gravity_qp": "wbsim.controllers.gravity_qp:GravityCompensationQP",
+    "projected_id": "wbsim.controllers.contact_projected_id:ContactProjectedID",
+    "pd": "wbsim.controllers.pd:PDController",
+    "zero": "wbsim.controllers.pd:ZeroController",
+}
+
+
+def controller_class(name: str) -> type:
+    """The class registered as ``name``; raises :class:`UnknownNameError` listing the known names."""
+    if name not in CONTROLLERS:
+        raise UnknownNameError("controller", name, CONTROLLERS)
+    module, cls = CONTROLLERS[name].split(":")
+    return getattr(importlib.import_module(module), cls)
+
+
+def make_controller(name: str, robot, **options: Any) -> Controller:
+    """Build the controller registered as ``name`` for ``robot`` with keyword ``options``."""
+    return controller_class(name)(robot, **options)
+
+
+def __getattr__(attr: str):  # lazy access to the controller classes by their class names
+    for target in CONTROLLERS.values():
+        module, cls = target.split(":")
+        if cls == attr:
+            return getattr(importlib.import_module(module), cls)
+    if attr == "PDController":
+        return controller_class("pd")
+    raise AttributeError(attr)

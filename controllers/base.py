@@ -1,0 +1,102 @@
+"""The controller protocol: what a controller sees (:class:`RobotState`, :class:`ContactSchedule`) and
+what it returns (:class:`Command`).
+
+Controllers see the Pinocchio state ``(q, v)`` and the robot's models; they never touch
+``mujoco.MjData``. An env or the rollout converts MuJoCo's state with :meth:`wbsim.Robot.mj_to_pin`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+__all__ = ["Command", "ContactSchedule", "Controller", "RobotState", "STANDING"]
+
+
+@dataclass(frozen=True)
+class RobotState:
+    """The robot's state in Pinocchio's convention.
+
+    Attributes:
+        t: simulated time, s.
+        q: ``(nq,)`` configuration: base position (world, m), base quaternion ``(x, y, z, w)`` as
+            Pinocchio stores it, joint angles (rad) in Pinocchio's order.
+        v: ``(nv,)`` velocity: base linear and angular velocity in the base (LOCAL) frame, joint
+            velocities (rad/s).
+        sensed_contacts: feet that the simulation senses in contact (for controllers that use sensed
+            contacts instead of the schedule); ``None`` if not sensed.
+    """
+
+    t: float
+    q: np.ndarray
+    v: np.ndarray
+    sensed_contacts: frozenset[str] | None = None
+
+
+@dataclass(frozen=True)
+class ContactSchedule:
+    """The planned contact set at this instant, as the scenario (env) plans it.
+
+    Attributes:
+        contact_set: feet planned in contact now (``"left_foot"``, ``"right_foot"``).
+        next_contact_set: feet planned in contact in the next phase (same as now in the last phase).
+        phase: name of the current phase (``"stand"``, ``"shift"``, ``"lift"``, ...).
+        phase_index: index of the current phase.
+        phase_time: time since the phase began, s.
+        phase_duration: duration of the phase, s (``inf`` for an open-ended one).
+        targets: task targets for this instant (e.g. ``"com"`` -> ``(3,)`` world position, m;
+            ``"swing_foot"`` -> ``(3,)`` world position, m); controllers ignore what they do not use.
+    """
+
+    contact_set: frozenset[str]
+    next_contact_set: frozenset[str] | None = None
+    phase: str = "stand"
+    phase_index: int = 0
+    phase_time: float = 0.0
+    phase_duration: float = float("inf")
+    targets: Mapping[str, np.ndarray] = field(default_factory=dict)
+
+
+#: The schedule of quiet standing on both feet.
+STANDING = ContactSchedule(contact_set=frozenset({"left_foot", "right_foot"}))
+
+
+@dataclass
+class Command:
+    """What a controller returns each step.
+
+    Attributes:
+        tau: ``(n_joints,)`` joint torques, N·m, in ``robot.joint_names`` order.
+        contact_set: feet the controller assumed in contact.
+        contact_forces: contact point name -> ``(3,)`` commanded force on the robot, world frame, N
+            (point contact model); or foot name -> ``(6,)`` wrench ``[force, torque]`` at the foot
+            frame origin, world-aligned (wrench model). Empty if the controller commands no force.
+        feasible: ``False`` when the controller's problem had no solution and ``tau`` is a fallback.
+        fallback: name of the fallback used (``""`` if none).
+        status: solver or controller status text.
+        info: anything else worth logging (solver time in s, residuals, active constraints, ...).
+    """
+
+    tau: np.ndarray
+    contact_set: frozenset[str] = frozenset()
+    contact_forces: dict[str, np.ndarray] = field(default_factory=dict)
+    feasible: bool = True
+    fallback: str = ""
+    status: str = "ok"
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Controller(Protocol):
+    """A controller: built with a :class:`wbsim.Robot` and options, then called every step."""
+
+    name: str
+
+    def reset(self, state: RobotState) -> None:
+        """Start an episode from ``state`` (e.g. take its posture as the PD reference)."""
+
+    def compute(self, state: RobotState, schedule: ContactSchedule) -> Command:
+        """Torques for ``state`` under the planned contacts ``schedule``."""

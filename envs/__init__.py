@@ -1,0 +1,38 @@
+"""Gymnasium environments (installed as ``wbsim.envs``), registered when ``wbsim`` is imported.
+
+Gymnasium 1.x does not load envs from entry points, so :func:`register_envs` runs from
+``wbsim/__init__.py``. :data:`ENV_IDS` lists every id with its keyword arguments.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+
+__all__ = ["ENV_IDS", "register_envs", "make"]
+
+ENTRY_POINT = "wbsim.envs.humanoid:HumanoidEnv"
+
+#: Registered ids -> keyword arguments of :class:`wbsim.envs.humanoid.HumanoidEnv`.
+ENV_IDS: dict[str, dict[str, Any]] = {
+    "wbsim/G1Stand-v0": {"robot": "g1"},
+    "wbsim/TalosStand-v0": {"robot": "talos"},
+}
+
+
+def register_envs() -> None:
+    """Register every id of :data:`ENV_IDS` with Gymnasium (idempotent)."""
+    for env_id, kwargs in ENV_IDS.items():
+        if env_id not in gym.registry:
+            gym.register(env_id, entry_point=ENTRY_POINT,
+                         kwargs={**kwargs, "env_id": env_id}, disable_env_checker=False)
+
+
+def make(env_id: str, **kwargs: Any) -> gym.Env:
+    """``gymnasium.make`` for wbsim ids, with an error listing the known ids for an unknown one."""
+    from wbsim.errors import UnknownNameError
+
+    if env_id not in ENV_IDS:
+        raise UnknownNameError("env", env_id, ENV_IDS)
+    return gym.make(env_id, **kwargs)

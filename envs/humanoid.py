@@ -1,0 +1,275 @@
+"""The Gymnasium environment of a humanoid on the wbsim floor, with a contact schedule.
+
+One class, :class:`HumanoidEnv`, serves every registered id (``wbsim/G1Stand-v0``, ...); an id fixes the
+robot, the contact plan and the options. The controller, if any, runs outside the env and hands it
+torques; the env gives the controller what it needs in ``info``.
+
+Observation (``float32``, one flat ``Box``; ``n`` = number of actuated joints):
+
+====================  ======  ===================================================================
+slice                 size    meaning
+====================  ======  ===================================================================
+base height           1       base origin z, m
+base orientation      4       quaternion ``(w, x, y, z)``, base to world
+base twist            6       linear (m/s) then angular (rad/s) velocity, base frame
+joint positions       n       rad, ``robot.joint_names`` order
+joint velocities      n       rad/s
+CoM - support centre  3       world-aligned, m (x, y from the planned support polygon's centroid;
+                              z = CoM height)
+sole contact flags    2       1.0 if the left / right sole is sensed touching the floor
+planned contacts      2       1.0 if the left / right foot is planned in contact now
+phase progress        1       0..1 within the current schedule phase (0 for open-ended phases)
+====================  ======  ===================================================================
+
+Action (``action_mode="torque"``): ``(n,)`` in [-1, 1], torque = action * effort limit (N·m). Out-of-range
+values are clipped to [-1, 1]; a wrong shape or a NaN raises ``ValueError`` naming the env and the space.
+
+Reward, per step (weights in ``reward_weights``): ``alive`` (1.0 while not fallen), ``- upright`` times
+the base tilt squared (rad²), ``- posture`` times the mean squared joint error to the reset posture
+(rad²), ``- torque`` times the mean squared normalised torque, ``- base_velocity`` times the squared
+base linear speed ((m/s)²).
+
+Termination (a fall): base height below ``fall_height`` times its reset height, or any robot body other
+than the soles touching the floor. Truncation: ``max_seconds`` of simulated time.
+
+``info``: ``t`` (s), ``state`` (:class:`~wbsim.controllers.base.RobotState`, Pinocchio convention),
+``schedule`` (:class:`~wbsim.controllers.base.ContactSchedule`), ``sensed_contacts`` (feet touching the
+floor), ``non_sole_contacts`` (names of other bodies touching the floor), ``fell``, ``reward_terms``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import gymnasium as gym
+import mujoco
+import numpy as np
+
+import wbsim
+from wbsim.contacts import support_polygon
+from wbsim.controllers.base import RobotState
+from wbsim.envs.schedules import PhasePlan, standing_plan
+from wbsim.errors import WbsimError
+
+__all__ = ["HumanoidEnv", "DEFAULT_REWARD_WEIGHTS"]
+
+DEFAULT_REWARD_WEIGHTS: Mapping[str, float] = {
+    "alive": 1.0, "upright": 1.0, "posture": 0.5, "torque": 0.01, "base_velocity": 0.1,
+}
+FEET = ("left_foot", "right_foot")
+
+
+class HumanoidEnv(gym.Env):
+    """A humanoid on the floor under a contact schedule (see the module docstring for the spaces).
+
+    Args:
+        robot: robot name or :class:`wbsim.Robot`.
+        plan: a callable returning a fresh :class:`~wbsim.envs.schedules.PhasePlan` (default: stand).
+        pose: name of the reset pose.
+        frame_skip: MuJoCo steps per env step (the control period is ``frame_skip * timestep``).
+        max_seconds: time limit (truncation), s.
+        action_mode: ``"torque"``.
+        render_mode: ``None``, ``"rgb_array"``.
+        width, height: rendered frame size, pixels.
+        reset_noise_scale: uniform noise (rad) added to the joint angles at reset.
+        fall_height: fraction of the reset base height below which the robot has fallen.
+        reward_weights: overrides of :data:`DEFAULT_REWARD_WEIGHTS`.
+        env_id: the registered id (for messages).
+    """
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 500}
+
+    def __init__(self, robot: str | wbsim.Robot = "g1", plan: Callable[[], PhasePlan] = standing_plan,
+                 pose: str = "stand", frame_skip: int = 1, max_seconds: float = 10.0,
+                 action_mode: str = "torque", render_mode: str | None = None, width: int = 640,
+                 height: int = 480, reset_noise_scale: float = 0.0, fall_height: float = 0.6,
+                 reward_weights: Mapping[str, float] | None = None, env_id: str = "wbsim env"):
+        self.robot = robot if isinstance(robot, wbsim.Robot) else wbsim.load_robot(robot)
+        if action_mode != "torque":
+            raise WbsimError(f"{env_id}: unknown action_mode {action_mode!r}; known: torque")
+        if render_mode not in (None, *self.metadata["render_modes"]):
+            raise WbsimError(f"{env_id}: unknown render_mode {render_mode!r}; known: "
+                             f"{', '.join(self.metadata['render_modes'])}")
+        unknown = set(reward_weights or {}) - set(DEFAULT_REWARD_WEIGHTS)
+        if unknown:
+            raise WbsimError(f"{env_id}: unknown reward weights {sorted(unknown)}; known: "
+                             f"{sorted(DEFAULT_REWARD_WEIGHTS)}")
+        self.env_id = env_id
+        self.model = self.robot.mj_model
+        self.data = mujoco.MjData(self.model)
+        self.plan_factory = plan
+        self.plan = plan()
+        self.pose_name = pose
+        self.frame_skip = int(frame_skip)
+        self.max_seconds = float(max_seconds)
+        self.action_mode = action_mode
+        self.render_mode = render_mode
+        self.width, self.height = width, height
+        self.reset_noise_scale = reset_noise_scale
+        self.fall_height = fall_height
+        self.reward_weights = {**DEFAULT_REWARD_WEIGHTS, **(reward_weights or {})}
+        self.metadata = {**self.metadata, "render_fps": int(round(1.0 / self.dt))}
+
+        n = self.robot.n_joints
+        self.effort = np.where(np.isfinite(self.robot.effort_limits), self.robot.effort_limits, 1.0)
+        self.action_space = gym.spaces.Box(-1.0, 1.0, shape=(n,), dtype=np.float32)
+        obs_dim = 1 + 4 + 6 + 2 * n + 3 + 2 + 2 + 1
+        self.observation_space = gym.spaces.Box(-np.inf, np.inf, shape=(obs_dim,), dtype=np.float32)
+
+        m = self.model
+        self._sole_geom_foot = np.full(m.ngeom, -1, dtype=int)
+        for i, foot in enumerate(FEET):
+            self._sole_geom_foot[list(self.robot.foot(foot).mj_geom_ids)] = i
+        self._floor = self.robot.floor_geom_id
+        self._frame_renderer = None
+        self._q_ref = self.robot.pose_q(pose)
+        self._base_height0 = 1.0
+        self.tau = np.zeros(n)
+
+    # -- Gymnasium API -----------------------------------------------------------------------------
+    @property
+    def dt(self) -> float:
+        """Control period, s."""
+        return self.model.opt.timestep * self.frame_skip
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        mujoco.mj_resetData(self.model, self.data)
+        q = self.robot.pose_q(self.pose_name)
+        if self.reset_noise_scale > 0:
+            q[self.robot.converter.pin_qidx] += self.np_random.uniform(
+                -self.reset_noise_scale, self.reset_noise_scale, self.robot.n_joints)
+        self.data.qpos[:] = self.robot.pin_to_mj(q)[0]
+        mujoco.mj_forward(self.model, self.data)
+        self._q_ref = q
+        self._base_height0 = float(self.data.qpos[2])
+        self.plan = self.plan_factory()
+        self.plan.set_context(**self._plan_context())
+        self.tau = np.zeros(self.robot.n_joints)
+        return self._observation(), self._info(fell=False, reward_terms={})
+
+    def step(self, action: np.ndarray):
+        self.tau = self.action_to_torque(action)
+        self.data.ctrl[:] = self.tau
+        for _ in range(self.frame_skip):
+            mujoco.mj_step(self.model, self.data)
+        non_sole = self._non_sole_contacts()
+        fell = bool(self.data.qpos[2] < self.fall_height * self._base_height0 or non_sole)
+        terms = self._reward_terms(fell)
+        reward = float(sum(terms.values()))
+        truncated = bool(self.data.time >= self.max_seconds - 1e-9) and not fell
+        return (self._observation(), reward, fell, truncated,
+                self._info(fell=fell, reward_terms=terms, non_sole=non_sole))
+
+    def render(self):
+        if self.render_mode != "rgb_array":
+            return None
+        return self.frame_renderer.render(self.data)
+
+    def close(self):
+        if self._frame_renderer is not None:
+            self._frame_renderer.close()
+            self._frame_renderer = None
+
+    # -- helpers -----------------------------------------------------------------------------------
+    @property
+    def frame_renderer(self):
+        """The :class:`wbsim.render.FrameRenderer`, created when a frame is first asked for."""
+        if self._frame_renderer is None:
+            from wbsim.render import FrameRenderer
+
+            self._frame_renderer = FrameRenderer(self.model, self.width, self.height)
+        return self._frame_renderer
+
+    def action_to_torque(self, action: np.ndarray) -> np.ndarray:
+        """Check and map an action to joint torques ``(n,)`` N·m (clip to [-1, 1], scale by effort)."""
+        a = np.asarray(action, dtype=float)
+        if a.shape != self.action_space.shape:
+            raise ValueError(f"{self.env_id}: action of shape {a.shape}; expected {self.action_space}")
+        if not np.all(np.isfinite(a)):
+            bad = [self.robot.joint_names[i] for i in np.flatnonzero(~np.isfinite(a))]
+            raise ValueError(f"{self.env_id}: action has NaN/inf at {', '.join(bad[:5])}; "
+                             f"expected finite values in {self.action_space}")
+        return np.clip(a, -1.0, 1.0) * self.effort
+
+    def torque_to_action(self, tau: np.ndarray) -> np.ndarray:
+        """Joint torques ``(n,)`` N·m -> action in this env's ``torque`` mode (not clipped)."""
+        return (np.asarray(tau, dtype=float) / self.effort).astype(np.float32)
+
+    def robot_state(self) -> RobotState:
+        """The current state in Pinocchio's convention, with the sensed foot contacts."""
+        q, v = self.robot.mj_to_pin(self.data.qpos, self.data.qvel)
+        return RobotState(t=float(self.data.time), q=q, v=v, sensed_contacts=self.sensed_feet())
+
+    def sensed_feet(self) -> frozenset[str]:
+        """Feet with at least one sole sphere touching the floor (contact distance <= 0)."""
+        ncon = self.data.ncon
+        if ncon == 0:
+            return frozenset()
+        geoms = self.data.contact.geom[:ncon]
+        touching = self.data.contact.dist[:ncon] <= 0.0
+        foot_idx = self._sole_geom_foot[geoms].max(axis=1)
+        return frozenset(FEET[i] for i in np.unique(foot_idx[touching & (foot_idx >= 0)]))
+
+    def _non_sole_contacts(self) -> list[str]:
+        ncon = self.data.ncon
+        if ncon == 0:
+            return []
+        geoms = self.data.contact.geom[:ncon]
+        other = np.where(geoms[:, 0] == self._floor, geoms[:, 1], geoms[:, 0])
+        hit = (self._sole_geom_foot[other] < 0) & (self.data.contact.dist[:ncon] <= 0.0)
+        return sorted({self.model.body(self.model.geom_bodyid[g]).name for g in other[hit]})
+
+    def _plan_context(self) -> dict[str, np.ndarray]:
+        d = self.data
+        ctx = {"com": d.subtree_com[1].copy()}
+        for foot in FEET:
+            ctx[foot] = d.xpos[self.robot.foot(foot).mj_body_id].copy()
+        return ctx
+
+    def schedule(self):
+        return self.plan.at(float(self.data.time))
+
+    def _info(self, fell: bool, reward_terms: dict[str, float], non_sole: list[str] | None = None):
+        return {
+            "t": float(self.data.time),
+            "state": self.robot_state(),
+            "schedule": self.schedule(),
+            "sensed_contacts": self.sensed_feet(),
+            "non_sole_contacts": non_sole or [],
+            "fell": fell,
+            "reward_terms": reward_terms,
+        }
+
+    def _observation(self) -> np.ndarray:
+        d, robot = self.data, self.robot
+        conv = robot.converter
+        q, v = robot.mj_to_pin(d.qpos, d.qvel)
+        sched = self.schedule()
+        feet = sorted(sched.contact_set) or list(FEET)
+        centre = support_polygon(robot, d, feet).mean(axis=0)
+        com = d.subtree_com[1]
+        s = sched.phase_time / sched.phase_duration if np.isfinite(sched.phase_duration) else 0.0
+        sensed = self.sensed_feet()
+        obs = np.concatenate([
+            [d.qpos[2]], d.qpos[3:7], v[0:6], q[conv.pin_qidx], v[conv.pin_vidx],
+            [com[0] - centre[0], com[1] - centre[1], com[2]],
+            [float(f in sensed) for f in FEET], [float(f in sched.contact_set) for f in FEET], [s],
+        ])
+        return obs.astype(np.float32)
+
+    def _reward_terms(self, fell: bool) -> dict[str, float]:
+        d, w = self.data, self.reward_weights
+        conv = self.robot.converter
+        up = np.empty(9)
+        mujoco.mju_quat2Mat(up, d.qpos[3:7])
+        tilt = float(np.arccos(np.clip(up[8], -1.0, 1.0)))
+        qerr = conv.joint_values_mj(d.qpos) - self._q_ref[conv.pin_qidx]
+        return {
+            "alive": 0.0 if fell else w["alive"],
+            "upright": -w["upright"] * tilt**2,
+            "posture": -w["posture"] * float(np.mean(qerr**2)),
+            "torque": -w["torque"] * float(np.mean((self.tau / self.effort) ** 2)),
+            "base_velocity": -w["base_velocity"] * float(d.qvel[0:3] @ d.qvel[0:3]),
+        }

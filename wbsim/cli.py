@@ -1,0 +1,159 @@
+"""The ``wbsim`` command line: ``list``, ``run``, ``statics``.
+
+Each subcommand parses its arguments and calls one library function; no physics or control here.
+Errors of wbsim (unknown names, bad files) print one line and exit with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+import wbsim
+from wbsim.errors import WbsimError
+
+__all__ = ["main"]
+
+
+def _parse_options(pairs: Sequence[str]) -> dict:
+    """``key=value`` strings -> dict, values parsed as JSON when they parse (``3``, ``true``)."""
+    out = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise WbsimError(f"option {pair!r} is not key=value")
+        key, value = pair.split("=", 1)
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from wbsim.controllers import CONTROLLERS
+    from wbsim.envs import ENV_IDS
+
+    print(f"{'robot':<8} {'joints':>6} {'mass kg':>8}  feet (contact points)")
+    for name in wbsim.ROBOTS:
+        robot = wbsim.load_robot(name)
+        feet = ", ".join(f"{f.name} ({f.link}, {len(f.point_names)})" for f in robot.feet.values())
+        print(f"{name:<8} {robot.n_joints:>6} {robot.total_mass:>8.2f}  {feet}")
+    print("\nenvs:        " + ", ".join(ENV_IDS))
+    print("controllers: " + ", ".join(CONTROLLERS))
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from wbsim.rollout import EpisodeConfig, _install_sigint_as_keyboard_interrupt, run_episode
+
+    _install_sigint_as_keyboard_interrupt()
+    cfg = EpisodeConfig(
+        env=args.env, controller=args.controller, seconds=args.seconds, video=args.video,
+        log=args.log, seed=args.seed, fps=args.fps, width=args.width, height=args.height,
+        controller_options=_parse_options(args.controller_option),
+        env_options=_parse_options(args.env_option), progress=not args.no_progress,
+    )
+    summary = run_episode(cfg)
+    print(json.dumps(summary, indent=2))
+    if summary["status"] == "stopped":
+        print(f"wbsim run: stopped: {summary['stopped_reason']}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _load_pose(robot, args: argparse.Namespace) -> np.ndarray:
+    if args.config:
+        path = Path(args.config)
+        if not path.is_file():
+            raise WbsimError(f"pose file not found: {path}")
+        pose = json.loads(path.read_text())
+        unknown = set(pose) - {"base_position", "base_quaternion_wxyz", "joints"}
+        if unknown:
+            raise WbsimError(f"{path}: unknown keys {sorted(unknown)}; known: base_position, "
+                             "base_quaternion_wxyz, joints")
+        return robot.configuration(pose.get("base_position", [0, 0, 0]),
+                                   pose.get("base_quaternion_wxyz", [1, 0, 0, 0]),
+                                   pose.get("joints", {}))
+    return robot.pose_q(args.pose)
+
+
+def cmd_statics(args: argparse.Namespace) -> int:
+    from wbsim.controllers import controller_class
+
+    robot = wbsim.load_robot(args.robot)
+    q = _load_pose(robot, args)
+    support = [s for s in args.support.split(",") if s]
+    for foot in support:
+        robot.foot(foot)  # unknown foot names list the known ones
+    solver_cls = controller_class("gravity_qp")
+    options = {"contact_model": args.contact_model, "method": args.method}
+    if args.solver:
+        options["solver"] = args.solver
+    result = solver_cls(robot, **options).solve(q, support)
+    data = result.to_dict()
+    if args.json:
+        print(json.dumps(data, indent=2))
+    else:
+        print(f"method {data['method']}  feasible {data['feasible']}  residual "
+              f"{data['residual']:.2e} N·m")
+        for name, value in data["tau"].items():
+            print(f"  tau {name:<28} {value:9.3f} N·m")
+        for name, value in data["contact_forces"].items():
+            print(f"  f   {name:<28} " + " ".join(f"{x:9.3f}" for x in value))
+    return 0 if data["feasible"] else 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="wbsim", description=wbsim.__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"wbsim {wbsim.__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("list", help="known robots (DoF, mass, feet), envs and controllers")
+    p.set_defaults(func=cmd_list)
+
+    p = sub.add_parser("run", help="run one episode headless, write a video and a log")
+    p.add_argument("--env", default="wbsim/G1Stand-v0")
+    p.add_argument("--controller", default="gravity_qp")
+    p.add_argument("--seconds", type=float, default=10.0, help="simulated time, s")
+    p.add_argument("--video", help="MP4 path (H.264)")
+    p.add_argument("--log", help="episode folder")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--fps", type=float, default=30.0)
+    p.add_argument("--width", type=int, default=640)
+    p.add_argument("--height", type=int, default=480)
+    p.add_argument("--controller-option", "-c", action="append", default=[], metavar="KEY=VALUE",
+                   help="controller option, e.g. -c frequency_hz=3 (repeatable)")
+    p.add_argument("--env-option", "-e", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("statics", help="one static (gravity compensation) solve")
+    p.add_argument("--robot", default="g1")
+    p.add_argument("--config", help="pose JSON: base_position, base_quaternion_wxyz, joints")
+    p.add_argument("--pose", default="stand", help="named pose when --config is not given")
+    p.add_argument("--support", default="left_foot,right_foot")
+    p.add_argument("--contact-model", default="points", choices=["points", "wrench"])
+    p.add_argument("--method", default="qp", choices=["qp", "pinv", "min_torque", "single"])
+    p.add_argument("--solver", help="QP solver (qpsolvers name)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_statics)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except WbsimError as exc:
+        print(f"wbsim {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,189 @@
+"""The on-disk format of an episode, written incrementally and crash-safe, and loading it back.
+
+One folder per episode::
+
+    RUN_DIR/
+      config.json     what produced the run (env, controller, options, seed, versions); written first
+      columns.json    the step table's schema: {"columns": [...], "units": {...}, "dtype": "float64"}
+      steps.f64       the step table: raw little-endian float64, row-major, len(columns) values a row
+      events.jsonl    one JSON object per event, one per line
+      summary.json    counts per event kind, worst magnitudes, first times, episode metrics; written at
+                      the end, including after an exception or Ctrl-C ("status" says how it ended)
+
+Everything loads with numpy and the standard library alone, no pickle::
+
+    cols = json.load(open(f"{run}/columns.json"))["columns"]
+    steps = np.fromfile(f"{run}/steps.f64", dtype="<f8")
+    steps = steps[: len(steps) // len(cols) * len(cols)].reshape(-1, len(cols))
+
+(:func:`load_run` does exactly this; a trailing partial row, possible after a kill or a full disk, is
+dropped.) Rows are flushed to disk every ``flush_every`` steps and events at once, so after an
+exception, ``kill -INT`` or a full disk, what was logged up to then is on disk and loads.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from wbsim.errors import WbsimError
+
+__all__ = ["EpisodeLog", "RunData", "load_run"]
+
+STEPS_FILE, COLUMNS_FILE, EVENTS_FILE = "steps.f64", "columns.json", "events.jsonl"
+SUMMARY_FILE, CONFIG_FILE = "summary.json", "config.json"
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = sorted(value) if isinstance(value, (set, frozenset)) else value
+        return [_jsonable(v) for v in items]
+    if isinstance(value, np.ndarray):
+        return _jsonable(value.tolist())
+    if isinstance(value, (np.floating, float)):
+        f = float(value)
+        return f if math.isfinite(f) else str(f)
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (np.bool_,)):
+        return bool(value)
+    return value
+
+
+class EpisodeLog:
+    """Writes one episode folder (see the module docstring). Use as a context manager.
+
+    Args:
+        run_dir: the episode folder (created; existing log files in it are replaced).
+        columns: names of the step table's columns (``t`` first by convention).
+        units: column name -> unit string, stored in ``columns.json``.
+        config: the run's configuration, stored in ``config.json`` at once.
+        flush_every: rows buffered before they are written (events are written at once).
+    """
+
+    def __init__(self, run_dir: str | Path, columns: Sequence[str],
+                 units: Mapping[str, str] | None = None, config: Mapping[str, Any] | None = None,
+                 flush_every: int = 250):
+        self.dir = Path(run_dir)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        if len(set(columns)) != len(columns):
+            raise WbsimError("duplicate column names in the step table")
+        self.columns = tuple(columns)
+        self.n_cols = len(self.columns)
+        self.flush_every = max(1, int(flush_every))
+        self._buf = np.empty((self.flush_every, self.n_cols))
+        self._n_buf = 0
+        self.n_rows = 0
+        self.n_events = 0
+        (self.dir / CONFIG_FILE).write_text(json.dumps(_jsonable(config or {}), indent=2))
+        (self.dir / COLUMNS_FILE).write_text(json.dumps(
+            {"columns": list(self.columns), "units": dict(units or {}), "dtype": "<f8"}, indent=1))
+        for stale in (SUMMARY_FILE,):
+            (self.dir / stale).unlink(missing_ok=True)
+        self._steps = open(self.dir / STEPS_FILE, "wb")
+        self._events = open(self.dir / EVENTS_FILE, "w")
+        self.closed = False
+
+    def row_buffer(self) -> np.ndarray:
+        """A view ``(n_cols,)`` of the next row to fill in place; :meth:`commit_row` stores it."""
+        return self._buf[self._n_buf]
+
+    def commit_row(self) -> None:
+        """Store the row filled through :meth:`row_buffer`."""
+        self._n_buf += 1
+        self.n_rows += 1
+        if self._n_buf == self.flush_every:
+            self.flush()
+
+    def add_row(self, row: np.ndarray) -> None:
+        """Append one row ``(n_cols,)`` of the step table."""
+        self.row_buffer()[:] = row
+        self.commit_row()
+
+    def add_event(self, event: Mapping[str, Any]) -> None:
+        """Append one event (a JSON-able mapping: ``kind``, ``t``, ``step``, ``where``, ...)."""
+        self._events.write(json.dumps(_jsonable(event)) + "\n")
+        self._events.flush()
+        self.n_events += 1
+
+    def flush(self) -> None:
+        if self._n_buf:
+            self._steps.write(self._buf[: self._n_buf].astype("<f8", copy=False).tobytes())
+            self._n_buf = 0
+        self._steps.flush()
+
+    def write_summary(self, summary: Mapping[str, Any]) -> None:
+        """Write ``summary.json`` (atomically: a temporary file renamed over it)."""
+        tmp = self.dir / (SUMMARY_FILE + ".tmp")
+        tmp.write_text(json.dumps(_jsonable(summary), indent=2))
+        tmp.replace(self.dir / SUMMARY_FILE)
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        try:
+            self.flush()
+        finally:
+            self._steps.close()
+            self._events.close()
+            self.closed = True
+
+    def __enter__(self) -> EpisodeLog:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+@dataclass
+class RunData:
+    """An episode loaded back: ``steps (n, n_cols)``, ``columns``, ``events``, ``summary``, ``config``."""
+
+    dir: Path
+    columns: tuple[str, ...]
+    units: dict[str, str]
+    steps: np.ndarray
+    events: list[dict[str, Any]]
+    summary: dict[str, Any]
+    config: dict[str, Any]
+
+    def __getitem__(self, column: str) -> np.ndarray:
+        """One column ``(n,)`` of the step table by name."""
+        try:
+            return self.steps[:, self.columns.index(column)]
+        except ValueError:
+            raise KeyError(f"no column {column!r}; columns: {', '.join(self.columns)}") from None
+
+    def prefixed(self, prefix: str) -> tuple[list[str], np.ndarray]:
+        """Column names starting with ``prefix`` and their ``(n, k)`` block."""
+        idx = [i for i, c in enumerate(self.columns) if c.startswith(prefix)]
+        return [self.columns[i] for i in idx], self.steps[:, idx]
+
+
+def load_run(run_dir: str | Path) -> RunData:
+    """Load an episode folder (numpy and json only). Raises :class:`WbsimError` if it is not one."""
+    d = Path(run_dir)
+    if not (d / COLUMNS_FILE).is_file():
+        raise WbsimError(f"{d} is not a wbsim run folder (no {COLUMNS_FILE})")
+    schema = json.loads((d / COLUMNS_FILE).read_text())
+    cols = tuple(schema["columns"])
+    raw = np.fromfile(d / STEPS_FILE, dtype="<f8") if (d / STEPS_FILE).exists() else np.empty(0)
+    steps = raw[: len(raw) // len(cols) * len(cols)].reshape(-1, len(cols))
+    events = []
+    if (d / EVENTS_FILE).exists():
+        for line in (d / EVENTS_FILE).read_text().splitlines():
+            try:
+                events.append(json.loads(line))
+            except json.JSONDecodeError:  # a line cut by a kill or a full disk
+                break
+    summary = json.loads((d / SUMMARY_FILE).read_text()) if (d / SUMMARY_FILE).exists() else {}
+    config = json.loads((d / CONFIG_FILE).read_text()) if (d / CONFIG_FILE).exists() else {}
+    return RunData(d, cols, dict(schema.get("units", {})), steps, events, summary, config)
