@@ -125,7 +125,12 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
     """
     from wbsim.controllers import controller_class
 
-    controller_class(cfg.controller)  # unknown names fail before anything is built
+    from wbsim.envs import ENV_IDS
+    from wbsim.errors import UnknownNameError
+
+    if cfg.env not in ENV_IDS:  # unknown names fail before anything is built
+        raise UnknownNameError("env", cfg.env, ENV_IDS)
+    controller_class(cfg.controller)
     env = make_env(cfg.env, max_seconds=cfg.seconds,
                    render_mode="rgb_array" if cfg.video else None, width=cfg.width,
                    height=cfg.height, **dict(cfg.env_options))

@@ -1,0 +1,83 @@
+"""The episode folder: loads with numpy alone, survives exceptions and kill -INT."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from wbsim.episode_log import EpisodeLog, load_run
+from wbsim.errors import WbsimError
+
+
+def test_round_trip_numpy_only(tmp_path):
+    cols = ["t", "a", "b"]
+    with EpisodeLog(tmp_path, cols, {"t": "s"}, {"who": "test"}, flush_every=4) as log:
+        for i in range(10):
+            log.add_row([i * 0.1, i, -i])
+        log.add_event({"kind": "x", "t": 0.3, "step": 3, "where": "p", "magnitude": np.float64(2.0)})
+        log.write_summary({"events": {"x": 1}, "inf": float("inf")})
+    # numpy and json alone, as the README says
+    schema = json.loads((tmp_path / "columns.json").read_text())
+    raw = np.fromfile(tmp_path / "steps.f64", dtype=schema["dtype"]).reshape(-1, len(schema["columns"]))
+    assert raw.shape == (10, 3) and raw[7, 1] == 7 and raw[7, 2] == -7
+    run = load_run(tmp_path)
+    assert np.array_equal(run["a"], np.arange(10))
+    assert run.events == [{"kind": "x", "t": 0.3, "step": 3, "where": "p", "magnitude": 2.0}]
+    assert run.summary["inf"] == "inf" and run.config == {"who": "test"}
+
+
+def test_partial_row_and_cut_event_line_are_dropped(tmp_path):
+    with EpisodeLog(tmp_path, ["t", "a"], flush_every=1) as log:
+        log.add_row([0.0, 1.0])
+        log.add_event({"kind": "x"})
+    with open(tmp_path / "steps.f64", "ab") as f:
+        f.write(np.float64(5.0).tobytes())  # half a row, as after a kill
+    with open(tmp_path / "events.jsonl", "a") as f:
+        f.write('{"kind": "y", "t"')
+    run = load_run(tmp_path)
+    assert run.steps.shape == (1, 2) and [e["kind"] for e in run.events] == ["x"]
+
+
+def test_not_a_run_folder(tmp_path):
+    with pytest.raises(WbsimError, match="not a wbsim run folder"):
+        load_run(tmp_path)
+
+
+def test_exception_leaves_a_loadable_log(tmp_path):
+    with pytest.raises(RuntimeError):
+        with EpisodeLog(tmp_path, ["t"], flush_every=1000) as log:
+            for i in range(5):
+                log.add_row([i])
+            raise RuntimeError("boom")
+    assert load_run(tmp_path).steps.shape == (5, 1)
+
+
+def test_kill_int_during_a_run_leaves_log_and_video_readable(tmp_path):
+    """A real `wbsim run` interrupted with SIGINT: the rows logged so far load, summary says so, and
+    the MP4 decodes."""
+    run_dir, video = tmp_path / "run", tmp_path / "v.mp4"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "wbsim.cli", "run", "--controller", "pd", "--seconds", "30",
+         "--log", str(run_dir), "--video", str(video), "--no-progress", "--width", "160",
+         "--height", "120"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "MUJOCO_GL": "egl"},
+    )
+    deadline = time.time() + 120
+    while time.time() < deadline:  # wait until rows are on disk
+        if (run_dir / "steps.f64").exists() and (run_dir / "steps.f64").stat().st_size > 0:
+            break
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=60)
+    run = load_run(run_dir)
+    assert run.steps.shape[0] > 0
+    assert run.summary["status"] in ("interrupted", "completed")
+    import imageio.v2 as imageio
+
+    frames = [f for f in imageio.get_reader(str(video))]
+    assert len(frames) >= 1 and frames[0].shape == (120, 160, 3)
