@@ -1,14 +1,25 @@
 """Joint PD around a posture, with gains scaled by the joint-space inertia.
 
-For joint ``i`` with diagonal joint-space inertia ``M_ii`` (kg·m², armature included, from
-``pinocchio.crba`` at the reference posture), natural frequency ``f`` (Hz) and damping ratio ``zeta``:
+For joint ``i`` with joint-space inertia ``Lambda_ii`` (kg·m²), natural frequency ``f`` (Hz) and damping
+ratio ``zeta``:
 
-    kp_i = M_ii (2 pi f)^2          (N·m/rad)
-    kd_i = 2 zeta M_ii (2 pi f)     (N·m·s/rad)
+    kp_i = Lambda_ii (2 pi f)^2          (N·m/rad)
+    kd_i = 2 zeta Lambda_ii (2 pi f)     (N·m·s/rad)
 
-so each joint, seen as a decoupled inertia ``M_ii``, responds as a second-order system with the same
-``f`` and ``zeta``. One frequency and one damping ratio set every gain, from the 0.6 kg·m² hip to the
-0.01 kg·m² wrist.
+so one frequency and one damping ratio set every gain, from the hip to the wrist.
+
+Which inertia. For a floating-base robot ``Lambda = (S M^-1 S^T)^-1`` (``M`` from ``pinocchio.crba`` at
+the reference posture, armature included; ``S`` selects the actuated joints): the inertia a joint
+torque meets when the base is free to move, its diagonal taken. It is the smallest inertia the joint
+can meet (contacts only add to it), which makes the explicit PD stable at any step for which
+``2 zeta (2 pi f) dt << 2`` whatever the contacts. The diagonal of ``M`` itself (inertia with the
+base and every other joint locked) overestimates it for the hips and waist (whose torque mostly spins
+the base) and makes the 3 Hz PD oscillate step-to-step at 2 ms on the standing G1; the inertia with a
+foot welded to the floor gives ankle gains of ~5000 N·m/rad that no 35 N·m ankle can follow. For a
+fixed-base robot ``Lambda = M``'s diagonal.
+
+With these gains the PD alone is soft at the ankles (the G1 falls without gravity compensation), and
+with the gravity-compensation QP it holds the stand pose (tests/test_main_job.py).
 """
 
 from __future__ import annotations
@@ -17,10 +28,12 @@ from dataclasses import dataclass
 
 import numpy as np
 import pinocchio as pin
+from scipy.linalg import cho_factor, cho_solve
 
 from wbsim.controllers.base import Command, ContactSchedule, RobotState
 
-__all__ = ["JointPD", "PDController", "PDGains", "inertia_scaled_gains"]
+__all__ = ["JointPD", "PDController", "PDGains", "ZeroController", "inertia_scaled_gains",
+           "joint_space_inertia"]
 
 
 @dataclass(frozen=True)
@@ -31,11 +44,24 @@ class PDGains:
     damping_ratio: float = 1.0
 
 
-def inertia_scaled_gains(robot, q: np.ndarray, gains: PDGains) -> tuple[np.ndarray, np.ndarray]:
-    """``(kp, kd)``, each ``(n_joints,)`` in ``robot.joint_names`` order, scaled by ``diag(M)`` at ``q``
-    (Pinocchio configuration)."""
+def joint_space_inertia(robot, q: np.ndarray) -> np.ndarray:
+    """Diagonal ``(n_joints,)`` of the joint-space inertia ``(S M^-1 S^T)^-1`` (kg·m² or kg), in
+    ``robot.joint_names`` order, at Pinocchio configuration ``q`` (see the module docstring)."""
     M = pin.crba(robot.pin_model, robot.pin_model.createData(), q)
-    m_ii = np.diag(M)[robot.converter.pin_vidx]
+    M = np.triu(M) + np.triu(M, 1).T  # crba fills the upper triangle
+    idx = robot.converter.pin_vidx
+    if not robot.converter.floating:
+        return np.diag(M)[idx].copy()
+    selector = np.zeros((M.shape[0], len(idx)))
+    selector[idx, np.arange(len(idx))] = 1.0
+    minv_joints = selector.T @ cho_solve(cho_factor(M), selector)  # S M^-1 S^T
+    return np.diag(np.linalg.inv(minv_joints)).copy()
+
+
+def inertia_scaled_gains(robot, q: np.ndarray, gains: PDGains) -> tuple[np.ndarray, np.ndarray]:
+    """``(kp, kd)``, each ``(n_joints,)`` in ``robot.joint_names`` order (N·m/rad, N·m·s/rad), scaled
+    by :func:`joint_space_inertia` at ``q`` (Pinocchio configuration)."""
+    m_ii = joint_space_inertia(robot, q)
     w = 2.0 * np.pi * gains.frequency_hz
     return m_ii * w * w, 2.0 * gains.damping_ratio * m_ii * w
 

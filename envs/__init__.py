@@ -10,6 +10,8 @@ from typing import Any
 
 import gymnasium as gym
 
+from wbsim.envs.schedules import one_leg_plan
+
 __all__ = ["ENV_IDS", "register_envs", "make"]
 
 ENTRY_POINT = "wbsim.envs.humanoid:HumanoidEnv"
@@ -18,6 +20,7 @@ ENTRY_POINT = "wbsim.envs.humanoid:HumanoidEnv"
 ENV_IDS: dict[str, dict[str, Any]] = {
     "wbsim/G1Stand-v0": {"robot": "g1"},
     "wbsim/TalosStand-v0": {"robot": "talos"},
+    "wbsim/G1OneLeg-v0": {"robot": "g1", "plan": one_leg_plan, "max_seconds": 7.5},
 }
 
 

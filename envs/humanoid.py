@@ -226,6 +226,7 @@ class HumanoidEnv(gym.Env):
         ctx = {"com": d.subtree_com[1].copy()}
         for foot in FEET:
             ctx[foot] = d.xpos[self.robot.foot(foot).mj_body_id].copy()
+            ctx[f"{foot.split('_')[0]}_sole_centre"] = support_polygon(self.robot, d, [foot]).mean(0)
         return ctx
 
     def schedule(self):

@@ -80,6 +80,13 @@ class PhasePlan:
         nxt = self.phases[(i + 1) % len(self.phases)] if (self.periodic or i + 1 < len(self.phases)) \
             else phase
         targets = {name: fn(s, self.context) for name, fn in phase.targets.items()}
+        if np.isfinite(phase.duration) and phase.targets:
+            # time derivatives for feed-forward, by central differences in the phase progress s
+            ds = 1e-4
+            lo, hi = max(s - ds, 0.0), min(s + ds, 1.0)
+            for name, fn in phase.targets.items():
+                targets[f"{name}_velocity"] = ((fn(hi, self.context) - fn(lo, self.context))
+                                              / ((hi - lo) * phase.duration))
         return ContactSchedule(
             contact_set=phase.contact_set, next_contact_set=nxt.contact_set, phase=phase.name,
             phase_index=i, phase_time=float(t_in), phase_duration=phase.duration, targets=targets,
@@ -106,3 +113,59 @@ class PhasePlan:
 def standing_plan() -> PhasePlan:
     """Quiet standing on both feet, forever."""
     return PhasePlan([Phase("stand", float("inf"), BOTH_FEET)])
+
+
+def smoothstep(s: float) -> float:
+    """Quintic (minimum-jerk) profile on [0, 1]: zero velocity and acceleration at both ends."""
+    s = min(max(s, 0.0), 1.0)
+    return s * s * s * (10.0 - 15.0 * s + 6.0 * s * s)
+
+
+def _lerp(a: np.ndarray, b: np.ndarray, s: float) -> np.ndarray:
+    return a + (b - a) * smoothstep(s)
+
+
+def one_leg_plan(lift_height: float = 0.05) -> PhasePlan:
+    """The one-leg scenario: stand 1 s, shift the CoM over the left sole (1.5 s), lift the right foot
+    ``lift_height`` m (1 s), hold 2 s, lower it (1 s), stand on both feet 1 s (CoM back to the middle).
+
+    Targets: ``"com"`` (world CoM, m) and ``"right_foot"`` (world position of the right foot link
+    origin, m), each with its time derivative ``"com_velocity"``, ``"right_foot_velocity"`` (m/s) for
+    feed-forward (see :meth:`PhasePlan.at`).
+
+    Context (set by the env at reset): ``com``, ``left_foot``, ``right_foot``, ``left_sole_centre``.
+    """
+    def com_shift(s, c):
+        over_left = np.array([c["left_sole_centre"][0], c["left_sole_centre"][1], c["com"][2]])
+        return _lerp(c["com"], over_left, s)
+
+    def com_left(s, c):
+        return com_shift(1.0, c)
+
+    def com_back(s, c):
+        return _lerp(com_left(1.0, c), c["com"], s)
+
+    def foot_rest(s, c):
+        return c["right_foot"].copy()
+
+    def foot_up(s, c):
+        return c["right_foot"] + np.array([0.0, 0.0, lift_height * smoothstep(s)])
+
+    def foot_hold(s, c):
+        return c["right_foot"] + np.array([0.0, 0.0, lift_height])
+
+    def foot_down(s, c):
+        # z = h (1 - s^2): leaves the hold at rest and reaches the rest height exactly at s = 1 moving
+        # down at 2 h / T (0.1 m/s for 5 cm in 1 s), so the sensed touch-down coincides with the
+        # planned switch to double support instead of creeping in over the last 100 ms
+        return c["right_foot"] + np.array([0.0, 0.0, lift_height * (1.0 - s * s)])
+
+    left = frozenset({"left_foot"})
+    return PhasePlan([
+        Phase("stand", 1.0, BOTH_FEET, {"com": lambda s, c: c["com"].copy(), "right_foot": foot_rest}),
+        Phase("shift", 1.5, BOTH_FEET, {"com": com_shift, "right_foot": foot_rest}),
+        Phase("lift", 1.0, left, {"com": com_left, "right_foot": foot_up}),
+        Phase("hold", 2.0, left, {"com": com_left, "right_foot": foot_hold}),
+        Phase("lower", 1.0, left, {"com": com_left, "right_foot": foot_down}),
+        Phase("stand_again", 1.0, BOTH_FEET, {"com": com_back, "right_foot": foot_rest}),
+    ])
