@@ -1,4 +1,4 @@
-"""The ``wbsim`` command line: ``list``, ``run``, ``statics``.
+"""The ``wbsim`` command line: ``list``, ``run``, ``statics``, ``report``.
 
 Each subcommand parses its arguments and calls one library function; no physics or control here.
 Errors of wbsim (unknown names, bad files) print one line and exit with status 2.
@@ -108,6 +108,16 @@ def cmd_statics(args: argparse.Namespace) -> int:
     return 0 if data["feasible"] else 1
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from wbsim.report import report
+
+    table, plots = report(args.runs)
+    print(table)
+    for path in plots:
+        print(f"plot: {path}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="wbsim", description=wbsim.__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"wbsim {wbsim.__version__}")
@@ -142,6 +152,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--solver", help="QP solver (qpsolvers name)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_statics)
+
+    p = sub.add_parser("report", help="table of runs and a normal-force plot per run")
+    p.add_argument("runs", nargs="+", metavar="RUN_DIR")
+    p.set_defaults(func=cmd_report)
     return parser
 
 

@@ -1,0 +1,116 @@
+"""``wbsim report``: one table row per episode folder and one plot per episode.
+
+Reads only what :mod:`wbsim.episode_log` wrote. The plot (matplotlib, PNG, written as
+``RUN_DIR/normal_forces.png``) shows the normal force per foot against time, commanded (dashed) and
+simulated (solid), with contact-mode switches as vertical lines and violations as red markers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from wbsim.episode_log import RunData, load_run
+
+__all__ = ["VIOLATION_KINDS", "report_rows", "format_table", "plot_run"]
+
+#: Event kinds counted as violations, in the table's column order.
+VIOLATION_KINDS = ("force_sign", "friction_cone", "complementarity", "planar_complementarity",
+                   "contact_mismatch", "non_sole_contact", "fallback", "solver_failure")
+FEET = ("left_foot", "right_foot")
+
+
+def report_rows(runs: Sequence[RunData]) -> list[dict[str, Any]]:
+    """One dict per run: controller, env, duration, switches, violations by kind, tracking, fell."""
+    rows = []
+    for run in runs:
+        s, events = run.summary, s_events(run)
+        rows.append({
+            "run": run.dir.name,
+            "controller": s.get("controller", run.config.get("controller", "?")),
+            "env": s.get("env", run.config.get("env", "?")),
+            "seconds": float(s.get("seconds", run["t"][-1] if len(run.steps) else 0.0)),
+            "switches": int(events.get("mode_switch", 0)),
+            **{k: int(events.get(k, 0)) for k in VIOLATION_KINDS},
+            "max_joint_error_rad": s.get("max_joint_error_rad", float("nan")),
+            "com_tracking_rms_m": s.get("com_tracking_rms_m", float("nan")),
+            "fell": bool(s.get("fell", False)),
+        })
+    return rows
+
+
+def s_events(run: RunData) -> dict[str, int]:
+    """Event counts: from the summary, or counted from events.jsonl when the summary is missing."""
+    if "events" in run.summary:
+        return dict(run.summary["events"])
+    counts: dict[str, int] = {}
+    for e in run.events:
+        counts[e.get("kind", "?")] = counts.get(e.get("kind", "?"), 0) + 1
+    return counts
+
+
+def format_table(rows: Sequence[dict[str, Any]]) -> str:
+    """A plain-text table of :func:`report_rows` (Markdown-compatible)."""
+    short = {"force_sign": "f<0", "friction_cone": "cone", "complementarity": "compl",
+             "planar_complementarity": "slip", "contact_mismatch": "mism",
+             "non_sole_contact": "body", "fallback": "fallb", "solver_failure": "fail"}
+    head = ["run", "controller", "env", "s", "switch", *[short[k] for k in VIOLATION_KINDS],
+            "max qerr rad", "CoM rms m", "fell"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        cells = [r["run"], r["controller"], r["env"], f"{r['seconds']:.2f}", str(r["switches"]),
+                 *[str(r[k]) for k in VIOLATION_KINDS], f"{r['max_joint_error_rad']:.4f}",
+                 f"{r['com_tracking_rms_m']:.4f}", "yes" if r["fell"] else "no"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def plot_run(run: RunData, out: str | Path | None = None) -> Path:
+    """Normal force per foot against time, with switches and violations; returns the PNG's path."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out = Path(out) if out else run.dir / "normal_forces.png"
+    t = run["t"] if len(run.steps) else np.zeros(0)
+    fig, ax = plt.subplots(figsize=(9, 4), dpi=100)
+    colors = {"left_foot": "tab:blue", "right_foot": "tab:green"}
+    for foot in FEET:
+        for kind, style, label in (("f_sim", "-", "simulated"), ("f_cmd", "--", "commanded")):
+            names, block = run.prefixed(f"{kind}/{foot}_")
+            cols = [i for i, n in enumerate(names) if n.endswith("/z")]
+            if cols and len(t):
+                ax.plot(t, block[:, cols].sum(axis=1), style, color=colors[foot], lw=1.2,
+                        label=f"{foot} {label}")
+    ymax = ax.get_ylim()[1] if ax.lines else 1.0
+    first_switch = first_violation = True
+    for e in run.events:
+        if e.get("kind") == "mode_switch":
+            ax.axvline(e["t"], color="0.3", lw=0.8, ls=":",
+                       label="mode switch" if first_switch else None)
+            first_switch = False
+        elif e.get("kind") in VIOLATION_KINDS:
+            ax.plot([e["t"]], [0.95 * ymax], "v", color="red", ms=6,
+                    label="violation" if first_violation else None)
+            first_violation = False
+    s = run.summary
+    ax.set_title(f"{s.get('env', '')}  {s.get('controller', '')}  ({run.dir.name})")
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("normal force (N)")
+    ax.grid(alpha=0.3)
+    if ax.lines:
+        ax.legend(loc="lower right", fontsize=7, ncol=2)
+    fig.tight_layout()
+    fig.savefig(out)
+    plt.close(fig)
+    return out
+
+
+def report(run_dirs: Sequence[str | Path]) -> tuple[str, list[Path]]:
+    """Load the runs, return the table text and the written plot paths."""
+    runs = [load_run(d) for d in run_dirs]
+    return format_table(report_rows(runs)), [plot_run(r) for r in runs]
