@@ -16,8 +16,32 @@ import numpy as np
 __all__ = ["Command", "ContactSchedule", "Controller", "RobotState", "STANDING"]
 
 
-@dataclass(frozen=True)
-class RobotState:
+def _equal(a: Any, b: Any) -> bool:
+    """Equality that compares arrays element-wise (for ``==`` on dataclasses holding arrays)."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return np.array_equal(a, b)
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return a.keys() == b.keys() and all(_equal(a[k], b[k]) for k in a)
+    return a == b
+
+
+class _ArrayEq:
+    """``==`` field by field with :func:`_equal` (so infos holding these compare in Gymnasium's
+    determinism checks)."""
+
+    _eq_exclude: tuple[str, ...] = ()
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return all(_equal(getattr(self, f), getattr(other, f)) for f in self.__dataclass_fields__
+                   if f not in self._eq_exclude)
+
+    __hash__ = None  # mutable arrays inside
+
+
+@dataclass(frozen=True, eq=False)
+class RobotState(_ArrayEq):
     """The robot's state in Pinocchio's convention.
 
     Attributes:
@@ -36,8 +60,8 @@ class RobotState:
     sensed_contacts: frozenset[str] | None = None
 
 
-@dataclass(frozen=True)
-class ContactSchedule:
+@dataclass(frozen=True, eq=False)
+class ContactSchedule(_ArrayEq):
     """The planned contact set at this instant, as the scenario (env) plans it.
 
     Attributes:
@@ -64,8 +88,8 @@ class ContactSchedule:
 STANDING = ContactSchedule(contact_set=frozenset({"left_foot", "right_foot"}))
 
 
-@dataclass
-class Command:
+@dataclass(eq=False)
+class Command(_ArrayEq):
     """What a controller returns each step.
 
     Attributes:
@@ -87,6 +111,8 @@ class Command:
     fallback: str = ""
     status: str = "ok"
     info: dict[str, Any] = field(default_factory=dict)
+
+    _eq_exclude = ("info",)  # timings differ run to run; the command itself must not
 
 
 @runtime_checkable

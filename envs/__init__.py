@@ -10,17 +10,21 @@ from typing import Any
 
 import gymnasium as gym
 
-from wbsim.envs.schedules import one_leg_plan
+from wbsim.envs.schedules import one_leg_plan, step_in_place_plan
 
 __all__ = ["ENV_IDS", "register_envs", "make"]
 
-ENTRY_POINT = "wbsim.envs.humanoid:HumanoidEnv"
+ENTRY_POINT = "wbsim.envs.humanoid:make_humanoid_env"
 
-#: Registered ids -> keyword arguments of :class:`wbsim.envs.humanoid.HumanoidEnv`.
+#: Registered ids -> keyword arguments of :func:`wbsim.envs.humanoid.make_humanoid_env` (any
+#: :class:`~wbsim.envs.humanoid.HumanoidEnv` option, plus ``action_mode="residual"`` options).
 ENV_IDS: dict[str, dict[str, Any]] = {
     "wbsim/G1Stand-v0": {"robot": "g1"},
     "wbsim/TalosStand-v0": {"robot": "talos"},
+    "wbsim/G1Push-v0": {"robot": "g1", "push_magnitude": 40.0, "push_interval": 2.0},
+    "wbsim/TalosPush-v0": {"robot": "talos", "push_magnitude": 100.0, "push_interval": 2.0},
     "wbsim/G1OneLeg-v0": {"robot": "g1", "plan": one_leg_plan, "max_seconds": 7.5},
+    "wbsim/G1StepInPlace-v0": {"robot": "g1", "plan": step_in_place_plan},
 }
 
 

@@ -21,8 +21,19 @@ planned contacts      2       1.0 if the left / right foot is planned in contact
 phase progress        1       0..1 within the current schedule phase (0 for open-ended phases)
 ====================  ======  ===================================================================
 
-Action (``action_mode="torque"``): ``(n,)`` in [-1, 1], torque = action * effort limit (N·m). Out-of-range
-values are clipped to [-1, 1]; a wrong shape or a NaN raises ``ValueError`` naming the env and the space.
+Action, ``(n,)`` in [-1, 1] in every mode; out-of-range values are clipped to [-1, 1]; a wrong shape or
+a NaN raises ``ValueError`` naming the env and the space:
+
+- ``action_mode="torque"``: torque = action * effort limit (N·m).
+- ``action_mode="joint_position"``: joint targets ``q_ref + joint_position_scale * action`` (rad, clipped
+  to the joint limits), tracked by an inner joint PD (:class:`wbsim.controllers.pd.JointPD`, inertia-scaled,
+  ``pd_frequency_hz``, critically damped) every MuJoCo step.
+- ``action_mode="residual"``: a controller (``controller``, default ``gravity_qp``) runs inside the env
+  and the action, times ``residual_scale`` * effort limit, is added to its torques
+  (:class:`wbsim.envs.wrappers.ControllerInTheLoop`).
+
+Pushes (``push_magnitude`` > 0): every ``push_interval`` s, a horizontal force of ``push_magnitude`` N in a
+direction drawn from the env's seeded generator acts on the torso for ``push_duration`` s.
 
 Reward, per step (weights in ``reward_weights``): ``alive`` (1.0 while not fallen), ``- upright`` times
 the base tilt squared (rad²), ``- posture`` times the mean squared joint error to the reset posture
@@ -52,7 +63,7 @@ from wbsim.controllers.base import RobotState
 from wbsim.envs.schedules import PhasePlan, standing_plan
 from wbsim.errors import WbsimError
 
-__all__ = ["HumanoidEnv", "DEFAULT_REWARD_WEIGHTS"]
+__all__ = ["HumanoidEnv", "DEFAULT_REWARD_WEIGHTS", "make_humanoid_env"]
 
 DEFAULT_REWARD_WEIGHTS: Mapping[str, float] = {
     "alive": 1.0, "upright": 1.0, "posture": 0.5, "torque": 0.01, "base_velocity": 0.1,
@@ -69,25 +80,33 @@ class HumanoidEnv(gym.Env):
         pose: name of the reset pose.
         frame_skip: MuJoCo steps per env step (the control period is ``frame_skip * timestep``).
         max_seconds: time limit (truncation), s.
-        action_mode: ``"torque"``.
-        render_mode: ``None``, ``"rgb_array"``.
+        action_mode: ``"torque"`` or ``"joint_position"`` (``"residual"`` goes through
+            :func:`make_humanoid_env`).
+        render_mode: ``None``, ``"rgb_array"``, ``"human"`` (MuJoCo's passive viewer; needs a display).
         width, height: rendered frame size, pixels.
         reset_noise_scale: uniform noise (rad) added to the joint angles at reset.
         fall_height: fraction of the reset base height below which the robot has fallen.
         reward_weights: overrides of :data:`DEFAULT_REWARD_WEIGHTS`.
         env_id: the registered id (for messages).
+        push_magnitude, push_interval, push_duration: pushes on the torso (N, s, s); 0 N: none.
+        joint_position_scale: rad per unit action in ``joint_position`` mode.
+        pd_frequency_hz: natural frequency of the inner PD in ``joint_position`` mode.
     """
 
-    metadata = {"render_modes": ["rgb_array"], "render_fps": 500}
+    metadata = {"render_modes": ["rgb_array", "human"], "render_fps": 500}
 
     def __init__(self, robot: str | wbsim.Robot = "g1", plan: Callable[[], PhasePlan] = standing_plan,
                  pose: str = "stand", frame_skip: int = 1, max_seconds: float = 10.0,
                  action_mode: str = "torque", render_mode: str | None = None, width: int = 640,
                  height: int = 480, reset_noise_scale: float = 0.0, fall_height: float = 0.6,
-                 reward_weights: Mapping[str, float] | None = None, env_id: str = "wbsim env"):
+                 reward_weights: Mapping[str, float] | None = None, env_id: str = "wbsim env",
+                 push_magnitude: float = 0.0, push_interval: float = 2.0, push_duration: float = 0.1,
+                 joint_position_scale: float = 0.5, pd_frequency_hz: float = 5.0):
+        self._init_kwargs = {k: v for k, v in locals().items() if k not in ("self", "__class__")}
         self.robot = robot if isinstance(robot, wbsim.Robot) else wbsim.load_robot(robot)
-        if action_mode != "torque":
-            raise WbsimError(f"{env_id}: unknown action_mode {action_mode!r}; known: torque")
+        if action_mode not in ("torque", "joint_position"):
+            raise WbsimError(f"{env_id}: unknown action_mode {action_mode!r}; known: torque, "
+                             "joint_position, residual")
         if render_mode not in (None, *self.metadata["render_modes"]):
             raise WbsimError(f"{env_id}: unknown render_mode {render_mode!r}; known: "
                              f"{', '.join(self.metadata['render_modes'])}")
@@ -126,6 +145,21 @@ class HumanoidEnv(gym.Env):
         self._q_ref = self.robot.pose_q(pose)
         self._base_height0 = 1.0
         self.tau = np.zeros(n)
+        self.push_magnitude, self.push_interval = float(push_magnitude), float(push_interval)
+        self.push_duration = float(push_duration)
+        torso = self.robot.config.torso
+        self._torso = (mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_BODY, torso) if torso else 1)
+        self._push_force = np.zeros(3)
+        self._next_push = self.push_interval
+        self.pushes: list[tuple[float, np.ndarray]] = []  # (time, force) of every push this episode
+        self.joint_position_scale = joint_position_scale
+        self._pd = None
+        if action_mode == "joint_position":
+            from wbsim.controllers.pd import JointPD, PDGains
+
+            self._pd = JointPD(self.robot, PDGains(pd_frequency_hz, 1.0))
+        self._viewer = None
+        self.overlay_command = None  # a Command to draw (set by the rollout or a wrapper)
 
     # -- Gymnasium API -----------------------------------------------------------------------------
     @property
@@ -147,12 +181,27 @@ class HumanoidEnv(gym.Env):
         self.plan = self.plan_factory()
         self.plan.set_context(**self._plan_context())
         self.tau = np.zeros(self.robot.n_joints)
+        self._push_force[:] = 0.0
+        self._next_push = self.push_interval
+        self.pushes = []
+        if self._pd is not None:
+            self._pd.reset(q)
         return self._observation(), self._info(fell=False, reward_terms={})
 
     def step(self, action: np.ndarray):
-        self.tau = self.action_to_torque(action)
-        self.data.ctrl[:] = self.tau
+        a = self.check_action(action)
         for _ in range(self.frame_skip):
+            self._apply_push()
+            if self._pd is None:
+                self.tau = a * self.effort
+            else:
+                q, v = self.robot.mj_to_pin(self.data.qpos, self.data.qvel)
+                conv = self.robot.converter
+                target = np.clip(self._q_ref[conv.pin_qidx] + self.joint_position_scale * a,
+                                 self.robot.joint_limits[:, 0], self.robot.joint_limits[:, 1])
+                self._pd.q_ref = target
+                self.tau = np.clip(self._pd(q, v), -self.effort, self.effort)
+            self.data.ctrl[:] = self.tau
             mujoco.mj_step(self.model, self.data)
         non_sole = self._non_sole_contacts()
         fell = bool(self.data.qpos[2] < self.fall_height * self._base_height0 or non_sole)
@@ -163,6 +212,13 @@ class HumanoidEnv(gym.Env):
                 self._info(fell=fell, reward_terms=terms, non_sole=non_sole))
 
     def render(self):
+        if self.render_mode == "human":
+            if self._viewer is None:
+                from wbsim.viewer import Viewer
+
+                self._viewer = Viewer(self.model, self.data)
+            self._viewer.sync()
+            return None
         if self.render_mode != "rgb_array":
             return None
         return self.frame_renderer.render(self.data)
@@ -171,6 +227,34 @@ class HumanoidEnv(gym.Env):
         if self._frame_renderer is not None:
             self._frame_renderer.close()
             self._frame_renderer = None
+        if self._viewer is not None:
+            self._viewer.close()
+            self._viewer = None
+
+    # -- pickling: rebuild from the constructor's arguments, then restore the simulation state ----
+    def __getstate__(self):
+        kwargs = dict(self._init_kwargs)
+        if isinstance(kwargs["robot"], wbsim.Robot):
+            kwargs["robot"] = kwargs["robot"].name
+        size = mujoco.mj_stateSize(self.model, mujoco.mjtState.mjSTATE_INTEGRATION)
+        state = np.empty(size)
+        mujoco.mj_getState(self.model, self.data, state, mujoco.mjtState.mjSTATE_INTEGRATION)
+        return {"kwargs": kwargs, "state": state, "q_ref": self._q_ref,
+                "base_height0": self._base_height0, "np_random": self._np_random,
+                "next_push": self._next_push, "push_force": self._push_force.copy(),
+                "pushes": list(self.pushes)}
+
+    def __setstate__(self, st):
+        self.__init__(**st["kwargs"])
+        mujoco.mj_setState(self.model, self.data, st["state"], mujoco.mjtState.mjSTATE_INTEGRATION)
+        mujoco.mj_forward(self.model, self.data)
+        self._q_ref, self._base_height0 = st["q_ref"], st["base_height0"]
+        self._np_random = st["np_random"]
+        self._next_push, self._push_force, self.pushes = (st["next_push"], st["push_force"],
+                                                          st["pushes"])
+        self.plan.set_context(**self._plan_context())
+        if self._pd is not None:
+            self._pd.reset(self._q_ref)
 
     # -- helpers -----------------------------------------------------------------------------------
     @property
@@ -182,8 +266,26 @@ class HumanoidEnv(gym.Env):
             self._frame_renderer = FrameRenderer(self.model, self.width, self.height)
         return self._frame_renderer
 
+    def _apply_push(self) -> None:
+        """Start, hold or end a push on the torso (``xfrc_applied``), per the push schedule."""
+        if self.push_magnitude <= 0.0:
+            return
+        t = self.data.time
+        if t + 1e-9 >= self._next_push:
+            angle = self.np_random.uniform(-np.pi, np.pi)
+            self._push_force[:] = self.push_magnitude * np.array([np.cos(angle), np.sin(angle), 0])
+            self.pushes.append((float(t), self._push_force.copy()))
+            self._next_push += self.push_interval
+        active = self.pushes and t < self.pushes[-1][0] + self.push_duration
+        self.data.xfrc_applied[self._torso, 0:3] = self._push_force if active else 0.0
+
     def action_to_torque(self, action: np.ndarray) -> np.ndarray:
-        """Check and map an action to joint torques ``(n,)`` N·m (clip to [-1, 1], scale by effort)."""
+        """Check and map an action to joint torques ``(n,)`` N·m in ``torque`` mode (clip to
+        [-1, 1], scale by effort)."""
+        return self.check_action(action) * self.effort
+
+    def check_action(self, action: np.ndarray) -> np.ndarray:
+        """The action as floats clipped to [-1, 1]; ``ValueError`` for a wrong shape or NaN/inf."""
         a = np.asarray(action, dtype=float)
         if a.shape != self.action_space.shape:
             raise ValueError(f"{self.env_id}: action of shape {a.shape}; expected {self.action_space}")
@@ -191,7 +293,7 @@ class HumanoidEnv(gym.Env):
             bad = [self.robot.joint_names[i] for i in np.flatnonzero(~np.isfinite(a))]
             raise ValueError(f"{self.env_id}: action has NaN/inf at {', '.join(bad[:5])}; "
                              f"expected finite values in {self.action_space}")
-        return np.clip(a, -1.0, 1.0) * self.effort
+        return np.clip(a, -1.0, 1.0)
 
     def torque_to_action(self, tau: np.ndarray) -> np.ndarray:
         """Joint torques ``(n,)`` N·m -> action in this env's ``torque`` mode (not clipped)."""
@@ -241,6 +343,8 @@ class HumanoidEnv(gym.Env):
             "non_sole_contacts": non_sole or [],
             "fell": fell,
             "reward_terms": reward_terms,
+            "push_force": self._push_force.copy() if self.pushes and self.data.time < (
+                self.pushes[-1][0] + self.push_duration) else np.zeros(3),
         }
 
     def _observation(self) -> np.ndarray:
@@ -274,3 +378,17 @@ class HumanoidEnv(gym.Env):
             "torque": -w["torque"] * float(np.mean((self.tau / self.effort) ** 2)),
             "base_velocity": -w["base_velocity"] * float(d.qvel[0:3] @ d.qvel[0:3]),
         }
+
+
+def make_humanoid_env(action_mode: str = "torque", controller: str = "gravity_qp",
+                      residual_scale: float = 0.1, controller_options: Mapping[str, Any] | None = None,
+                      **kwargs: Any) -> gym.Env:
+    """The registered entry point: a :class:`HumanoidEnv`, wrapped in
+    :class:`~wbsim.envs.wrappers.ControllerInTheLoop` for ``action_mode="residual"``."""
+    if action_mode == "residual":
+        from wbsim.envs.wrappers import ControllerInTheLoop
+
+        return ControllerInTheLoop(HumanoidEnv(action_mode="torque", **kwargs), controller,
+                                   residual_scale=residual_scale,
+                                   controller_options=controller_options)
+    return HumanoidEnv(action_mode=action_mode, **kwargs)

@@ -48,37 +48,45 @@ class PhasePlan:
         periodic: repeat the sequence forever (step in place) instead of staying in the last phase.
     """
 
-    def __init__(self, phases: Sequence[Phase], periodic: bool = False):
+    def __init__(self, phases: Sequence[Phase], periodic: bool = False, repeat_from: int = 0):
         if not phases:
             raise ValueError("a PhasePlan needs at least one phase")
         self.phases = tuple(phases)
         self.periodic = periodic
+        self.repeat_from = repeat_from if periodic else len(self.phases)
         self.starts = np.concatenate([[0.0], np.cumsum([p.duration for p in self.phases])[:-1]])
         self.context: dict[str, np.ndarray] = {}
 
     @property
     def duration(self) -> float:
+        """Duration of one pass through the phases, s."""
         return float(sum(p.duration for p in self.phases))
 
     def set_context(self, **values: np.ndarray) -> None:
         """Reference values that target functions read (set by the env at reset)."""
         self.context = {k: np.asarray(v, dtype=float).copy() for k, v in values.items()}
 
+    def _wrap(self, t: float) -> float:
+        """Map ``t`` into one pass; periodic plans repeat from phase ``repeat_from`` on."""
+        if not self.periodic or not np.isfinite(self.duration) or t < self.duration:
+            return t
+        t0 = self.starts[self.repeat_from]
+        return t0 + (t - t0) % (self.duration - t0)
+
     def index_at(self, t: float) -> int:
-        if self.periodic and np.isfinite(self.duration):
-            t = t % self.duration
-        return int(np.searchsorted(self.starts, t, side="right") - 1)
+        return int(np.searchsorted(self.starts, self._wrap(t), side="right") - 1)
 
     def at(self, t: float) -> ContactSchedule:
         """The :class:`ContactSchedule` at time ``t`` (s)."""
-        if self.periodic and np.isfinite(self.duration):
-            t = t % self.duration
+        t = self._wrap(t)
         i = self.index_at(t)
         phase = self.phases[i]
         t_in = t - self.starts[i]
         s = float(np.clip(t_in / phase.duration, 0.0, 1.0)) if np.isfinite(phase.duration) else 0.0
-        nxt = self.phases[(i + 1) % len(self.phases)] if (self.periodic or i + 1 < len(self.phases)) \
-            else phase
+        if i + 1 < len(self.phases):
+            nxt = self.phases[i + 1]
+        else:
+            nxt = self.phases[self.repeat_from] if self.periodic else phase
         targets = {name: fn(s, self.context) for name, fn in phase.targets.items()}
         if np.isfinite(phase.duration) and phase.targets:
             # time derivatives for feed-forward, by central differences in the phase progress s
@@ -94,10 +102,9 @@ class PhasePlan:
 
     def switch_times(self, horizon: float) -> list[tuple[float, frozenset[str], frozenset[str]]]:
         """Planned contact-set switches up to ``horizon`` s: ``(time, before, after)``."""
-        out = []
-        t, i, prev = 0.0, 0, self.phases[0].contact_set
+        out, t, i, prev = [], 0.0, 0, self.phases[0].contact_set
         while t <= horizon:
-            phase = self.phases[i % len(self.phases)]
+            phase = self.phases[i]
             if phase.contact_set != prev:
                 out.append((t, prev, phase.contact_set))
                 prev = phase.contact_set
@@ -105,8 +112,10 @@ class PhasePlan:
                 break
             t += phase.duration
             i += 1
-            if i >= len(self.phases) and not self.periodic:
-                break
+            if i == len(self.phases):
+                if not self.periodic:
+                    break
+                i = self.repeat_from
         return out
 
 
@@ -169,3 +178,53 @@ def one_leg_plan(lift_height: float = 0.05) -> PhasePlan:
         Phase("lower", 1.0, left, {"com": com_left, "right_foot": foot_down}),
         Phase("stand_again", 1.0, BOTH_FEET, {"com": com_back, "right_foot": foot_rest}),
     ])
+
+
+def step_in_place_plan(step_height: float = 0.03, shift_time: float = 0.8,
+                       swing_time: float = 0.8) -> PhasePlan:
+    """Alternating single supports, periodic: shift the CoM from the middle over the left sole
+    (``shift_time`` s, both feet), then repeat: lift and put down the right foot (``swing_time`` s, left
+    only), shift over the right sole, lift and put down the left foot, shift over the left sole.
+
+    Targets: ``"com"`` and the swing foot's ``"left_foot"`` / ``"right_foot"`` (world, m), with
+    velocities. Context: ``com``, ``left_foot``, ``right_foot``, ``left_sole_centre``,
+    ``right_sole_centre``.
+    """
+    def over(side):
+        def fn(c):
+            centre = c[f"{side}_sole_centre"]
+            return np.array([centre[0], centre[1], c["com"][2]])
+        return fn
+
+    def shift(frm, to):
+        return lambda s, c: _lerp(frm(c), to(c), s)
+
+    def hold(at):
+        return lambda s, c: at(c)
+
+    def swing(foot):
+        return lambda s, c: c[foot] + np.array([0.0, 0.0, step_height * np.sin(np.pi * s) ** 2])
+
+    def rest(foot):
+        return lambda s, c: c[foot].copy()
+
+    left, right = over("left"), over("right")
+
+    def centre(c):
+        return c["com"].copy()
+
+    return PhasePlan([
+        Phase("shift_left_first", shift_time, BOTH_FEET,
+              {"com": shift(centre, left), "left_foot": rest("left_foot"),
+               "right_foot": rest("right_foot")}),
+        Phase("swing_right", swing_time, frozenset({"left_foot"}),
+              {"com": hold(left), "right_foot": swing("right_foot")}),
+        Phase("shift_right", shift_time, BOTH_FEET,
+              {"com": shift(left, right), "left_foot": rest("left_foot"),
+               "right_foot": rest("right_foot")}),
+        Phase("swing_left", swing_time, frozenset({"right_foot"}),
+              {"com": hold(right), "left_foot": swing("left_foot")}),
+        Phase("shift_left", shift_time, BOTH_FEET,
+              {"com": shift(right, left), "left_foot": rest("left_foot"),
+               "right_foot": rest("right_foot")}),
+    ], periodic=True, repeat_from=1)

@@ -105,6 +105,7 @@ class RobotConfig:
         joint_dynamics: default :class:`JointDynamics` of every actuated joint.
         joint_dynamics_overrides: joint name -> :class:`JointDynamics` for particular joints.
         base_height: base height (m) of poses for a robot without feet.
+        torso: the link that pushes are applied to (``""``: the root link).
     """
 
     name: str
@@ -114,6 +115,7 @@ class RobotConfig:
     joint_dynamics: JointDynamics = JointDynamics()
     joint_dynamics_overrides: Mapping[str, JointDynamics] = field(default_factory=dict)
     base_height: float = 1.0
+    torso: str = ""
 
     def __post_init__(self):
         for foot in self.feet:
@@ -199,6 +201,7 @@ ROBOTS: Mapping[str, RobotConfig] = MappingProxyType({
             "right_foot": FootConfig("right_ankle_roll_link", _G1_CORNERS),
         },
         poses={"stand": {**_G1_LEGS, **_G1_ARMS}, "zero": {}},
+        torso="torso_link",
     ),
     "talos": RobotConfig(
         name="talos",
@@ -209,6 +212,7 @@ ROBOTS: Mapping[str, RobotConfig] = MappingProxyType({
         },
         # Talos's ``half_sitting`` from example-robot-data's talos.srdf.
         poses={"stand": _TALOS_HALF_SITTING, "half_sitting": _TALOS_HALF_SITTING, "zero": {}},
+        torso="torso_2_link",
     ),
 })
 

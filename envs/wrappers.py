@@ -1,0 +1,74 @@
+"""Reusable wrappers around wbsim envs.
+
+:class:`ControllerInTheLoop` runs a wbsim controller inside any torque-mode wbsim env and adds the
+agent's action to its torques: the ``residual`` action mode, and the way to compare an RL policy with
+the baseline it improves on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from wbsim.controllers import make_controller
+
+__all__ = ["ControllerInTheLoop"]
+
+
+class ControllerInTheLoop(gym.Wrapper):
+    """``tau = controller torque + residual_scale * action * effort limit`` (N·m), clipped to the
+    effort limits.
+
+    The controller sees only what the env publishes in ``info`` (``state``, ``schedule``), through the
+    controller protocol. Its :class:`~wbsim.controllers.base.Command` of the last step is in
+    ``info["command"]``.
+
+    Args:
+        env: a wbsim env in ``torque`` action mode.
+        controller: a registered controller name.
+        residual_scale: fraction of the effort limit that an action of 1 adds.
+        controller_options: keyword options of the controller.
+    """
+
+    def __init__(self, env: gym.Env, controller: str = "gravity_qp", residual_scale: float = 0.1,
+                 controller_options: Mapping[str, Any] | None = None):
+        super().__init__(env)
+        base = env.unwrapped
+        if getattr(base, "action_mode", "torque") != "torque":
+            raise ValueError(f"{base.env_id}: ControllerInTheLoop needs a torque-mode env")
+        self.controller_name = controller
+        self.residual_scale = float(residual_scale)
+        self.controller = make_controller(controller, base.robot, **dict(controller_options or {}))
+        self._info: dict[str, Any] | None = None
+
+    def reset(self, **kwargs):
+        obs, info = self.env.reset(**kwargs)
+        self.controller.reset(info["state"])
+        self._info = info
+        return obs, info
+
+    def step(self, action):
+        base = self.env.unwrapped
+        if self._info is None:
+            raise gym.error.ResetNeeded("call reset() before step()")
+        a = base.check_action(action)
+        cmd = self.controller.compute(self._info["state"], self._info["schedule"])
+        tau = np.clip(cmd.tau + self.residual_scale * a * base.effort, -base.effort, base.effort)
+        base.overlay_command = cmd
+        obs, reward, terminated, truncated, info = self.env.step(base.torque_to_action(tau))
+        info["command"] = cmd
+        self._info = info
+        return obs, reward, terminated, truncated, info
+
+    def __getstate__(self):
+        return {"env": self.env, "controller": self.controller_name,
+                "residual_scale": self.residual_scale, "info": self._info}
+
+    def __setstate__(self, st):
+        self.__init__(st["env"], st["controller"], st["residual_scale"])
+        self._info = st["info"]
+        if self._info is not None:
+            self.controller.reset(self._info["state"])

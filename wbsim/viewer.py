@@ -1,0 +1,74 @@
+"""MuJoCo's passive viewer, with the same overlay as the video, paced to real time.
+
+``wbsim run --viewer`` and ``render_mode="human"`` use it. It needs a display: without one,
+:class:`Viewer` raises :class:`~wbsim.errors.WbsimError` with the way to run headless (or under
+``xvfb-run``).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import mujoco
+
+from wbsim.errors import WbsimError
+from wbsim.overlay import OverlayData, draw_geoms
+
+__all__ = ["Viewer", "NO_DISPLAY_MESSAGE"]
+
+NO_DISPLAY_MESSAGE = (
+    "the viewer needs a display, and there is none (DISPLAY is not set). Run headless instead: "
+    "omit --viewer (add --video out.mp4 to record), or give it a virtual display: "
+    "apt-get install -y xvfb && xvfb-run -a wbsim run --viewer ..."
+)
+
+
+class Viewer:
+    """A passive viewer on ``(model, data)`` with an overlay, synced in real time.
+
+    Raises:
+        WbsimError: no display, or the viewer cannot start (the message says how to run headless).
+    """
+
+    def __init__(self, model: mujoco.MjModel, data: mujoco.MjData, realtime: bool = True):
+        if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+            raise WbsimError(NO_DISPLAY_MESSAGE)
+        if os.environ.get("MUJOCO_GL", "glfw") not in ("glfw", ""):
+            raise WbsimError(f"the viewer needs MUJOCO_GL=glfw (it is {os.environ['MUJOCO_GL']!r});"
+                             " unset MUJOCO_GL when a display is present")
+        import mujoco.viewer
+
+        try:
+            self.handle = mujoco.viewer.launch_passive(model, data, show_left_ui=False,
+                                                       show_right_ui=False)
+        except Exception as exc:
+            raise WbsimError(f"cannot open MuJoCo's viewer ({exc}). {NO_DISPLAY_MESSAGE}") from exc
+        self.model, self.data, self.realtime = model, data, realtime
+        self._wall0 = time.perf_counter()
+        self._sim0 = data.time
+        self.frames = 0
+
+    @property
+    def is_running(self) -> bool:
+        return self.handle.is_running()
+
+    def sync(self, overlay: OverlayData | None = None) -> None:
+        """Draw the current state (and overlay), then sleep to keep simulated time = wall time."""
+        with self.handle.lock():
+            scn = self.handle.user_scn
+            scn.ngeom = 0
+            if overlay is not None:
+                draw_geoms(scn, overlay)
+                self.handle.set_texts((None, None, overlay.text, ""))
+        self.handle.sync()
+        self.frames += 1
+        if self.realtime:
+            ahead = (self.data.time - self._sim0) - (time.perf_counter() - self._wall0)
+            if ahead > 0:
+                time.sleep(ahead)
+
+    def close(self) -> None:
+        if getattr(self, "handle", None) is not None:
+            self.handle.close()
+            self.handle = None
