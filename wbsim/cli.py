@@ -1,4 +1,4 @@
-"""The ``wbsim`` command line: ``list``, ``run``, ``statics``, ``report``.
+"""The ``wbsim`` command line: ``list``, ``run``, ``statics``, ``report``, ``baseline``, ``bench``.
 
 Each subcommand parses its arguments and calls one library function; no physics or control here.
 Errors of wbsim (unknown names, bad files) print one line and exit with status 2.
@@ -118,6 +118,28 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_baseline(args: argparse.Namespace) -> int:
+    from wbsim.baseline import run_baseline
+
+    out = run_baseline(args.env, args.controller, episodes=args.episodes, seed=args.seed,
+                       seconds=args.seconds, reset_noise_scale=args.reset_noise,
+                       controller_options=_parse_options(args.controller_option),
+                       json_path=args.json or f"baselines/{args.env.split('/')[-1]}_{args.controller}.json",
+                       progress=not args.no_progress)
+    print(f"{out['env']} {out['controller']}: {out['episodes']} episodes of {out['seconds']:g} s")
+    print(f"  return        {out['return_mean']:.2f} ± {out['return_std']:.2f}")
+    print(f"  success rate  {out['success_rate']:.2f}  (fell {out['fell']})")
+    print(f"  length        {out['length_mean']:.1f} ± {out['length_std']:.1f} steps")
+    print(f"  events        {json.dumps(out['violations'])}")
+    return 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from wbsim.bench import run_bench
+
+    return run_bench(robot=args.robot, json_path=args.json, quick=args.quick)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="wbsim", description=wbsim.__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"wbsim {wbsim.__version__}")
@@ -152,6 +174,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--solver", help="QP solver (qpsolvers name)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_statics)
+
+    p = sub.add_parser("baseline", help="a controller's statistics over seeded episodes")
+    p.add_argument("--env", default="wbsim/G1Stand-v0")
+    p.add_argument("--controller", default="gravity_qp")
+    p.add_argument("--episodes", type=int, default=20)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seconds", type=float, help="episode length, s (default: the env's limit)")
+    p.add_argument("--reset-noise", type=float, default=0.02, help="joint noise at reset, rad")
+    p.add_argument("--controller-option", "-c", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--json", help="output JSON (default baselines/<env>_<controller>.json)")
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=cmd_baseline)
+
+    p = sub.add_parser("bench", help="speed against raw mj_step and Humanoid-v5, in one run")
+    p.add_argument("--robot", default="g1")
+    p.add_argument("--json", help="write the figures as JSON")
+    p.add_argument("--quick", action="store_true", help="few repetitions (a smoke test, not figures)")
+    p.set_defaults(func=cmd_bench)
 
     p = sub.add_parser("report", help="table of runs and a normal-force plot per run")
     p.add_argument("runs", nargs="+", metavar="RUN_DIR")

@@ -144,7 +144,7 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
         "robot": robot.name, "env": cfg.env, "controller": cfg.controller, "seconds": 0.0,
         "fell": False, "base_drift_m": 0.0, "max_base_tilt_deg": 0.0, "max_joint_error_rad": 0.0,
         "base_height_drop_m": 0.0, "events": {}, "status": "running", "stopped_reason": "",
-        "steps": 0, "seed": cfg.seed,
+        "steps": 0, "seed": cfg.seed, "return": 0.0,
     }
     cols, units = _columns(robot)
     n_j, n_p = robot.n_joints, len(robot.contact_point_names)
@@ -191,6 +191,7 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
             bar = tqdm(total=n_steps, unit="step", desc=f"{cfg.env} {cfg.controller}",
                        mininterval=0.5, leave=False)
         prev_assumed: frozenset[str] | None = None
+        loop0 = time.perf_counter()
         for step in range(n_steps):
             t = float(uenv.data.time)
             if video is not None and t + 1e-9 >= next_frame:
@@ -217,6 +218,7 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
             prev_assumed = cmd.contact_set
             obs, reward, terminated, truncated, info = env.step(uenv.torque_to_action(cmd.tau))
             state = info["state"]
+            summary["return"] += float(reward)
 
             d = uenv.data
             qerr = d.qpos[robot.converter.mj_qadr] - q_ref
@@ -257,6 +259,7 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
                       magnitude=float(d.qpos[2]))
                 summary["stopped_reason"] = f"fell at t = {d.time:.3f} s"
                 break
+        summary["loop_wall_seconds"] = time.perf_counter() - loop0
         if video is not None and summary["steps"] and summary["status"] == "running":
             video.append(env.render())
         if summary["status"] == "running":

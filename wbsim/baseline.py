@@ -1,0 +1,63 @@
+"""``wbsim baseline``: a controller's statistics over seeded episodes of an env.
+
+Each episode is one :func:`wbsim.rollout.run_episode` (no video, no log) with its own seed; the env's
+``reset_noise_scale`` (default here 0.02 rad of uniform joint noise at reset) makes episodes differ.
+Success = the episode ran to its time limit without a fall.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from wbsim.rollout import EpisodeConfig, run_episode
+
+__all__ = ["run_baseline"]
+
+
+def run_baseline(env: str, controller: str, episodes: int = 20, seed: int = 0,
+                 seconds: float | None = None, reset_noise_scale: float = 0.02,
+                 controller_options: Mapping[str, Any] | None = None,
+                 env_options: Mapping[str, Any] | None = None,
+                 json_path: str | Path | None = None, progress: bool = True) -> dict[str, Any]:
+    """Run ``episodes`` episodes (seeds ``seed``, ``seed + 1``, ...) and aggregate.
+
+    Returns (and writes to ``json_path`` if given) a dict with ``env``, ``controller``, ``episodes``,
+    ``seconds``, ``return_mean``, ``return_std``, ``success_rate``, ``length_mean``, ``length_std``
+    (steps), ``fell``, ``violations`` (kind -> total count), ``per_episode``.
+    """
+    from wbsim.envs import ENV_IDS
+
+    env_kwargs = {"reset_noise_scale": reset_noise_scale, **dict(env_options or {})}
+    if seconds is None:
+        seconds = float(ENV_IDS.get(env, {}).get("max_seconds", 10.0))
+    per = []
+    for k in range(episodes):
+        s = run_episode(EpisodeConfig(env=env, controller=controller, seconds=seconds,
+                                      seed=seed + k, controller_options=dict(controller_options or {}),
+                                      env_options=env_kwargs, progress=progress))
+        per.append({"seed": seed + k, "return": s["return"], "steps": s["steps"],
+                    "seconds": s["seconds"], "fell": s["fell"], "events": s["events"]})
+    returns = np.array([p["return"] for p in per])
+    lengths = np.array([p["steps"] for p in per])
+    success = [not p["fell"] and p["seconds"] >= seconds - 1e-6 for p in per]
+    violations: dict[str, int] = {}
+    for p in per:
+        for kind, n in p["events"].items():
+            violations[kind] = violations.get(kind, 0) + n
+    out = {
+        "env": env, "controller": controller, "episodes": episodes, "seed": seed,
+        "seconds": seconds, "reset_noise_scale": reset_noise_scale,
+        "return_mean": float(returns.mean()), "return_std": float(returns.std()),
+        "success_rate": float(np.mean(success)), "length_mean": float(lengths.mean()),
+        "length_std": float(lengths.std()), "fell": int(sum(p["fell"] for p in per)),
+        "violations": violations, "per_episode": per,
+    }
+    if json_path:
+        Path(json_path).parent.mkdir(parents=True, exist_ok=True)
+        Path(json_path).write_text(json.dumps(out, indent=2))
+    return out
