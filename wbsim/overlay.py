@@ -79,8 +79,11 @@ def _connector(scene, kind, width, a, b, rgba):
         mujoco.mjv_connector(g, kind, width, np.asarray(a, float), np.asarray(b, float))
 
 
-def draw_geoms(scene: mujoco.MjvScene, data: OverlayData) -> None:
-    """Append the overlay's geometry to ``scene`` (stops quietly when the scene is full)."""
+def draw_geoms(scene: mujoco.MjvScene, data: OverlayData, label: str = "") -> None:
+    """Append the overlay's geometry to ``scene`` (stops quietly when the scene is full).
+
+    ``label``, if given, is shown next to the CoM marker (the viewer's status line).
+    """
     arrow = mujoco.mjtGeom.mjGEOM_ARROW
     for i, p in enumerate(data.points):
         _sphere(scene, p, 0.012, MODE_COLORS[int(data.modes[i]) % 3])
@@ -91,6 +94,8 @@ def draw_geoms(scene: mujoco.MjvScene, data: OverlayData) -> None:
                 _connector(scene, arrow, 0.008, p, tip, VIOLATION if data.violating[i] else color)
     com = np.asarray(data.com, float)
     _sphere(scene, com, 0.03, COM_COLOR)
+    if label and scene.ngeom:
+        scene.geoms[scene.ngeom - 1].label = label[:99]  # mjvGeom.label holds 100 characters
     ground = np.array([com[0], com[1], 0.002])
     _sphere(scene, ground, 0.015, COM_COLOR)
     _connector(scene, mujoco.mjtGeom.mjGEOM_LINE, 2.0, com, ground, COM_COLOR)

@@ -59,8 +59,9 @@ class Viewer:
             scn = self.handle.user_scn
             scn.ngeom = 0
             if overlay is not None:
-                draw_geoms(scn, overlay)
-                self.handle.set_texts((None, None, overlay.text, ""))
+                # the status line rides on the CoM marker's label: Handle.set_texts blocks until the
+                # render thread draws, and deadlocked under Xvfb in our tests (MuJoCo 4.0)
+                draw_geoms(scn, overlay, label=overlay.text.replace("\n", "  "))
         self.handle.sync()
         self.frames += 1
         if self.realtime:
@@ -72,3 +73,6 @@ class Viewer:
         if getattr(self, "handle", None) is not None:
             self.handle.close()
             self.handle = None
+            # let the render thread tear down its GLFW window before the interpreter exits: without
+            # this pause the process segfaults at exit (google-deepmind/mujoco#790, seen here too)
+            time.sleep(0.3)
