@@ -32,22 +32,22 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from wbsim.errors import WbsimError
+from wbsim.errors import UnknownNameError, WbsimError
 
 __all__ = [
+    "MODE_NAMES",
+    "OPEN",
+    "SLIDING",
+    "STICKING",
+    "ContactSensing",
+    "ContactSensor",
+    "PointContactSensor",
+    "SensingThresholds",
     "convex_hull",
+    "point_in_polygon",
+    "sense_point_contacts",
     "sole_points_in_world",
     "support_polygon",
-    "point_in_polygon",
-    "OPEN",
-    "STICKING",
-    "SLIDING",
-    "MODE_NAMES",
-    "SensingThresholds",
-    "ContactSensing",
-    "PointContactSensor",
-    "ContactSensor",
-    "sense_point_contacts",
 ]
 
 
@@ -148,43 +148,49 @@ class SensingThresholds:
         return cls(**data)
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(eq=False, slots=True)
 class ContactSensing:
-    """What the simulation says about the sole points at one step. ``n`` = number of points.
+    """What the simulation says about the sole points at one step. ``n`` = number of points,
+    ``k`` = number of contacts between the robot and the environment.
 
-    All vectors are in the WORLD frame; forces are the forces ON THE ROBOT.
+    All vectors are in the WORLD frame; forces are the forces ON THE ROBOT. Arrays are fresh (not
+    views of ``MjData``). Treat it as read-only (it is not frozen only because a frozen dataclass
+    costs microseconds to build, every step).
 
     Attributes:
         names: ``(n,)`` point names (left foot first for a robot).
         point_foot: ``(n,)`` foot of each point (``""`` when the points are not grouped in feet).
-        position_world: ``(n, 3)`` point positions (MuJoCo sites), m.
+        position_world: ``(n, 3)`` point positions (MuJoCo sites, or the spheres' lowest points), m.
         gap: ``(n,)`` distance to the floor ``h(p)``, m: the smallest ``d.contact.dist`` of the point's
             listed contacts, else the point's height above the floor surface. Negative = penetration.
-        normal_world: ``(n, 3)`` unit contact normal pointing from the floor to the robot (the floor's
-            normal when the point has no contact).
+        floor_normal_world: ``(3,)`` unit normal of the floor surface, pointing up (out of the floor).
+            Normal and tangential components below are taken along and across it (for a point on a
+            plane or on a box's top face the contact normal is this normal).
         force_world: ``(n, 3)`` contact force on the robot at the point (sum over its contacts), N.
-        normal_force: ``(n,)`` ``force_world . normal_world``, N (>= 0 for a simulated force).
+        normal_force: ``(n,)`` ``force_world . floor_normal_world``, N (>= 0 for a simulated force).
         tangential_force: ``(n,)`` norm of the force component orthogonal to the normal, N.
-        tangential_velocity_world: ``(n, 3)`` velocity of the point relative to the floor, normal
-            component removed, m/s.
+        tangential_velocity_world: ``(n, 3)`` velocity of the point relative to the floor with the
+            normal component removed, m/s.
         slip_velocity: ``(n,)`` norm of ``tangential_velocity_world`` (slip speed), m/s.
-        friction: ``(n,)`` sliding friction coefficient ``mu`` of the point-floor pair (MuJoCo's
-            combined value for listed contacts, else the larger of the two geoms' coefficients).
-        mode: ``(n,)`` int8, :data:`OPEN`, :data:`STICKING` or :data:`SLIDING` (:data:`MODE_NAMES`).
+        friction: ``(n,)`` sliding friction coefficient ``mu`` of the point-floor pair: the larger of
+            the two geoms' coefficients, which is how MuJoCo combines them (equal priorities).
+        mode: ``(n,)`` int8, :data:`OPEN`, :data:`STICKING` or :data:`SLIDING` (see :data:`MODE_NAMES`):
+            ``open`` unless ``normal_force > thresholds.normal_force``; then ``sliding`` if
+            ``slip_velocity > thresholds.slip_speed``, else ``sticking``.
         feet_in_contact: feet with at least one loaded (non-open) point.
         non_sole_contacts: name -> normal force (N) of every robot geom other than the sole points that
-            touches the environment (active contact with ``dist <= 0`` or a loaded one); the name is the
-            geom's, or ``"<body>/geom<id>"`` for an unnamed geom.
-        external_force_world: ``(3,)`` sum of every contact force on the robot (sole and non-sole), N.
-        external_moment_world: ``(3,)`` moment of those forces about the WORLD ORIGIN, N·m (the moment
-            about a point ``c`` is ``external_moment_world - cross(c, external_force_world)``).
+            touches the environment (an active contact with ``dist <= 0``, or one loaded above the
+            threshold); the name is the geom's, or ``"<body>/geom<id>"`` for an unnamed geom.
+        contact_position_world: ``(k, 3)`` position of every robot-environment contact (MuJoCo's
+            ``d.contact.pos``), m.
+        contact_force_world: ``(k, 3)`` force on the robot at each of those contacts, N.
     """
 
     names: tuple[str, ...]
     point_foot: tuple[str, ...]
     position_world: np.ndarray
     gap: np.ndarray
-    normal_world: np.ndarray
+    floor_normal_world: np.ndarray
     force_world: np.ndarray
     normal_force: np.ndarray
     tangential_force: np.ndarray
@@ -194,13 +200,31 @@ class ContactSensing:
     mode: np.ndarray
     feet_in_contact: frozenset[str]
     non_sole_contacts: Mapping[str, float]
-    external_force_world: np.ndarray
-    external_moment_world: np.ndarray
+    contact_position_world: np.ndarray
+    contact_force_world: np.ndarray
 
     @property
     def loaded(self) -> np.ndarray:
         """``(n,)`` bool: the point is not ``open``."""
         return self.mode != OPEN
+
+    @property
+    def external_force_world(self) -> np.ndarray:
+        """``(3,)`` sum of every contact force on the robot (sole and non-sole), N."""
+        return self.contact_force_world.sum(axis=0)
+
+    def external_moment_world(self, about: np.ndarray | None = None) -> np.ndarray:
+        """``(3,)`` moment of every contact force on the robot about the point ``about`` (world,
+        m; default the world origin), N·m: ``sum_k (p_k - about) x f_k``."""
+        # sum_k p_k x f_k from the 3x3 matrix P = sum_k p_k f_k^T (one matmul instead of k crosses):
+        # (p x f)_x = P_yz - P_zy, (p x f)_y = P_zx - P_xz, (p x f)_z = P_xy - P_yx
+        P = (self.contact_position_world.T @ self.contact_force_world).tolist()
+        m = [P[1][2] - P[2][1], P[2][0] - P[0][2], P[0][1] - P[1][0]]
+        if about is not None:
+            x, y, z = np.asarray(about, dtype=float).tolist()
+            fx, fy, fz = self.contact_force_world.sum(axis=0).tolist()
+            m = [m[0] - (y * fz - z * fy), m[1] - (z * fx - x * fz), m[2] - (x * fy - y * fx)]
+        return np.array(m)
 
     def mode_names(self) -> tuple[str, ...]:
         """``(n,)`` mode of each point as text (``"open"``, ``"sticking"``, ``"sliding"``)."""
@@ -211,9 +235,14 @@ class ContactSensing:
         try:
             return self.names.index(name)
         except ValueError:
-            from wbsim.errors import UnknownNameError
-
             raise UnknownNameError("contact point", name, self.names) from None
+
+    def points_of_foot(self, foot: str) -> np.ndarray:
+        """Indices of the points of ``foot``; raises :class:`~wbsim.errors.UnknownNameError`."""
+        idx = np.array([i for i, f in enumerate(self.point_foot) if f == foot and f], dtype=int)
+        if idx.size == 0:
+            raise UnknownNameError("foot", foot, {f for f in self.point_foot if f})
+        return idx
 
 
 def _cross3(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -223,12 +252,18 @@ def _cross3(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
 
 
+_EMPTY3 = np.zeros((0, 3))
+_EMPTY3.setflags(write=False)
+_NO_NON_SOLE: Mapping[str, float] = MappingProxyType({})
+
+
 class PointContactSensor:
     """Senses point geoms (e.g. sole spheres) against a floor, for any MuJoCo model.
 
     Everything that depends only on the model (geom -> point map, which geoms belong to the robot,
     names, friction) is computed once here; :meth:`sense` loops in Python only over the ``d.ncon``
-    contacts and is otherwise vectorised.
+    contacts (and over the points for their velocities, with ``mj_objectVelocity``) and is otherwise
+    vectorised. Contacts of a point with any non-robot geom count, not only with the floor.
 
     Args:
         model: the ``mujoco.MjModel``.
@@ -266,11 +301,12 @@ class PointContactSensor:
             raise WbsimError("the floor geom must be a plane or a box (its top face is the floor), "
                              f"got geom type {mujoco.mjtGeom(floor_type).name}")
         self.point_geom_ids = np.asarray(point_geom_ids, dtype=int).reshape(-1)
-        n = len(self.point_geom_ids)
+        n = self._n = len(self.point_geom_ids)
         if n == 0:
             raise WbsimError("point_geom_ids is empty")
         if np.any((self.point_geom_ids < 0) | (self.point_geom_ids >= m.ngeom)):
-            raise WbsimError(f"point_geom_ids {self.point_geom_ids.tolist()} has ids outside 0..{m.ngeom - 1}")
+            raise WbsimError(f"point_geom_ids {self.point_geom_ids.tolist()} has ids outside "
+                             f"0..{m.ngeom - 1}")
         if len(set(self.point_geom_ids.tolist())) != n:
             raise WbsimError("point_geom_ids has duplicates")
         if point_names is None:
@@ -282,8 +318,11 @@ class PointContactSensor:
         self.point_feet = tuple(point_feet) if point_feet is not None else ("",) * n
         if len(self.point_feet) != n:
             raise WbsimError(f"{len(self.point_feet)} point_feet for {n} point geoms")
+        #: feet in first-appearance order
         self.foot_names = tuple(dict.fromkeys(f for f in self.point_feet if f))
-        self._foot_index = np.array([self.foot_names.index(f) if f else -1 for f in self.point_feet])
+        self._foot_index_list = [self.foot_names.index(f) if f else -1 for f in self.point_feet]
+        if not self.foot_names:
+            self._foot_index_list = []
         if point_site_ids is not None:
             self.point_site_ids = np.asarray(point_site_ids, dtype=int).reshape(-1)
             if len(self.point_site_ids) != n:
@@ -291,9 +330,11 @@ class PointContactSensor:
             if np.any((self.point_site_ids < 0) | (self.point_site_ids >= m.nsite)):
                 raise WbsimError(f"point_site_ids has ids outside 0..{m.nsite - 1}")
             self._radius = None
+            self._sites = [int(s) for s in self.point_site_ids]
         else:
             self.point_site_ids = None
-            not_spheres = [g for g in self.point_geom_ids if m.geom_type[g] != mujoco.mjtGeom.mjGEOM_SPHERE]
+            not_spheres = [int(g) for g in self.point_geom_ids
+                           if m.geom_type[g] != mujoco.mjtGeom.mjGEOM_SPHERE]
             if not_spheres:
                 raise WbsimError(f"point geoms {not_spheres} are not spheres: pass point_site_ids "
                                  "(a site at each point's lowest point)")
@@ -319,37 +360,90 @@ class PointContactSensor:
         self._point_root = m.body_rootid[self._point_body].copy()
         self._floor_body = int(m.geom_bodyid[self.floor_geom_id])
         self._floor_root = int(m.body_rootid[self._floor_body])
-        self._floor_static = (self._floor_body == 0 or
-                              (m.body_weldid[self._floor_body] == 0))
-        self._model_friction = np.maximum(m.geom_friction[self.point_geom_ids, 0],
-                                          m.geom_friction[self.floor_geom_id, 0])
+        #: the floor does not move (world body or welded to it): its frame is cached at first use
+        self.floor_static = int(m.body_weldid[self._floor_body]) == 0
+        self._floor_cache: tuple[np.ndarray, float] | None = None
+        self._z_up = False  # the floor's normal is exactly world z (set with the cache)
+        #: ``(n,)`` sliding friction of each point-floor pair (MuJoCo takes the larger of the two)
+        self.friction = np.maximum(m.geom_friction[self.point_geom_ids, 0],
+                                   m.geom_friction[self.floor_geom_id, 0])
+        self.friction.setflags(write=False)
+        self._pyramidal = m.opt.cone == mujoco.mjtCone.mjCONE_PYRAMIDAL
+        # every robot-environment contact has condim 3 (pairs take the larger condim): fast decoding
+        env_dims = m.geom_condim[~self.robot_geom_mask & (m.geom_contype | m.geom_conaffinity > 0)]
+        self._all_condim3 = (m.npair == 0 and np.all(m.geom_condim[self.robot_geom_mask] == 3)
+                             and np.all(env_dims <= 3))
         self._geom_names = []
         for g in range(m.ngeom):
             name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_GEOM, g)
             if not name:
-                body = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, m.geom_bodyid[g]) or f"body{m.geom_bodyid[g]}"
-                name = f"{body}/geom{g}"
+                b = int(m.geom_bodyid[g])
+                name = f"{mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, b) or f'body{b}'}/geom{g}"
             self._geom_names.append(name)
         self._buf = np.zeros(6)
+        self._vel = np.zeros((n, 6))
 
     # ------------------------------------------------------------------------------------------
-    def _floor_frame(self, data: mujoco.MjData) -> tuple[np.ndarray, np.ndarray]:
-        """Floor surface normal (world, unit) and a point on the surface."""
+    def floor_normal_and_height(self, data: mujoco.MjData) -> tuple[np.ndarray, float]:
+        """The floor's unit normal ``(3,)`` (world, pointing up, out of the floor) and the offset
+        ``c`` (m) of its surface ``{p : p . normal = c}``."""
+        return self._floor(data)
+
+    def _floor(self, data: mujoco.MjData) -> tuple[np.ndarray, float]:
+        if self._floor_cache is not None:
+            return self._floor_cache
         R = data.geom_xmat[self.floor_geom_id].reshape(3, 3)
         normal = R[:, 2].copy()
-        origin = data.geom_xpos[self.floor_geom_id] + self._floor_offset * normal
-        return normal, origin
+        c = float(data.geom_xpos[self.floor_geom_id] @ normal) + self._floor_offset
+        normal.setflags(write=False)
+        if self.floor_static:
+            self._floor_cache = (normal, c)
+            self._z_up = bool(np.array_equal(normal, [0.0, 0.0, 1.0]))
+        return normal, c
 
     def _point_velocity(self, data: mujoco.MjData, p: np.ndarray) -> np.ndarray:
-        """World linear velocity ``(n, 3)`` of the points ``p (n, 3)`` rigidly attached to their bodies
-        (from ``d.cvel``: rotation first, at the subtree CoM of each body's root)."""
-        cvel = data.cvel[self._point_body]
-        r = p - data.subtree_com[self._point_root]
-        v = cvel[:, 3:6] + _cross3(cvel[:, 0:3], r)
-        if not self._floor_static:
+        """World linear velocity ``(n, 3)`` of the points ``p (n, 3)`` relative to the floor."""
+        if self.point_site_ids is not None:
+            vel, m = self._vel, self.model
+            for k, s in enumerate(self._sites):  # rotation first, world frame (flg_local=0)
+                mujoco.mj_objectVelocity(m, data, _OBJ_SITE, s, vel[k], 0)
+            v = vel[:, 3:6].copy()
+        else:  # d.cvel: rotation first, about the subtree CoM of each body's root, world frame
+            cvel = data.cvel.take(self._point_body, axis=0)
+            v = cvel[:, 3:6] + _cross3(cvel[:, 0:3],
+                                       p - data.subtree_com.take(self._point_root, axis=0))
+        if not self.floor_static:
             fc = data.cvel[self._floor_body]
             v -= fc[3:6] + _cross3(fc[0:3], p - data.subtree_com[self._floor_root])
         return v
+
+    def _contact_forces(self, data: mujoco.MjData, con, ext: np.ndarray | None) -> np.ndarray:
+        """Force ``(k, 3)`` of the contacts ``ext`` (all if ``None``) in their contact frames (normal
+        first), as ``mj_contactForce`` gives it: decoded from ``efc_force`` when every contact is
+        active with ``condim == 3``, else with ``mj_contactForce`` one contact at a time."""
+        efc = con.efc_address if ext is None else con.efc_address.take(ext)
+        k = len(efc)
+        if self._all_condim3 and efc.min() >= 0:
+            e0, e1 = int(efc[0]), int(efc[-1])
+            if self._pyramidal:  # 4 pyramid edges n +- mu t_j: f_n = sum, f_t_j = mu_j (f_2j - f_2j+1)
+                if e1 - e0 == 4 * (k - 1):  # rows of consecutive contacts are consecutive
+                    fp = data.efc_force[e0:e1 + 4].reshape(k, 4)
+                else:
+                    fp = data.efc_force.take(efc[:, None] + _PYR_ROWS)
+                fc = fp @ _PYR_DECODE
+                fc[:, 1:] *= (con.friction if ext is None else con.friction.take(ext, axis=0))[:, :2]
+                return fc
+            if e1 - e0 == 3 * (k - 1):
+                return data.efc_force[e0:e1 + 3].reshape(k, 3).copy()
+            return data.efc_force.take(efc[:, None] + _ELL_ROWS)
+        ids = range(k) if ext is None else ext.tolist()
+        fc = np.zeros((k, 3))
+        buf, m = self._buf, self.model
+        for j, (i, e) in enumerate(zip(ids, efc.tolist())):
+            if e >= 0:  # an inactive contact (in the gap) has no force
+                mujoco.mj_contactForce(m, data, i, buf)
+                fc[j] = buf[:3]
+        return fc
 
     def sense(self, data: mujoco.MjData) -> ContactSensing:
         """Sense the points in ``data``.
@@ -360,93 +454,131 @@ class PointContactSensor:
         Returns:
             A :class:`ContactSensing`.
         """
-        m, d = self.model, data
-        n = len(self.point_geom_ids)
-        floor_n, floor_o = self._floor_frame(d)
+        # Runs every step: written for few numpy calls (each costs microseconds), ``take`` rather
+        # than fancy indexing, views of ``d.contact`` fields used at once rather than copied, and
+        # fast paths for the usual case (a level floor, each point with at most one contact, the
+        # robot's geom second in every pair).
+        d, n = data, self._n
+        floor_n, floor_c = self._floor(d)
+        z_up = self._z_up
         if self.point_site_ids is not None:
-            pos = d.site_xpos[self.point_site_ids].copy()
+            pos = d.site_xpos.take(self.point_site_ids, axis=0)
         else:
-            pos = d.geom_xpos[self.point_geom_ids] - self._radius[:, None] * floor_n[None, :]
-        gap = (pos - floor_o) @ floor_n
-        normal = np.broadcast_to(floor_n, (n, 3)).copy()
+            pos = d.geom_xpos.take(self.point_geom_ids, axis=0) - self._radius[:, None] * floor_n
+        if z_up:
+            gap = pos[:, 2] - floor_c
+        else:
+            gap = pos @ floor_n
+            gap -= floor_c
         force = np.zeros((n, 3))
-        friction = self._model_friction.copy()
-        ext_f = np.zeros(3)
-        ext_m = np.zeros(3)
-        non_sole: dict[str, float] = {}
+        non_sole = _NO_NON_SOLE
+        c_pos = c_force = _EMPTY3
 
         ncon = d.ncon
         if ncon:
             con = d.contact
-            g1, g2 = con.geom1, con.geom2
-            r1, r2 = self.robot_geom_mask[g1], self.robot_geom_mask[g2]
-            ext = np.flatnonzero(r1 != r2)  # robot vs environment
-            if len(ext):
-                robot_is_2 = r2[ext]
-                rgeom = np.where(robot_is_2, g2[ext], g1[ext])
-                sign = np.where(robot_is_2, 1.0, -1.0)
-                frames = con.frame[ext].reshape(-1, 3, 3)
-                efc = con.efc_address[ext]
-                fc = np.zeros((len(ext), 3))
-                buf = self._buf
-                for k, i in enumerate(ext):  # only the listed contacts
-                    if efc[k] >= 0:
-                        mujoco.mj_contactForce(m, d, int(i), buf)
-                        fc[k] = buf[:3]
-                # frame rows are the axes: world = frame.T @ f_contact; sign -> force on the robot
-                f_world = np.einsum("kji,kj->ki", frames, fc) * sign[:, None]
-                n_robot = frames[:, 0, :] * sign[:, None]
-                ext_f = f_world.sum(axis=0)
-                ext_m = _cross3(con.pos[ext], f_world).sum(axis=0)
-                pidx = self._geom_to_point[rgeom]
-                dist = con.dist[ext]
-                is_pt = pidx >= 0
-                if np.any(is_pt):
+            geom = con.geom  # (ncon, 2) view
+            mg = self.robot_geom_mask.take(geom)
+            n1, n2 = mg.sum(axis=0).tolist()
+            if n1 == 0 and n2 == ncon:  # usual: every contact is robot (geom2) vs environment
+                ext, sign, rgeom = None, 1.0, geom[:, 1]
+            elif n2 == 0 and n1 == ncon:  # every contact is robot (geom1) vs environment
+                ext, sign, rgeom = None, -1.0, geom[:, 0]
+            else:
+                ext = (mg[:, 0] != mg[:, 1]).nonzero()[0]
+                r2 = mg[:, 1].take(ext)
+                sign = np.where(r2, 1.0, -1.0)[:, None]
+                geom = geom.take(ext, axis=0)
+                rgeom = np.where(r2, geom[:, 1], geom[:, 0])
+            if ext is None or ext.size:
+                fc = self._contact_forces(d, con, ext)
+                # frame rows are the axes: world = frame.T @ f is geom1's force on geom2; the force
+                # on geom1 is its negative
+                frames = (con.frame if ext is None else con.frame.take(ext, axis=0)).reshape(-1, 3, 3)
+                f_world = np.matmul(fc[:, None, :], frames)[:, 0, :]
+                if ext is not None or sign < 0:
+                    f_world *= sign
+                c_pos, c_force = _sel(con.pos, ext), f_world
+                dist = con.dist if ext is None else con.dist.take(ext)
+                pidx = self._geom_to_point.take(rgeom)
+                plist = pidx.tolist()
+                if min(plist) >= 0 and len(set(plist)) == len(plist):  # one contact per point
+                    force[pidx] = f_world
+                    gap[pidx] = dist
+                else:
+                    is_pt = pidx >= 0
                     pi = pidx[is_pt]
-                    np.add.at(force, pi, f_world[is_pt])
-                    cgap = np.full(n, np.inf)
-                    np.minimum.at(cgap, pi, dist[is_pt])
-                    has = np.isfinite(cgap)
-                    gap[has] = cgap[has]
-                    normal[pi] = n_robot[is_pt]
-                    friction[pi] = con.friction[ext[is_pt], 0]
-                others = np.flatnonzero(~is_pt)
-                if len(others):
-                    fn_other = np.einsum("ki,ki->k", f_world[others], n_robot[others])
-                    touching = (efc[others] >= 0) & (
-                        (dist[others] <= 0) | (fn_other > self.thresholds.normal_force))
-                    for k in others[touching]:
-                        name = self._geom_names[rgeom[k]]
-                        non_sole[name] = non_sole.get(name, 0.0) + float(
-                            f_world[k] @ n_robot[k])
+                    if pi.size:
+                        np.add.at(force, pi, f_world[is_pt])
+                        cgap = np.full(n, np.inf)
+                        np.minimum.at(cgap, pi, dist[is_pt])
+                        has = cgap < np.inf
+                        gap[has] = cgap[has]
+                    if pi.size < len(plist):
+                        efc = _sel(con.efc_address, ext)
+                        non_sole = self._non_sole(~is_pt, rgeom, efc, _sel(dist, None), f_world,
+                                                  floor_n)
 
-        fn = np.einsum("ki,ki->k", force, normal)
-        ft = np.linalg.norm(force - fn[:, None] * normal, axis=1)
+        # normal and tangential parts of the force and of the point velocity
         vel = self._point_velocity(d, pos)
-        vt = vel - np.einsum("ki,ki->k", vel, normal)[:, None] * normal
-        slip = np.linalg.norm(vt, axis=1)
+        if z_up:
+            fn = force[:, 2].copy()
+            ft = np.hypot(force[:, 0], force[:, 1])
+            vel[:, 2] = 0.0
+            vt = vel
+            slip = np.hypot(vt[:, 0], vt[:, 1])
+        else:
+            fv = np.concatenate([force, vel])
+            along = fv @ floor_n
+            across = fv - along[:, None] * floor_n
+            norms = np.sqrt(np.add.reduce(across * across, 1))
+            fn, ft, slip, vt = along[:n], norms[:n], norms[n:], across[n:]
         loaded = fn > self.thresholds.normal_force
-        mode = np.where(loaded, np.where(slip > self.thresholds.slip_speed, SLIDING, STICKING),
-                        OPEN).astype(np.int8)
-        if self.foot_names:
-            fidx = self._foot_index[loaded]
-            feet = frozenset(self.foot_names[i] for i in set(fidx.tolist()) if i >= 0)
+        mode = np.add(slip > self.thresholds.slip_speed, 1, dtype=np.int8)  # STICKING 1, SLIDING 2
+        mode *= loaded  # OPEN = 0
+        if self._foot_index_list:
+            feet = frozenset(self.foot_names[i] for i, on in zip(self._foot_index_list,
+                                                                  loaded.tolist()) if on and i >= 0)
         else:
             feet = frozenset()
         return ContactSensing(
             names=self.names, point_foot=self.point_feet, position_world=pos, gap=gap,
-            normal_world=normal, force_world=force, normal_force=fn, tangential_force=ft,
-            tangential_velocity_world=vt, slip_velocity=slip, friction=friction, mode=mode,
-            feet_in_contact=feet, non_sole_contacts=MappingProxyType(non_sole),
-            external_force_world=ext_f, external_moment_world=ext_m,
+            floor_normal_world=floor_n, force_world=force, normal_force=fn, tangential_force=ft,
+            tangential_velocity_world=vt, slip_velocity=slip, friction=self.friction,
+            mode=mode, feet_in_contact=feet, non_sole_contacts=non_sole,
+            contact_position_world=c_pos, contact_force_world=c_force,
         )
 
     __call__ = sense
 
+    def _non_sole(self, sel, rgeom, efc, dist, f_world, floor_n) -> Mapping[str, float]:
+        fn = f_world[sel] @ floor_n
+        touching = (efc[sel] >= 0) & ((dist[sel] <= 0) | (fn > self.thresholds.normal_force))
+        out: dict[str, float] = {}
+        for g, f in zip(rgeom[sel][touching].tolist(), fn[touching].tolist()):
+            name = self._geom_names[g]
+            out[name] = out.get(name, 0.0) + f
+        return MappingProxyType(out) if out else _NO_NON_SOLE
+
+
+_OBJ_SITE = int(mujoco.mjtObj.mjOBJ_SITE)
+
+
+def _sel(a: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
+    """Rows ``rows`` of ``a`` (all if ``None``), always a copy (``d.contact`` fields are views)."""
+    return a.copy() if rows is None else a.take(rows, axis=0)
+
+#: efc rows of a condim-3 contact: 4 pyramid edges, or the 3 elliptic components
+_PYR_ROWS = np.arange(4)
+_ELL_ROWS = np.arange(3)
+#: pyramid edge forces -> (f_n, f_0 - f_1, f_2 - f_3); the friction coefficients scale the last two
+_PYR_DECODE = np.array([[1.0, 1.0, 0.0], [1.0, -1.0, 0.0], [1.0, 0.0, 1.0], [1.0, 0.0, -1.0]])
+
 
 class ContactSensor(PointContactSensor):
     """:class:`PointContactSensor` for a :class:`wbsim.Robot`: its sole spheres and sites (left foot
-    first), its floor, its feet, and every geom of the robot's kinematic tree as robot geoms.
+    first, :attr:`wbsim.Robot.contact_point_names` order), its floor, its feet, and every geom of the
+    robot's kinematic tree as robot geoms.
 
     Args:
         robot: a :class:`wbsim.Robot` with feet.
@@ -462,7 +594,7 @@ class ContactSensor(PointContactSensor):
         geoms = [g for f in feet.values() for g in f.mj_geom_ids]
         sites = [s for f in feet.values() for s in f.mj_site_ids]
         point_feet = [f.name for f in feet.values() for _ in f.mj_geom_ids]
-        robot_root = m.body_rootid[feet[next(iter(feet))].mj_body_id]
+        robot_root = m.body_rootid[next(iter(feet.values())).mj_body_id]
         mask = m.body_rootid[m.geom_bodyid] == robot_root
         super().__init__(m, robot.floor_geom_id, geoms, point_names=robot.contact_point_names,
                          point_site_ids=sites, point_feet=point_feet, robot_geom_mask=mask,
@@ -472,8 +604,8 @@ class ContactSensor(PointContactSensor):
 
 def sense_point_contacts(model: mujoco.MjModel, data: mujoco.MjData, floor_geom_id: int,
                          point_geom_ids: Sequence[int], **kwargs) -> ContactSensing:
-    """One-off sensing: ``PointContactSensor(model, floor_geom_id, point_geom_ids, **kwargs).sense(data)``.
+    """One-off sensing: ``PointContactSensor(model, floor_geom_id, point_geom_ids, **kwargs)(data)``.
 
-    Builds the maps each call; in a loop, build a :class:`PointContactSensor` once instead.
+    Builds the maps on each call; in a loop, build a :class:`PointContactSensor` once instead.
     """
     return PointContactSensor(model, floor_geom_id, point_geom_ids, **kwargs).sense(data)

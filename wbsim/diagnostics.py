@@ -1,0 +1,687 @@
+"""Contact events, their tolerances, and the centroidal momentum balance.
+
+Owns: deciding, every step, which physically forbidden or noteworthy things happened, from what the
+simulation sensed (:class:`wbsim.contacts.ContactSensing`) and what the controller commanded
+(:class:`wbsim.controllers.base.Command`); the documented tolerances of those decisions
+(:class:`Tolerances`); and the residual of the centroidal momentum balance (:class:`MomentumBalance`).
+It writes no files: the episode log stores :meth:`Event.to_dict` and :meth:`EventDetector.summary`.
+
+Events (``Event.kind``, see :data:`EVENT_KINDS`), with the seed's conditions
+(``/work/shared/seeds/dynamic-complementarity-conditions.md``; ``n`` the floor normal, ``h`` the
+simulated gap of the point, ``f`` a force on the robot, world frame):
+
+=========================  =======================================================  ================
+kind                       condition (per point, or per foot for a wrench command)  magnitude
+=========================  =======================================================  ================
+``mode_switch``            the set of feet in contact changed; ``source`` is        foot normal
+                           ``"simulated"`` (sensed) or ``"assumed"`` (command)      force, N (*)
+``force_sign``             commanded ``f . n < -force_sign``                        ``-f . n``, N
+``friction_cone``          commanded (and not pulling), or simulated and loaded:    ``|f_t| - mu
+                           ``|f_t| > mu (f . n) + friction_cone``                   f_n``, N
+``complementarity``        commanded force at a point that is not touching:         ``h f_n``, N·m
+                           ``h > 0``, ``f_n > 0``, ``h f_n > complementarity``
+``planar_complementarity`` simulated, loaded: ``|v_t| |f_t| > planar_complementarity``  ``|v_t| |f_t|``,
+                                                                                    W
+``contact_mismatch``       a foot assumed in contact is open in the simulation, or  duration, s
+                           the reverse, for more than ``mismatch_duration``
+``non_sole_contact``       a robot geom other than the sole points touches the      normal force, N
+                           environment
+``fallback``               ``Command.fallback`` is not empty                        duration, s
+``solver_failure``         ``Command.feasible`` is ``False`` or ``Command.status``    duration, s
+                           reports a failure (:data:`FAILED_STATUS_WORDS`)
+=========================  =======================================================  ================
+
+(*) on the loaded side of the switch: after a make, before a break; the commanded foot force for
+``"assumed"`` (0 when the controller commands no force).
+
+Flood rule (every kind but ``mode_switch``): a violation is an *episode* per ``(kind, where,
+source)``. Its :class:`Event` is emitted (returned by :meth:`EventDetector.update` and appended to
+:attr:`EventDetector.events`) at the step the condition starts to hold; ``t`` and ``step`` are that
+first step. While the episode lasts the same object is updated in place: ``magnitude`` is the worst
+value so far, ``duration``, ``n_steps``, ``end_t``, ``end_step`` grow. The episode ends when the
+condition has not held for more than ``Tolerances.rearm_time`` seconds (or at
+:meth:`EventDetector.finish`); only then can the same ``(kind, where, source)`` emit a new event.
+``contact_mismatch`` must also hold without a break for more than ``mismatch_duration`` before it
+is an event at all (the event still carries the first step of the mismatch). ``mode_switch`` events
+are discrete: one per foot whose state changes (the first update only sets the reference), after
+``switch_debounce`` seconds of the new state (0: at once).
+
+Momentum balance: ``dh_G/dt = sum_k [f_k ; (p_k - c) x f_k] + [m g ; 0]`` for the external
+wrenches (contacts, ``xfrc_applied`` pushes) about the CoM ``c``; joint torques, damping and
+armature are internal and do not enter. ``dh_G/dt`` comes from
+``pinocchio.computeCentroidalMomentumTimeVariation(model, data, q, v, a)`` with MuJoCo's
+acceleration converted: ``qacc = T vdot + Tdot v`` so ``vdot = T^-1 (qacc - Tdot v)``
+(:mod:`wbsim.conventions`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import mujoco
+import numpy as np
+import pinocchio as pin
+
+from wbsim.contacts import ContactSensing
+from wbsim.errors import UnknownNameError, WbsimError
+
+__all__ = [
+    "EVENT_KINDS",
+    "FAILED_STATUS_WORDS",
+    "VIOLATION_KINDS",
+    "Event",
+    "EventDetector",
+    "MomentumBalance",
+    "Tolerances",
+]
+
+#: Every event kind, in a fixed order (the keys of the summary's per-kind tables).
+EVENT_KINDS = (
+    "mode_switch",
+    "force_sign",
+    "friction_cone",
+    "complementarity",
+    "planar_complementarity",
+    "contact_mismatch",
+    "non_sole_contact",
+    "fallback",
+    "solver_failure",
+)
+#: The kinds that are violations (everything but ``mode_switch``).
+VIOLATION_KINDS = EVENT_KINDS[1:]
+#: ``Command.status`` (lower-cased) containing one of these words is a solver failure.
+FAILED_STATUS_WORDS = ("fail", "error", "infeasible")
+
+
+@dataclass(frozen=True)
+class Tolerances:
+    """Tolerances of the event conditions (see the table in :mod:`wbsim.diagnostics`).
+
+    Attributes:
+        force_sign: N. A commanded normal force below ``-force_sign`` pulls on the floor. 0.01 N is
+            far above a QP's constraint tolerance (1e-6 N and less for the wbsim solvers) and far
+            below any force that matters (a G1 sole point carries ~40 N standing).
+        friction_cone: N. Allowed excess of ``|f_t|`` over ``mu f_n``, commanded or simulated.
+            MuJoCo's simulated force never leaves its cone (pyramid: ``|f_t| <= mu f_n``); 0.01 N
+            absorbs rounding.
+        complementarity: N·m (``eps`` of the relaxed condition ``h f_n <= eps``). 0.01 N·m: 10 N
+            commanded at a point 1 mm above the floor, or 1 N at 1 cm, is a violation.
+        planar_complementarity: W (``eps_p``, slip speed times tangential force). 0.02 W: 1 cm/s of
+            slip under 2 N of friction. Sticking contacts creep far less (< 1e-5 W measured in quiet
+            standing).
+        mismatch_duration: s. A contact mismatch is an event once it has lasted more than this
+            (10 steps of 2 ms): the controller's contact set may lead or lag the simulation by a
+            few steps at a touchdown without that being an error.
+        rearm_time: s. An ongoing violation episode ends when its condition has not held for more
+            than this; shorter breaks (chatter) belong to the same episode and event.
+        switch_debounce: s. A foot's simulated contact state must hold this long before a
+            ``mode_switch`` is logged (0: every change is logged; bounces are real switches).
+    """
+
+    force_sign: float = 0.01
+    friction_cone: float = 0.01
+    complementarity: float = 0.01
+    planar_complementarity: float = 0.02
+    mismatch_duration: float = 0.02
+    rearm_time: float = 0.02
+    switch_debounce: float = 0.0
+
+    def __post_init__(self):
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+                    math.isfinite(value) and value >= 0):
+                raise WbsimError(f"Tolerances.{f.name} must be a finite number >= 0, got {value!r}")
+            object.__setattr__(self, f.name, float(value))
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Tolerances:
+        """Build from a mapping; unknown keys raise :class:`WbsimError` listing the known ones."""
+        known = [f.name for f in dataclasses.fields(cls)]
+        unknown = sorted(set(data) - set(known))
+        if unknown:
+            raise WbsimError(f"Tolerances: unknown keys {unknown}; known: {known}")
+        return cls(**data)
+
+    def replace(self, **changes: float) -> Tolerances:
+        """A copy with ``changes``; unknown keys raise :class:`WbsimError`."""
+        return Tolerances.from_dict({**dataclasses.asdict(self), **changes})
+
+    def to_dict(self) -> dict[str, float]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(eq=False)
+class Event:
+    """One logged event (see the table and the flood rule in :mod:`wbsim.diagnostics`).
+
+    Attributes:
+        kind: one of :data:`EVENT_KINDS`.
+        t: simulated time of the first step of the event, s.
+        step: that step's index.
+        where: contact point name, foot name, geom name (``non_sole_contact``), the fallback name
+            (``fallback``) or ``"controller"`` (``solver_failure``).
+        magnitude: worst value over the episode, in the unit of the kind (N, N·m, W, s).
+        detail: kind-specific facts: ``source`` (``"commanded"``/``"simulated"`` or, for
+            ``mode_switch``, ``"simulated"``/``"assumed"``), ``before``/``after`` contact sets,
+            ``gap``, ``normal_force``, ``status``, ...; plain JSON types only.
+        duration: length of the episode so far, s (first to last step where the condition held,
+            plus one step).
+        n_steps: number of steps at which the condition held.
+        end_t, end_step: last step at which the condition held.
+        ongoing: the episode has not ended yet.
+    """
+
+    kind: str
+    t: float
+    step: int
+    where: str
+    magnitude: float
+    detail: dict[str, Any] = field(default_factory=dict)
+    duration: float = 0.0
+    n_steps: int = 1
+    end_t: float = 0.0
+    end_step: int = 0
+    ongoing: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict of every field."""
+        return {"kind": self.kind, "t": float(self.t), "step": int(self.step), "where": self.where,
+                "magnitude": float(self.magnitude), "detail": dict(self.detail),
+                "duration": float(self.duration), "n_steps": int(self.n_steps),
+                "end_t": float(self.end_t), "end_step": int(self.end_step), "ongoing": self.ongoing}
+
+
+class _Episode:
+    """Bookkeeping of one ``(kind, where, source)`` condition."""
+
+    __slots__ = (
+        "detail",
+        "event",
+        "last_step",
+        "last_t",
+        "n_true",
+        "start_step",
+        "start_t",
+        "worst",
+    )
+
+    def __init__(self, t: float, step: int, magnitude: float, detail: dict):
+        self.start_t, self.start_step = t, step
+        self.last_t, self.last_step = t, step
+        self.n_true = 1
+        self.worst = magnitude
+        self.event: Event | None = None
+        self.detail = detail
+
+
+def _is_failed_status(status: str) -> bool:
+    s = str(status).lower()
+    return any(w in s for w in FAILED_STATUS_WORDS)
+
+
+class EventDetector:
+    """Turns sensing and commands into :class:`Event` objects, one episode per violation.
+
+    Args:
+        tolerances: :class:`Tolerances` or a dict of its fields (unknown keys raise).
+        dt: the step, s; default: inferred from the first two :meth:`update` calls (durations of
+            an episode found at the very first step count one step of ``dt`` once it is known).
+
+    Use: call :meth:`update` once per step, then :meth:`finish` at the end of the episode; read
+    :attr:`events` and :meth:`summary`.
+    """
+
+    def __init__(self, tolerances: Tolerances | Mapping[str, float] = Tolerances(), *,
+                 dt: float | None = None):
+        self.tolerances = (tolerances if isinstance(tolerances, Tolerances)
+                           else Tolerances.from_dict(tolerances))
+        if dt is not None and not (math.isfinite(dt) and dt > 0):
+            raise WbsimError(f"dt must be > 0, got {dt!r}")
+        self.dt = dt
+        #: every event emitted, in emission order
+        self.events: list[Event] = []
+        self._episodes: dict[tuple[str, str, str], _Episode] = {}
+        self._steps_in_violation = dict.fromkeys(EVENT_KINDS, 0)
+        self._last_t: float | None = None
+        self._last_step: int | None = None
+        self._prev_sensing: ContactSensing | None = None
+        self._sim_feet: frozenset[str] | None = None
+        self._sim_pending: dict[str, tuple[bool, float, int]] = {}
+        self._assumed_feet: frozenset[str] | None = None
+        self._prev_cmd: tuple[tuple[str, ...], np.ndarray] = ((), _NO_FORCES)
+        self._cmd_layouts: dict[tuple[str, ...], tuple] = {}
+        self._point_index: dict[str, int] | None = None
+        self._foot_points: dict[str, np.ndarray] = {}
+        self._names: tuple[str, ...] | None = None
+
+    # ------------------------------------------------------------------------------------------
+    def reset(self) -> None:
+        """Forget everything (a new episode)."""
+        self.__init__(self.tolerances, dt=self.dt)
+
+    def _layout(self, sensing: ContactSensing) -> None:
+        if sensing.names is self._names:
+            return
+        self._names = sensing.names
+        self._point_index = {n: i for i, n in enumerate(sensing.names)}
+        feet: dict[str, list[int]] = {}
+        for i, f in enumerate(sensing.point_foot):
+            if f:
+                feet.setdefault(f, []).append(i)
+        self._foot_points = {f: np.array(ix) for f, ix in feet.items()}
+
+    def update(self, sensing: ContactSensing, command, t: float, step: int,
+               assumed_contacts: Iterable[str] | None = None) -> list[Event]:
+        """Check one step.
+
+        Args:
+            sensing: the simulation's contact state at this step.
+            command: the controller's :class:`~wbsim.controllers.base.Command` of this step.
+                ``contact_forces`` keys are point names (``(3,)`` forces) or foot names (``(6,)``
+                wrenches ``[force, torque]``, checked with the foot's smallest gap and friction).
+            t: simulated time of the state the command was computed for, s (``d.time`` before
+                ``mj_step``; sensing read right after ``mj_step`` belongs to that state).
+            step: step index (increasing).
+            assumed_contacts: the feet assumed in contact when the command does not say: used only
+                when ``command.contact_set`` and ``command.contact_forces`` are both empty (e.g. a
+                PD controller; pass the schedule's contact set). Without either, the assumed-set
+                checks (``mode_switch`` "assumed", ``contact_mismatch``) are skipped this step.
+
+        Returns:
+            The events that started at this step (also appended to :attr:`events`).
+
+        Raises:
+            UnknownNameError: a ``contact_forces`` key is neither a point nor a foot of ``sensing``.
+            WbsimError: a commanded force of the wrong shape, or ``step`` not increasing.
+        """
+        t = float(t)
+        step = int(step)
+        if self._last_step is not None:
+            if step <= self._last_step:
+                raise WbsimError(f"step {step} does not follow step {self._last_step}")
+            if self.dt is None:
+                self.dt = (t - self._last_t) / (step - self._last_step)
+        self._layout(sensing)
+        tol = self.tolerances
+        new: list[Event] = []
+        hits: list[tuple[str, str, str, float, dict]] = []  # kind, where, source, magnitude, detail
+
+        # --- commanded forces ---------------------------------------------------------------
+        forces = command.contact_forces
+        cmd = self._check_commanded(sensing, forces, hits) if forces else ((), _NO_FORCES)
+
+        # --- simulated forces ---------------------------------------------------------------
+        fn, ft, slip = sensing.normal_force, sensing.tangential_force, sensing.slip_velocity
+        excess = ft - sensing.friction * fn
+        planar = slip * ft
+        bad = (sensing.mode != 0) & ((excess > tol.friction_cone)
+                                     | (planar > tol.planar_complementarity))
+        if bad.any():
+            for i in bad.nonzero()[0].tolist():
+                if excess[i] > tol.friction_cone:
+                    hits.append(("friction_cone", sensing.names[i], "simulated", float(excess[i]),
+                                 {"normal_force": float(fn[i]), "tangential_force": float(ft[i]),
+                                  "mu": float(sensing.friction[i])}))
+                if planar[i] > tol.planar_complementarity:
+                    hits.append(("planar_complementarity", sensing.names[i], "simulated",
+                                 float(planar[i]), {"slip_velocity": float(slip[i]),
+                                                    "tangential_force": float(ft[i])}))
+        for name, f in sensing.non_sole_contacts.items():
+            hits.append(("non_sole_contact", name, "simulated", float(f), {}))
+
+        # --- controller status --------------------------------------------------------------
+        if command.fallback:
+            hits.append(("fallback", str(command.fallback), "commanded", 0.0,
+                         {"status": str(command.status)}))
+        if (not command.feasible) or _is_failed_status(command.status):
+            hits.append(("solver_failure", "controller", "commanded", 0.0,
+                         {"status": str(command.status), "feasible": bool(command.feasible),
+                          "fallback": str(command.fallback)}))
+
+        # --- contact sets -------------------------------------------------------------------
+        if command.contact_set or forces:
+            assumed = frozenset(command.contact_set)
+        elif assumed_contacts is not None:
+            assumed = frozenset(assumed_contacts)
+        else:
+            assumed = None
+        sim = sensing.feet_in_contact
+        new += self._mode_switches(sensing, sim, assumed, cmd, t, step)
+        if assumed is not None:
+            for foot in sorted(assumed ^ sim):
+                hits.append(("contact_mismatch", foot, "simulated", 0.0,
+                             {"assumed": foot in assumed, "simulated": foot in sim}))
+
+        new += self._track(hits, t, step)
+        self._last_t, self._last_step = t, step
+        self._prev_sensing = sensing
+        self._prev_cmd = cmd
+        return new
+
+    # ------------------------------------------------------------------------------------------
+    def _command_layout(self, sensing: ContactSensing, keys: tuple[str, ...]):
+        """Per commanded key: the point index (or -1 for a foot wrench) and its foot; cached."""
+        layout = self._cmd_layouts.get(keys)
+        if layout is None:
+            pidx = self._point_index
+            idx, feet = [], []
+            for key in keys:
+                if key in pidx:
+                    idx.append(pidx[key])
+                    feet.append(sensing.point_foot[pidx[key]])
+                elif key in self._foot_points:
+                    idx.append(-1)
+                    feet.append(key)
+                else:
+                    raise UnknownNameError("contact point or foot", key, [*pidx, *self._foot_points])
+            idx_arr = np.array(idx, dtype=int)
+            layout = (idx_arr, tuple(feet), bool(np.all(idx_arr >= 0)))
+            self._cmd_layouts[keys] = layout
+        return layout
+
+    def _check_commanded(self, sensing: ContactSensing, forces: Mapping[str, np.ndarray],
+                         hits: list) -> tuple[tuple[str, ...], np.ndarray]:
+        """Commanded-force checks; returns the command's feet per key and normal forces (N)."""
+        tol = self.tolerances
+        keys = tuple(forces)
+        idx, feet, all_points = self._command_layout(sensing, keys)
+        if all_points:
+            try:
+                F = np.array(list(forces.values()), dtype=float)
+            except ValueError:
+                F = None
+            if F is None or F.shape != (len(keys), 3):
+                for key, value in forces.items():
+                    shape = np.shape(value)
+                    if shape != (3,):
+                        raise WbsimError(f"commanded force at point {key!r} must have shape (3,), "
+                                         f"got {shape}")
+            gaps = sensing.gap.take(idx)
+            mus = sensing.friction.take(idx)
+        else:
+            F = np.empty((len(keys), 3))
+            gaps = np.empty(len(keys))
+            mus = np.empty(len(keys))
+            for j, (key, value) in enumerate(forces.items()):
+                f = np.asarray(value, dtype=float)
+                if idx[j] >= 0:
+                    if f.shape != (3,):
+                        raise WbsimError(f"commanded force at point {key!r} must have shape (3,), "
+                                         f"got {f.shape}")
+                    F[j], gaps[j], mus[j] = f, sensing.gap[idx[j]], sensing.friction[idx[j]]
+                else:
+                    if f.shape != (6,):
+                        raise WbsimError(f"commanded wrench at foot {key!r} must have shape (6,), "
+                                         f"got {f.shape}")
+                    ix = self._foot_points[key]
+                    F[j], gaps[j], mus[j] = f[:3], sensing.gap[ix].min(), sensing.friction[ix].min()
+        n = sensing.floor_normal_world
+        fn = F @ n
+        ft_vec = F - fn[:, None] * n
+        ft = np.sqrt(np.add.reduce(ft_vec * ft_vec, 1))
+        pull = fn < -tol.force_sign
+        excess = ft - mus * fn
+        fric = (excess > tol.friction_cone) & ~pull  # a pulling force is a force_sign event only
+        hf = gaps * fn
+        comp = (hf > tol.complementarity) & (gaps > 0)
+        bad = pull | fric | comp
+        if bad.any():
+            for i in bad.nonzero()[0].tolist():
+                detail = {"commanded_normal_force": float(fn[i]), "gap": float(gaps[i])}
+                if pull[i]:
+                    hits.append(("force_sign", keys[i], "commanded", float(-fn[i]), detail))
+                if fric[i]:
+                    hits.append(("friction_cone", keys[i], "commanded", float(excess[i]),
+                                 {**detail, "commanded_tangential_force": float(ft[i]),
+                                  "mu": float(mus[i])}))
+                if comp[i]:
+                    hits.append(("complementarity", keys[i], "commanded", float(hf[i]), detail))
+        return feet, fn
+
+    def _mode_switches(self, sensing: ContactSensing, sim: frozenset[str],
+                       assumed: frozenset[str] | None, cmd: tuple, t: float,
+                       step: int) -> list[Event]:
+        out: list[Event] = []
+        # simulated, with optional debounce
+        if self._sim_feet is None:
+            self._sim_feet = sim
+        elif sim != self._sim_feet or self._sim_pending:
+            for foot in sorted((sim ^ self._sim_feet) | set(self._sim_pending)):
+                on = foot in sim
+                if on == (foot in self._sim_feet):  # back to the logged state: drop pending
+                    self._sim_pending.pop(foot, None)
+                    continue
+                pend = self._sim_pending.get(foot)
+                if pend is None or pend[0] != on:
+                    pend = (on, t, step, self._foot_fn(self._prev_sensing, foot))
+                    self._sim_pending[foot] = pend
+                held = t - pend[1] + (self.dt or 0.0)
+                if held + 1e-12 >= self.tolerances.switch_debounce:
+                    before = self._sim_feet
+                    after = (before | {foot}) if on else (before - {foot})
+                    mag = self._foot_fn(sensing, foot) if on else pend[3]
+                    out.append(self._switch_event(foot, "simulated", before, after, pend[1],
+                                                  pend[2], mag))
+                    self._sim_feet = frozenset(after)
+                    del self._sim_pending[foot]
+        # assumed (the controller's set is exact: no debounce)
+        if assumed is not None:
+            if self._assumed_feet is not None and assumed != self._assumed_feet:
+                before = self._assumed_feet
+                for foot in sorted(assumed ^ before):
+                    on = foot in assumed
+                    feet, fn = cmd if on else self._prev_cmd
+                    mag = float(sum(f for p, f in zip(feet, fn.tolist()) if p == foot))
+                    out.append(self._switch_event(foot, "assumed", before, assumed, t, step, mag))
+            self._assumed_feet = assumed
+        return out
+
+    @staticmethod
+    def _foot_fn(sensing: ContactSensing | None, foot: str) -> float:
+        if sensing is None:
+            return 0.0
+        return float(sum(f for f, p in zip(sensing.normal_force.tolist(), sensing.point_foot)
+                         if p == foot))
+
+    def _switch_event(self, foot, source, before, after, t, step, magnitude) -> Event:
+        change = "make" if foot in after else "break"
+        ev = Event("mode_switch", t, step, foot, float(magnitude),
+                   {"source": source, "change": change, "before": sorted(before),
+                    "after": sorted(after)},
+                   duration=0.0, n_steps=1, end_t=t, end_step=step, ongoing=False)
+        self.events.append(ev)
+        return ev
+
+    def _track(self, hits: list, t: float, step: int) -> list[Event]:
+        """Open, extend and close the violation episodes (the flood rule)."""
+        out: list[Event] = []
+        tol = self.tolerances
+        dt = self.dt or 0.0
+        seen = set()
+        for kind, where, source, mag, detail in hits:
+            key = (kind, where, source)
+            if key in seen:
+                continue
+            seen.add(key)
+            self._steps_in_violation[kind] += 1
+            ep = self._episodes.get(key)
+            if ep is None:
+                ep = self._episodes[key] = _Episode(t, step, mag, detail)
+            else:
+                ep.last_t, ep.last_step = t, step
+                ep.n_true += 1
+                ep.worst = max(ep.worst, mag)
+            duration = ep.last_t - ep.start_t + dt
+            if ep.event is None:
+                if kind == "contact_mismatch" and not duration > tol.mismatch_duration + 1e-12:
+                    continue
+                detail = dict(ep.detail)
+                if kind in ("friction_cone", "force_sign", "complementarity"):
+                    detail["source"] = source
+                elif kind in ("planar_complementarity", "contact_mismatch", "non_sole_contact"):
+                    detail["source"] = "simulated"
+                if kind == "contact_mismatch":
+                    detail["confirmed_t"], detail["confirmed_step"] = t, step
+                ep.event = Event(kind, ep.start_t, ep.start_step, where, ep.worst, detail)
+                self.events.append(ep.event)
+                out.append(ep.event)
+            ev = ep.event
+            ev.duration = duration
+            ev.n_steps = ep.n_true
+            ev.end_t, ev.end_step = ep.last_t, ep.last_step
+            ev.magnitude = duration if kind in _DURATION_KINDS else ep.worst
+        # end the episodes whose condition has not held for long enough
+        if len(seen) < len(self._episodes):
+            for key in [k for k in self._episodes if k not in seen]:
+                ep = self._episodes[key]
+                if ep.event is None or t - ep.last_t > tol.rearm_time + 1e-12:
+                    if ep.event is not None:
+                        ep.event.ongoing = False
+                    del self._episodes[key]
+        return out
+
+    def finish(self) -> None:
+        """End every ongoing episode (call at the end of a rollout)."""
+        for ep in self._episodes.values():
+            if ep.event is not None:
+                ep.event.ongoing = False
+        self._episodes.clear()
+
+    # ------------------------------------------------------------------------------------------
+    def counts(self) -> dict[str, int]:
+        """Number of events per kind (every kind of :data:`EVENT_KINDS`, 0 included)."""
+        out = dict.fromkeys(EVENT_KINDS, 0)
+        for ev in self.events:
+            out[ev.kind] += 1
+        return out
+
+    @property
+    def n_violations(self) -> int:
+        """Number of violation events (every kind but ``mode_switch``)."""
+        return sum(1 for ev in self.events if ev.kind != "mode_switch")
+
+    def summary(self) -> dict[str, Any]:
+        """For ``summary.json``: per kind the event ``counts``, the ``worst`` magnitude and the
+        ``first_t`` (``None`` without events), ``steps_in_violation`` (steps at which the condition
+        held, before the mismatch delay), the total ``n_violations`` and the ``tolerances``."""
+        worst: dict[str, float | None] = dict.fromkeys(EVENT_KINDS)
+        first: dict[str, float | None] = dict.fromkeys(EVENT_KINDS)
+        for ev in self.events:
+            if worst[ev.kind] is None or ev.magnitude > worst[ev.kind]:
+                worst[ev.kind] = float(ev.magnitude)
+            if first[ev.kind] is None or ev.t < first[ev.kind]:
+                first[ev.kind] = float(ev.t)
+        return {"counts": self.counts(), "worst": worst, "first_t": first,
+                "steps_in_violation": dict(self._steps_in_violation),
+                "n_violations": self.n_violations, "tolerances": self.tolerances.to_dict()}
+
+
+_DURATION_KINDS = frozenset({"contact_mismatch", "fallback", "solver_failure"})
+_NO_FORCES = np.zeros(0)
+
+
+# ------------------------------------------------------------------------------------------------
+# centroidal momentum balance
+# ------------------------------------------------------------------------------------------------
+class MomentumBalance:
+    """Residual of the centroidal momentum balance of the simulated robot.
+
+    ``residual = dh_G/dt - ([F + m g ; M_G])`` with ``dh_G/dt`` ``(6,)`` (linear N, angular N·m,
+    world-aligned, about the CoM) from ``pinocchio.computeCentroidalMomentumTimeVariation`` at the
+    simulated acceleration, ``F`` and ``M_G`` the sum of the external forces on the robot and their
+    moment about the CoM: contact forces (from :class:`~wbsim.contacts.ContactSensing`) and, if
+    given, MuJoCo's ``xfrc_applied`` on the robot's bodies (a force at the body CoM ``xipos`` and a
+    torque). ``g`` is MuJoCo's ``opt.gravity``.
+
+    Args:
+        robot: a :class:`wbsim.Robot`.
+
+    Attributes:
+        weight: ``m |g|``, N (the scale of :meth:`relative`).
+        max_norm: largest residual norm seen by :meth:`residual`, N (mixed N and N·m).
+    """
+
+    def __init__(self, robot):
+        self.robot = robot
+        self.model = robot.pin_model
+        self.data = self.model.createData()
+        self.mass = float(robot.total_mass)
+        self.gravity = np.array(robot.mj_model.opt.gravity, dtype=float)
+        self.weight = self.mass * float(np.linalg.norm(self.gravity))
+        self._weight_vector = self.mass * self.gravity
+        m = robot.mj_model
+        root = m.body_rootid[next(iter(robot.feet.values())).mj_body_id] if robot.has_feet else (
+            m.body_rootid[m.jnt_bodyid[0]])
+        self._robot_bodies = np.flatnonzero(m.body_rootid == root)
+        self.max_norm = 0.0
+
+    def acceleration(self, q: np.ndarray, v: np.ndarray, qacc: np.ndarray) -> np.ndarray:
+        """Pinocchio ``vdot (nv,)`` from MuJoCo's ``qacc (nv,)`` at Pinocchio state ``(q, v)``.
+
+        ``qacc = T vdot + Tdot v`` (:mod:`wbsim.conventions`, ``T = blockdiag(R, I, P)``, ``Tdot v``
+        non-zero only on the base's linear rows, ``R (omega x v_lin)``), so block by block:
+        ``vdot_lin = R^T qacc_lin - omega x v_lin``, ``vdot_ang = qacc_ang`` and the joints permuted
+        by name. Equal to ``solve(velocity_map(q), qacc - velocity_map_dot_times_v(q, v))``
+        (``tests/test_diagnostics.py``) at a fraction of its cost.
+        """
+        conv = self.robot.converter
+        qacc = np.asarray(qacc, dtype=float)
+        a = np.empty(self.model.nv)
+        a[conv.pin_vidx] = qacc[conv.mj_vadr]
+        if conv.floating:
+            b = conv.mj_base_vadr
+            R = pin.Quaternion(np.asarray(q[3:7], dtype=float)).normalized().toRotationMatrix()
+            w0, w1, w2, l0, l1, l2 = np.asarray(v[0:6], dtype=float)[[3, 4, 5, 0, 1, 2]].tolist()
+            a[0:3] = R.T @ qacc[b:b + 3]
+            a[0] -= w1 * l2 - w2 * l1
+            a[1] -= w2 * l0 - w0 * l2
+            a[2] -= w0 * l1 - w1 * l0
+            a[3:6] = qacc[b + 3:b + 6]
+        return a
+
+    def residual(self, q: np.ndarray, v: np.ndarray, qacc: np.ndarray, sensing: ContactSensing,
+                 xfrc_applied: np.ndarray | None = None, xipos: np.ndarray | None = None
+                 ) -> np.ndarray:
+        """The residual ``(6,)`` ``[linear (N); angular (N·m)]``, world-aligned, about the CoM.
+
+        Args:
+            q, v: the Pinocchio state at which ``qacc`` and ``sensing`` were computed (after
+                ``mj_step``: the state BEFORE the step, i.e. the one the controller saw).
+            qacc: MuJoCo's ``d.qacc (nv,)``.
+            sensing: contacts of the same state.
+            xfrc_applied: MuJoCo's ``d.xfrc_applied (nbody, 6)`` (``[force; torque]``, world), or
+                ``None`` when nothing pushes.
+            xipos: MuJoCo's ``d.xipos (nbody, 3)`` (body CoMs of the same state), needed with
+                ``xfrc_applied``.
+        """
+        a = self.acceleration(q, v, qacc)
+        dh = pin.computeCentroidalMomentumTimeVariation(self.model, self.data, q, v, a)
+        c = self.data.com[0]
+        force = sensing.external_force_world + self._weight_vector
+        moment = sensing.external_moment_world(c)
+        if xfrc_applied is not None and np.asarray(xfrc_applied).any():
+            xf = np.asarray(xfrc_applied)[self._robot_bodies]
+            if xipos is None:
+                raise WbsimError("xfrc_applied needs xipos (the body CoMs)")
+            r = np.asarray(xipos)[self._robot_bodies] - c
+            force = force + xf[:, :3].sum(axis=0)
+            moment = moment + np.cross(r, xf[:, :3]).sum(axis=0) + xf[:, 3:].sum(axis=0)
+        res = np.concatenate([dh.linear - force, dh.angular - moment])
+        norm = math.sqrt(float(res @ res))
+        self.max_norm = max(self.max_norm, norm)
+        return res
+
+    def residual_from_data(self, data: mujoco.MjData, q: np.ndarray, v: np.ndarray,
+                           sensing: ContactSensing) -> np.ndarray:
+        """:meth:`residual` reading ``qacc``, ``xfrc_applied`` and ``xipos`` from ``data`` (right
+        after ``mj_step`` or ``mj_forward``; ``q, v`` the state they belong to)."""
+        return self.residual(q, v, data.qacc, sensing, data.xfrc_applied, data.xipos)
+
+    def relative(self, residual: np.ndarray) -> float:
+        """``|residual| / (m g)``."""
+        return float(np.linalg.norm(residual)) / self.weight
