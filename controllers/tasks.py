@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 import pinocchio as pin
-from scipy.linalg import cho_factor, cho_solve
+from scipy.linalg.lapack import dpotrf, dpotrs
 
 from wbsim.errors import WbsimError
 
@@ -50,9 +50,41 @@ __all__ = [
     "Task",
     "TaskGains",
     "TaskRows",
+    "cholesky",
+    "cholesky_solve",
     "compute_snapshot",
     "solve_task_stack",
 ]
+
+
+def cholesky(A: np.ndarray, what: str = "matrix", pivot_rtol: float | None = 1e-13) -> np.ndarray:
+    """Lower Cholesky factor of the SPD matrix ``A (n, n)`` (LAPACK ``dpotrf`` through
+    ``scipy.linalg.lapack``; only the lower triangle of ``A`` is read).
+
+    Raises:
+        WbsimError: ``A`` is not (numerically) positive definite: ``dpotrf`` fails, or (unless
+            ``pivot_rtol`` is ``None``) a pivot ``L_ii^2`` is below ``pivot_rtol`` times the largest
+            diagonal entry of ``A`` (a rank-deficient ``A`` that rounding made barely positive).
+    """
+    L, info = dpotrf(A, lower=1, clean=0)
+    if info != 0:
+        raise WbsimError(f"{what} is not symmetric positive definite (dpotrf info={info})")
+    if pivot_rtol is None:
+        return L
+    d = L.diagonal()
+    if d.size and d.min() ** 2 <= pivot_rtol * A.diagonal().max():
+        raise WbsimError(f"{what} is (numerically) singular: smallest Cholesky pivot "
+                         f"{d.min() ** 2:.3g}")
+    return L
+
+
+def cholesky_solve(L: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """``A^-1 B`` from the lower Cholesky factor ``L`` of ``A`` (LAPACK ``dpotrs``); ``B (n,)`` or
+    ``(n, k)``."""
+    X, info = dpotrs(L, B, lower=1)
+    if info != 0:
+        raise WbsimError(f"dpotrs failed (info={info})")
+    return X
 
 
 # ------------------------------------------------------------------------------------------------
@@ -73,6 +105,9 @@ class TaskGains:
     weight: float = 1.0
 
     def __post_init__(self):
+        w = 2.0 * np.pi * self.frequency_hz
+        object.__setattr__(self, "_kp", w * w)
+        object.__setattr__(self, "_kd", 2.0 * self.damping_ratio * w)
         if not (np.isfinite(self.frequency_hz) and self.frequency_hz > 0):
             raise WbsimError(f"TaskGains: frequency_hz must be > 0, got {self.frequency_hz!r}")
         if not (np.isfinite(self.damping_ratio) and self.damping_ratio >= 0):
@@ -83,13 +118,12 @@ class TaskGains:
     @property
     def kp(self) -> float:
         """Stiffness ``(2 pi f)^2``, 1/s^2."""
-        w = 2.0 * np.pi * self.frequency_hz
-        return w * w
+        return self._kp
 
     @property
     def kd(self) -> float:
         """Damping ``2 zeta (2 pi f)``, 1/s."""
-        return 2.0 * self.damping_ratio * 2.0 * np.pi * self.frequency_hz
+        return self._kd
 
     @classmethod
     def from_value(cls, value: Any) -> TaskGains:
@@ -146,6 +180,8 @@ class DynamicsSnapshot:
         com: ``(3,)`` CoM in the world, m; com_velocity: ``(3,)`` m/s.
         com_jacobian: ``(3, nv)`` ``jacobianCenterOfMass`` (world frame).
         com_drift: ``(3,)`` CoM acceleration at zero ``qdd`` (``Jcom_dot v``), m/s^2.
+
+    ``h``, ``g`` and ``com_jacobian`` are views into ``data``: valid until the next pass on ``data``.
     """
 
     model: pin.Model
@@ -180,6 +216,16 @@ class DynamicsSnapshot:
         return fk
 
 
+_LOWER: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+
+def _lower_indices(n: int) -> tuple[np.ndarray, np.ndarray]:
+    idx = _LOWER.get(n)
+    if idx is None:
+        idx = _LOWER[n] = np.tril_indices(n, -1)
+    return idx
+
+
 def compute_snapshot(model: pin.Model, data: pin.Data, q: np.ndarray, v: np.ndarray) -> DynamicsSnapshot:
     """One dynamics pass at ``(q (nq,), v (nv,))``.
 
@@ -195,14 +241,15 @@ def compute_snapshot(model: pin.Model, data: pin.Data, q: np.ndarray, v: np.ndar
     if q.shape != (model.nq,) or v.shape != (model.nv,):
         raise WbsimError(f"state shapes must be q ({model.nq},), v ({model.nv},); got {q.shape}, {v.shape}")
     pin.computeAllTerms(model, data, q, v)
-    M = np.triu(data.M)  # crba fills (at least) the upper triangle
-    M = M + np.triu(M, 1).T
+    M = data.M.copy()  # crba fills (at least) the upper triangle: mirror it
+    lower = _lower_indices(model.nv)
+    M[lower] = M.T[lower]
     com = data.com[0].copy()
     com_velocity = data.vcom[0].copy()
     pin.centerOfMass(model, data, pin.KinematicLevel.ACCELERATION, False)
     return DynamicsSnapshot(
-        model=model, data=data, q=q, v=v, M=M, h=data.nle.copy(), g=data.g.copy(), com=com,
-        com_velocity=com_velocity, com_jacobian=data.Jcom.copy(), com_drift=data.acom[0].copy(),
+        model=model, data=data, q=q, v=v, M=M, h=data.nle, g=data.g, com=com,
+        com_velocity=com_velocity, com_jacobian=data.Jcom, com_drift=data.acom[0].copy(),
     )
 
 
@@ -262,16 +309,18 @@ class Task(ABC):
         """Feed-forward task acceleration (default 0)."""
         return 0.0
 
-    def desired_acceleration(self, s: DynamicsSnapshot) -> np.ndarray:
-        """``(k,)`` ``xddot_ref + kp e + kd (xdot_ref - J v)``."""
+    def desired_acceleration(self, s: DynamicsSnapshot, error: np.ndarray | None = None) -> np.ndarray:
+        """``(k,)`` ``xddot_ref + kp e + kd (xdot_ref - J v)`` (``error``: ``e`` if already known)."""
         g = self.gains
-        return (self.reference_acceleration() + g.kp * self.error(s)
+        e = self.error(s) if error is None else error
+        return (self.reference_acceleration() + g.kp * e
                 + g.kd * (self.reference_velocity() - self.velocity(s)))
 
     def rows(self, s: DynamicsSnapshot) -> TaskRows:
         """The task evaluated at ``s`` (see :class:`TaskRows`)."""
-        return TaskRows(self.name, self.jacobian(s), self.drift(s), self.desired_acceleration(s),
-                        self.error(s), self.gains.weight)
+        e = self.error(s)
+        return TaskRows(self.name, self.jacobian(s), self.drift(s), self.desired_acceleration(s, e),
+                        e, self.gains.weight)
 
 
 def _vec3(value, what: str) -> np.ndarray:
@@ -461,27 +510,28 @@ def solve_task_stack(
     ``qdd = qdd_p + N z``, with ``reg ||z||^2``; the result is contact-consistent by construction
     (contacts are the top priority, the tasks share the rest by weight).
 
-    Solved with a Cholesky factorisation of the regularised normal equations (``scipy.linalg``), no
-    explicit inverse.
+    Solved with a Cholesky factorisation of the regularised normal equations (LAPACK through
+    ``scipy.linalg.lapack``), no explicit inverse.
 
     Raises:
         WbsimError: ``regularization <= 0`` with no rows, or non-finite task rows.
     """
     if rows:
-        sw = [np.sqrt(np.broadcast_to(np.asarray(r.weight, dtype=float), r.drift.shape)) for r in rows]
-        A = np.vstack([w[:, None] * r.jacobian for w, r in zip(sw, rows)])
+        sw = [np.sqrt(r.weight) for r in rows]
+        A = np.vstack([(w[:, None] if np.ndim(w) else w) * r.jacobian for w, r in zip(sw, rows)])
         b = np.concatenate([w * (r.acceleration - r.drift) for w, r in zip(sw, rows)])
     else:
         A, b = np.zeros((0, nv)), np.zeros(0)
-    if not (np.all(np.isfinite(A)) and np.all(np.isfinite(b))):
-        raise WbsimError("non-finite task Jacobian or acceleration in the task stack")
     if nullspace is not None:
         N, qdd_p = nullspace
         b = b - A @ qdd_p
         A = A @ N
     H = A.T @ A
-    H[np.diag_indices_from(H)] += regularization
-    z = cho_solve(cho_factor(H, check_finite=False), A.T @ b, check_finite=False)
+    H.flat[::nv + 1] += regularization
+    rhs = A.T @ b
+    if not (np.isfinite(H).all() and np.isfinite(rhs).all()):
+        raise WbsimError("non-finite task Jacobian or acceleration in the task stack")
+    z = cholesky_solve(cholesky(H, "task-stack normal matrix", None), rhs)  # SPD: reg > 0
     if nullspace is not None:
         return qdd_p + nullspace[0] @ z
     return z

@@ -44,8 +44,11 @@ Termination (a fall): base height below ``fall_height`` times its reset height, 
 than the soles touching the floor. Truncation: ``max_seconds`` of simulated time.
 
 ``info``: ``t`` (s), ``state`` (:class:`~wbsim.controllers.base.RobotState`, Pinocchio convention),
-``schedule`` (:class:`~wbsim.controllers.base.ContactSchedule`), ``sensed_contacts`` (feet touching the
-floor), ``non_sole_contacts`` (names of other bodies touching the floor), ``fell``, ``reward_terms``.
+``schedule`` (:class:`~wbsim.controllers.base.ContactSchedule`), ``sensed_contacts`` (feet with a loaded
+sole point), ``contacts`` (:class:`~wbsim.contacts.ContactSensing` of the sole points; after a step it
+describes the state the action was applied at, i.e. MuJoCo's contact solution of that step),
+``non_sole_contacts`` (other robot geoms touching the floor), ``fell``, ``reward_terms``,
+``push_force`` (N, world).
 """
 
 from __future__ import annotations
@@ -58,7 +61,7 @@ import mujoco
 import numpy as np
 
 import wbsim
-from wbsim.contacts import support_polygon
+from wbsim.contacts import ContactSensor, support_polygon
 from wbsim.controllers.base import RobotState
 from wbsim.envs.schedules import PhasePlan, standing_plan
 from wbsim.errors import WbsimError
@@ -136,11 +139,8 @@ class HumanoidEnv(gym.Env):
         obs_dim = 1 + 4 + 6 + 2 * n + 3 + 2 + 2 + 1
         self.observation_space = gym.spaces.Box(-np.inf, np.inf, shape=(obs_dim,), dtype=np.float32)
 
-        m = self.model
-        self._sole_geom_foot = np.full(m.ngeom, -1, dtype=int)
-        for i, foot in enumerate(FEET):
-            self._sole_geom_foot[list(self.robot.foot(foot).mj_geom_ids)] = i
-        self._floor = self.robot.floor_geom_id
+        self.sensor = ContactSensor(self.robot)
+        self.sensing = None  # ContactSensing of the current state (after reset / each step)
         self._frame_renderer = None
         self._q_ref = self.robot.pose_q(pose)
         self._base_height0 = 1.0
@@ -159,7 +159,12 @@ class HumanoidEnv(gym.Env):
 
             self._pd = JointPD(self.robot, PDGains(pd_frequency_hz, 1.0))
         self._viewer = None
-        self.overlay_command = None  # a Command to draw (set by the rollout or a wrapper)
+        #: what the overlay draws beyond the simulation: the last Command (commanded forces), a
+        #: status line and the points in violation (set by the rollout or a wrapper)
+        self.overlay_command = None
+        self.overlay_status = ""
+        self.overlay_violating: np.ndarray | None = None
+        self.overlay = True
 
     # -- Gymnasium API -----------------------------------------------------------------------------
     @property
@@ -176,6 +181,7 @@ class HumanoidEnv(gym.Env):
                 -self.reset_noise_scale, self.reset_noise_scale, self.robot.n_joints)
         self.data.qpos[:] = self.robot.pin_to_mj(q)[0]
         mujoco.mj_forward(self.model, self.data)
+        self.sensing = self.sensor.sense(self.data)
         self._q_ref = q
         self._base_height0 = float(self.data.qpos[2])
         self.plan = self.plan_factory()
@@ -203,7 +209,9 @@ class HumanoidEnv(gym.Env):
                 self.tau = np.clip(self._pd(q, v), -self.effort, self.effort)
             self.data.ctrl[:] = self.tau
             mujoco.mj_step(self.model, self.data)
-        non_sole = self._non_sole_contacts()
+        # contacts of the state the action was applied at (mj_step's forward pass, last substep)
+        self.sensing = self.sensor.sense(self.data)
+        non_sole = sorted(self.sensing.non_sole_contacts)
         fell = bool(self.data.qpos[2] < self.fall_height * self._base_height0 or non_sole)
         terms = self._reward_terms(fell)
         reward = float(sum(terms.values()))
@@ -217,11 +225,42 @@ class HumanoidEnv(gym.Env):
                 from wbsim.viewer import Viewer
 
                 self._viewer = Viewer(self.model, self.data)
-            self._viewer.sync()
+            self._viewer.sync(self.overlay_data() if self.overlay else None)
             return None
         if self.render_mode != "rgb_array":
             return None
-        return self.frame_renderer.render(self.data)
+        if not self.overlay:
+            return self.frame_renderer.render(self.data)
+        from wbsim.overlay import draw_geoms, draw_text
+
+        data = self.overlay_data()
+        frame = self.frame_renderer.render(self.data, lambda scn, _: draw_geoms(scn, data))
+        return draw_text(frame, data.text)
+
+    def overlay_data(self):
+        """The :class:`~wbsim.overlay.OverlayData` of the current state (sensing, last command,
+        CoM, planned support polygon, status line)."""
+        from wbsim.overlay import OverlayData
+
+        s, d = self.sensing, self.data
+        n = len(s.names)
+        f_cmd = np.zeros((n, 3))
+        cmd = self.overlay_command
+        if cmd is not None:
+            index = {name: i for i, name in enumerate(s.names)}
+            for name, f in cmd.contact_forces.items():
+                if name in index:
+                    f_cmd[index[name]] = np.asarray(f)[:3]
+        sched = self.schedule()
+        feet = sorted(sched.contact_set) or list(FEET)
+        violating = (self.overlay_violating if self.overlay_violating is not None
+                     else np.zeros(n, dtype=bool))
+        status = self.overlay_status or (
+            f"t {d.time:5.2f} s  planned {'+'.join(sorted(sched.contact_set)) or 'none'}  sensed "
+            f"{'+'.join(sorted(s.feet_in_contact)) or 'none'}")
+        return OverlayData(points=s.position_world, modes=s.mode, f_cmd=f_cmd, f_sim=s.force_world,
+                           violating=violating, com=d.subtree_com[1].copy(),
+                           support=support_polygon(self.robot, d, feet), text=status)
 
     def close(self):
         if self._frame_renderer is not None:
@@ -305,23 +344,8 @@ class HumanoidEnv(gym.Env):
         return RobotState(t=float(self.data.time), q=q, v=v, sensed_contacts=self.sensed_feet())
 
     def sensed_feet(self) -> frozenset[str]:
-        """Feet with at least one sole sphere touching the floor (contact distance <= 0)."""
-        ncon = self.data.ncon
-        if ncon == 0:
-            return frozenset()
-        geoms = self.data.contact.geom[:ncon]
-        touching = self.data.contact.dist[:ncon] <= 0.0
-        foot_idx = self._sole_geom_foot[geoms].max(axis=1)
-        return frozenset(FEET[i] for i in np.unique(foot_idx[touching & (foot_idx >= 0)]))
-
-    def _non_sole_contacts(self) -> list[str]:
-        ncon = self.data.ncon
-        if ncon == 0:
-            return []
-        geoms = self.data.contact.geom[:ncon]
-        other = np.where(geoms[:, 0] == self._floor, geoms[:, 1], geoms[:, 0])
-        hit = (self._sole_geom_foot[other] < 0) & (self.data.contact.dist[:ncon] <= 0.0)
-        return sorted({self.model.body(self.model.geom_bodyid[g]).name for g in other[hit]})
+        """Feet with at least one loaded sole point (:class:`~wbsim.contacts.ContactSensor`)."""
+        return self.sensing.feet_in_contact if self.sensing is not None else frozenset()
 
     def _plan_context(self) -> dict[str, np.ndarray]:
         d = self.data
@@ -340,6 +364,7 @@ class HumanoidEnv(gym.Env):
             "state": self.robot_state(),
             "schedule": self.schedule(),
             "sensed_contacts": self.sensed_feet(),
+            "contacts": self.sensing,
             "non_sole_contacts": non_sole or [],
             "fell": fell,
             "reward_terms": reward_terms,

@@ -57,6 +57,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         log=args.log, seed=args.seed, fps=args.fps, width=args.width, height=args.height,
         controller_options=_parse_options(args.controller_option),
         env_options=_parse_options(args.env_option), progress=not args.no_progress,
+        viewer=args.viewer, tolerances=_parse_options(args.tolerance),
     )
     summary = run_episode(cfg)
     print(json.dumps(summary, indent=2))
@@ -161,6 +162,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--controller-option", "-c", action="append", default=[], metavar="KEY=VALUE",
                    help="controller option, e.g. -c frequency_hz=3 (repeatable)")
     p.add_argument("--env-option", "-e", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--tolerance", "-t", action="append", default=[], metavar="KEY=VALUE",
+                   help="event tolerance (wbsim.diagnostics.Tolerances), e.g. -t force_sign=0.1")
+    p.add_argument("--viewer", action="store_true",
+                   help="MuJoCo's viewer in real time with the overlay (needs a display)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_run)
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Any
 
 import mujoco
@@ -203,6 +202,22 @@ class ContactSensing:
     contact_position_world: np.ndarray
     contact_force_world: np.ndarray
 
+    def __eq__(self, other: object) -> bool:
+        """Field-by-field equality, arrays element-wise (so Gymnasium's determinism checks can
+        compare infos that hold a sensing)."""
+        if type(other) is not type(self):
+            return NotImplemented
+        for name in self.__slots__:
+            a, b = getattr(self, name), getattr(other, name)
+            if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+                if not np.array_equal(a, b):
+                    return False
+            elif a != b:
+                return False
+        return True
+
+    __hash__ = None
+
     @property
     def loaded(self) -> np.ndarray:
         """``(n,)`` bool: the point is not ``open``."""
@@ -254,7 +269,6 @@ def _cross3(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 _EMPTY3 = np.zeros((0, 3))
 _EMPTY3.setflags(write=False)
-_NO_NON_SOLE: Mapping[str, float] = MappingProxyType({})
 
 
 class PointContactSensor:
@@ -471,7 +485,7 @@ class PointContactSensor:
             gap = pos @ floor_n
             gap -= floor_c
         force = np.zeros((n, 3))
-        non_sole = _NO_NON_SOLE
+        non_sole = {}
         c_pos = c_force = _EMPTY3
 
         ncon = d.ncon
@@ -558,7 +572,7 @@ class PointContactSensor:
         for g, f in zip(rgeom[sel][touching].tolist(), fn[touching].tolist()):
             name = self._geom_names[g]
             out[name] = out.get(name, 0.0) + f
-        return MappingProxyType(out) if out else _NO_NON_SOLE
+        return out  # a plain dict: sensings travel through pickles (async vector envs)
 
 
 _OBJ_SITE = int(mujoco.mjtObj.mjOBJ_SITE)

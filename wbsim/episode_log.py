@@ -114,6 +114,18 @@ class EpisodeLog:
         self._events.flush()
         self.n_events += 1
 
+    def rewrite_events(self, events: Sequence[Mapping[str, Any]]) -> None:
+        """Replace ``events.jsonl`` by ``events`` sorted by step (atomically; after :meth:`close`).
+
+        Used at the end of an episode to store the final form of events that were updated while
+        they lasted (worst magnitude, duration); until then the file holds them as they started.
+        """
+        ordered = sorted(events, key=lambda e: (e.get("step", 0), e.get("t", 0.0)))
+        tmp = self.dir / (EVENTS_FILE + ".tmp")
+        tmp.write_text("".join(json.dumps(_jsonable(e)) + "\n" for e in ordered))
+        tmp.replace(self.dir / EVENTS_FILE)
+        self.n_events = len(ordered)
+
     def flush(self) -> None:
         if self._n_buf:
             self._steps.write(self._buf[: self._n_buf].astype("<f8", copy=False).tobytes())

@@ -5,8 +5,9 @@ passive viewer (``user_scn``), so the two always show the same things. Geometry 
 ``mujoco.mjv_initGeom`` / ``mujoco.mjv_connector``; the status line is drawn on the video frame with
 Pillow and handed to the viewer with ``Handle.set_texts``.
 
-Colours: sole points grey = ``open``, green = ``sticking``, orange = ``sliding``; force arrows blue =
-commanded, yellow = simulated, red = a violation at that point (either kind); CoM magenta with its
+Colours: sole points grey = ``open``, green = ``sticking``, orange = ``sliding``; force arrows thin blue =
+commanded, thick yellow = simulated (drawn from the same point, so agreement shows as blue inside
+yellow), red = a violation at that point (either kind); CoM magenta with its
 ground projection and a vertical line; support polygon cyan on the floor.
 """
 
@@ -42,7 +43,7 @@ class OverlayData:
         com: ``(3,)`` centre of mass, world, m.
         support: ``(k, 2)`` support polygon (x, y), counter-clockwise, m.
         text: the status line.
-        force_scale: arrow length per newton, m/N.
+        force_scale: arrow length per newton, m/N (0.004: a G1 sole point's 40 N is 16 cm).
     """
 
     points: np.ndarray
@@ -53,7 +54,7 @@ class OverlayData:
     com: np.ndarray
     support: np.ndarray
     text: str = ""
-    force_scale: float = 0.002
+    force_scale: float = 0.004
     extra: dict = field(default_factory=dict)
 
 
@@ -87,11 +88,13 @@ def draw_geoms(scene: mujoco.MjvScene, data: OverlayData, label: str = "") -> No
     arrow = mujoco.mjtGeom.mjGEOM_ARROW
     for i, p in enumerate(data.points):
         _sphere(scene, p, 0.012, MODE_COLORS[int(data.modes[i]) % 3])
-        for force, color in ((data.f_cmd[i], COMMANDED), (data.f_sim[i], SIMULATED)):
+        # simulated thick, commanded thin on top of it, so both show when they agree
+        for force, color, width in ((data.f_sim[i], SIMULATED, 0.012), (data.f_cmd[i], COMMANDED,
+                                                                         0.006)):
             norm = float(np.linalg.norm(force))
             if norm > 1e-3:
                 tip = p + data.force_scale * force
-                _connector(scene, arrow, 0.008, p, tip, VIOLATION if data.violating[i] else color)
+                _connector(scene, arrow, width, p, tip, VIOLATION if data.violating[i] else color)
     com = np.asarray(data.com, float)
     _sphere(scene, com, 0.03, COM_COLOR)
     if label and scene.ngeom:

@@ -20,9 +20,9 @@ import mujoco
 import numpy as np
 
 import wbsim
+from wbsim.errors import WbsimError
 from wbsim.controllers import make_controller
 from wbsim.envs import make as make_env
-from wbsim.errors import WbsimError
 
 __all__ = ["EpisodeConfig", "run_episode", "SUMMARY_KEYS"]
 
@@ -48,6 +48,9 @@ class EpisodeConfig:
         controller_options: keyword options of the controller.
         env_options: keyword options of the env.
         progress: show a progress bar on stderr.
+        viewer: show MuJoCo's passive viewer (real time, with the overlay) instead of rendering
+            off-screen; needs a display.
+        tolerances: overrides of :class:`wbsim.diagnostics.Tolerances`.
     """
 
     env: str = "wbsim/G1Stand-v0"
@@ -62,6 +65,8 @@ class EpisodeConfig:
     controller_options: Mapping[str, Any] = field(default_factory=dict)
     env_options: Mapping[str, Any] = field(default_factory=dict)
     progress: bool = True
+    viewer: bool = False
+    tolerances: Mapping[str, float] = field(default_factory=dict)
 
 
 def _tilt_deg(quat_wxyz: np.ndarray) -> float:
@@ -73,10 +78,13 @@ def _tilt_deg(quat_wxyz: np.ndarray) -> float:
 
 def _columns(robot) -> tuple[list[str], dict[str, str]]:
     cols = ["t", "base_x", "base_y", "base_z", "base_qw", "base_qx", "base_qy", "base_qz",
-            "base_tilt_deg", "com_x", "com_y", "com_z", "controller_time_s", "feasible",
-            "assumed_left_foot", "assumed_right_foot", "sensed_left_foot", "sensed_right_foot"]
-    units = {c: "m" for c in cols[1:4] + cols[9:12]}
-    units.update(t="s", base_tilt_deg="deg", controller_time_s="s")
+            "base_tilt_deg", "com_x", "com_y", "com_z", "com_ref_x", "com_ref_y", "com_ref_z",
+            "phase_index", "controller_time_s", "feasible", "assumed_left_foot",
+            "assumed_right_foot", "sensed_left_foot", "sensed_right_foot", "sole_min_z_left_foot",
+            "sole_min_z_right_foot", "momentum_residual", "reward"]
+    units = {c: "m" for c in cols if c.startswith(("base_x", "base_y", "base_z", "com_", "sole_"))}
+    units.update(t="s", base_tilt_deg="deg", controller_time_s="s",
+                 momentum_residual="|dh/dt - external wrench - weight| / (m g), 1")
     for j in robot.joint_names:
         cols.append(f"qerr/{j}")
         units[f"qerr/{j}"] = "rad"
@@ -88,32 +96,29 @@ def _columns(robot) -> tuple[list[str], dict[str, str]]:
             for ax in "xyz":
                 cols.append(f"{kind}/{p}/{ax}")
                 units[f"{kind}/{p}/{ax}"] = "N (world frame, on the robot)"
+    for p in robot.contact_point_names:
+        cols.append(f"gap/{p}")
+        units[f"gap/{p}"] = "m"
+    for p in robot.contact_point_names:
+        cols.append(f"mode/{p}")
+        units[f"mode/{p}"] = "0 open, 1 sticking, 2 sliding"
     return cols, units
 
 
-def _simulated_point_forces(robot, model: mujoco.MjModel, data: mujoco.MjData,
-                            geom_to_point: np.ndarray, out: np.ndarray) -> None:
-    """World-frame contact force ON THE ROBOT at each sole point ``out (n_points, 3)``, N."""
-    out[:] = 0.0
-    f6 = np.zeros(6)
-    for i in range(data.ncon):
-        c = data.contact[i]
-        g1, g2 = c.geom[0], c.geom[1]
-        p = geom_to_point[g1] if geom_to_point[g1] >= 0 else geom_to_point[g2]
-        if p < 0:
-            continue
-        mujoco.mj_contactForce(model, data, i, f6)
-        frame = c.frame.reshape(3, 3)  # rows: normal, tangent 1, tangent 2 (world)
-        f_world = frame.T @ f6[:3]  # force geom1 exerts... on geom2 along the normal (geom1 -> geom2)
-        # MuJoCo's contact force acts on geom2 in the +normal direction (normal points geom1 -> geom2)
-        out[p] += f_world if geom_to_point[g2] >= 0 else -f_world
-
-
 def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
-    """Run one episode headless; write the video and the log if asked; return the summary.
+    """Run one episode; write the video and the log if asked; return the summary.
+
+    Each step: the controller computes a :class:`~wbsim.controllers.base.Command` from the env's
+    ``info`` (state, schedule); the env steps; the env's contact sensing and the command go through
+    :class:`wbsim.diagnostics.EventDetector` and :class:`wbsim.diagnostics.MomentumBalance`; a row goes
+    to the log; frames (with the overlay) go to the video at ``cfg.fps`` or to the viewer at 60 Hz.
 
     The summary (also ``summary.json``) holds :data:`SUMMARY_KEYS` and more: ``steps``,
-    ``wall_seconds``, ``realtime_factor``, ``base_height_drop_m``, ``stopped_reason``.
+    ``wall_seconds``, ``realtime_factor``, ``base_height_drop_m``, ``stopped_reason``, ``return``,
+    ``diagnostics`` (worst magnitudes and first times per event kind), ``momentum_residual_max``
+    (relative to m g), and, where the schedule has a CoM target, ``com_tracking_rms_m`` and
+    ``swing_clearance_max_m`` (highest lowest-sole-point of a foot planned off the floor) with
+    ``swing_clearance_min_hold_m`` (lowest during a ``hold`` phase).
 
     A controller that returns a non-finite torque stops the episode at that step: the event
     ``invalid_command`` is logged with the step, the log and the video are closed, and the summary
@@ -122,45 +127,58 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
 
     Raises:
         UnknownNameError: unknown env or controller (the message lists the known ones).
+        WbsimError: ``viewer`` without a display (the message says how to run headless).
     """
     from wbsim.controllers import controller_class
-
+    from wbsim.diagnostics import EVENT_KINDS, EventDetector, MomentumBalance
     from wbsim.envs import ENV_IDS
     from wbsim.errors import UnknownNameError
 
     if cfg.env not in ENV_IDS:  # unknown names fail before anything is built
         raise UnknownNameError("env", cfg.env, ENV_IDS)
     controller_class(cfg.controller)
-    env = make_env(cfg.env, max_seconds=cfg.seconds,
-                   render_mode="rgb_array" if cfg.video else None, width=cfg.width,
+    if cfg.viewer:
+        import os
+
+        from wbsim.viewer import NO_DISPLAY_MESSAGE
+
+        if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+            raise WbsimError(NO_DISPLAY_MESSAGE)
+    render_mode = "human" if cfg.viewer else ("rgb_array" if cfg.video else None)
+    env = make_env(cfg.env, max_seconds=cfg.seconds, render_mode=render_mode, width=cfg.width,
                    height=cfg.height, **dict(cfg.env_options))
     uenv = env.unwrapped
     robot = uenv.robot
     controller = make_controller(cfg.controller, robot, **dict(cfg.controller_options))
+    detector = EventDetector(dict(cfg.tolerances), dt=uenv.dt)
+    momentum = MomentumBalance(robot)
 
     log = video = bar = None
-    counts: Counter[str] = Counter()
+    own_counts: Counter[str] = Counter()
+    own_events: list[dict[str, Any]] = []
     summary: dict[str, Any] = {
         "robot": robot.name, "env": cfg.env, "controller": cfg.controller, "seconds": 0.0,
         "fell": False, "base_drift_m": 0.0, "max_base_tilt_deg": 0.0, "max_joint_error_rad": 0.0,
         "base_height_drop_m": 0.0, "events": {}, "status": "running", "stopped_reason": "",
-        "steps": 0, "seed": cfg.seed, "return": 0.0,
+        "steps": 0, "seed": cfg.seed, "return": 0.0, "momentum_residual_max": 0.0,
     }
     cols, units = _columns(robot)
     n_j, n_p = robot.n_joints, len(robot.contact_point_names)
     point_index = {p: i for i, p in enumerate(robot.contact_point_names)}
-    geom_to_point = np.full(robot.mj_model.ngeom, -1, dtype=int)
-    for f in robot.feet.values():
-        for g, p in zip(f.mj_geom_ids, f.point_names):
-            geom_to_point[g] = point_index[p]
-    f_cmd, f_sim = np.zeros((n_p, 3)), np.zeros((n_p, 3))
+    foot_points = {f: np.array([point_index[p] for p in robot.foot(f).point_names])
+                   for f in ("left_foot", "right_foot")}
+    f_cmd = np.zeros((n_p, 3))
+    violating_until = np.full(n_p, -1.0)
+    com_err_sq, com_err_n = 0.0, 0
+    swing_max, hold_min = -np.inf, np.inf
 
-    def event(kind: str, step: int, t: float, where: str = "", magnitude: float = float("nan"),
-              **detail: Any) -> None:
-        counts[kind] += 1
+    def own_event(kind: str, step: int, t: float, where: str = "", magnitude: float = float("nan"),
+                  **detail: Any) -> None:
+        own_counts[kind] += 1
+        own_events.append({"kind": kind, "t": t, "step": step, "where": where,
+                           "magnitude": magnitude, "detail": detail})
         if log is not None:
-            log.add_event({"kind": kind, "t": t, "step": step, "where": where,
-                           "magnitude": magnitude, **detail})
+            log.add_event(own_events[-1])
 
     wall0 = time.perf_counter()
     try:
@@ -171,6 +189,7 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
                       "seed": cfg.seed, "controller_options": dict(cfg.controller_options),
                       "env_options": dict(cfg.env_options), "video": str(cfg.video or ""),
                       "robot": robot.name, "timestep": robot.mj_model.opt.timestep,
+                      "tolerances": detector.tolerances.to_dict(),
                       "versions": {"wbsim": wbsim.__version__, "mujoco": mujoco.__version__,
                                    "python": platform.python_version()}}
             log = EpisodeLog(cfg.log, cols, units, config)
@@ -184,43 +203,61 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
         q_ref = state.q[robot.converter.pin_qidx].copy()
         base0 = uenv.data.qpos[0:3].copy()
         n_steps = int(round(cfg.seconds / uenv.dt))
-        frame_period, next_frame = 1.0 / cfg.fps, 0.0
+        frame_period = 1.0 / (60.0 if cfg.viewer else cfg.fps)
+        next_frame = 0.0
         if cfg.progress:
             from tqdm import tqdm
 
             bar = tqdm(total=n_steps, unit="step", desc=f"{cfg.env} {cfg.controller}",
                        mininterval=0.5, leave=False)
-        prev_assumed: frozenset[str] | None = None
         loop0 = time.perf_counter()
         for step in range(n_steps):
-            t = float(uenv.data.time)
-            if video is not None and t + 1e-9 >= next_frame:
-                video.append(env.render())
-                next_frame += frame_period
+            d = uenv.data
+            t = float(d.time)
             schedule = info["schedule"]
+            if render_mode is not None and t + 1e-9 >= next_frame:
+                uenv.overlay_violating = violating_until >= t
+                counts = detector.counts()
+                uenv.overlay_status = (
+                    f"t {t:5.2f} s   planned {'+'.join(sorted(schedule.contact_set)) or 'none'}   "
+                    f"sensed {'+'.join(sorted(info['sensed_contacts'])) or 'none'}   "
+                    f"switches {counts['mode_switch']}   violations {detector.n_violations}")
+                frame = env.render()
+                if video is not None:
+                    video.append(frame)
+                elif not uenv._viewer.is_running:
+                    summary["stopped_reason"] = "viewer closed"
+                    break
+                next_frame += frame_period
             c0 = time.perf_counter()
             cmd = controller.compute(state, schedule)
             c_time = time.perf_counter() - c0
             if not np.all(np.isfinite(cmd.tau)):
                 bad = [robot.joint_names[i] for i in np.flatnonzero(~np.isfinite(cmd.tau))]
-                event("invalid_command", step, t, where=",".join(bad), detail="non-finite torque")
+                own_event("invalid_command", step, t, where=",".join(bad), status="non-finite torque")
                 summary["status"], summary["stopped_reason"] = (
                     "stopped", f"controller returned a non-finite torque at step {step} "
                                f"(t = {t:.3f} s) on {', '.join(bad[:5])}")
                 break
-            if cmd.fallback:
-                event("fallback", step, t, where=cmd.fallback, status=cmd.status)
-            if not cmd.feasible:
-                event("solver_failure", step, t, status=cmd.status)
-            if prev_assumed is not None and cmd.contact_set != prev_assumed:
-                event("mode_switch", step, t, source="assumed", before=prev_assumed,
-                      after=cmd.contact_set)
-            prev_assumed = cmd.contact_set
+            uenv.overlay_command = cmd
+            q, v = state.q, state.v
             obs, reward, terminated, truncated, info = env.step(uenv.torque_to_action(cmd.tau))
             state = info["state"]
             summary["return"] += float(reward)
 
-            d = uenv.data
+            sensing = info["contacts"]
+            for event in detector.update(sensing, cmd, t, step,
+                                         assumed_contacts=schedule.contact_set):
+                if log is not None:
+                    log.add_event(event.to_dict())
+                if event.kind != "mode_switch":
+                    hit = [point_index[w] for w in event.where.split(",") if w in point_index]
+                    hit += [i for w in event.where.split(",") if w in foot_points
+                            for i in foot_points[w]]
+                    violating_until[hit] = t + 0.25  # drawn red for a quarter second
+            residual = momentum.relative(momentum.residual_from_data(d, q, v, sensing))
+            summary["momentum_residual_max"] = max(summary["momentum_residual_max"], residual)
+
             qerr = d.qpos[robot.converter.mj_qadr] - q_ref
             tilt = _tilt_deg(d.qpos[3:7])
             summary["max_base_tilt_deg"] = max(summary["max_base_tilt_deg"], tilt)
@@ -230,33 +267,50 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
                                           float(np.linalg.norm(d.qpos[0:3] - base0)))
             summary["base_height_drop_m"] = max(summary["base_height_drop_m"],
                                                 float(base0[2] - d.qpos[2]))
+            com = d.subtree_com[1]
+            com_ref = schedule.targets.get("com")
+            if com_ref is not None:
+                com_err_sq += float(np.sum((com - com_ref) ** 2))
+                com_err_n += 1
+            sole_z = sensing.position_world[:, 2]
+            sole_min = {f: float(sole_z[ix].min()) for f, ix in foot_points.items()}
+            for foot, z in sole_min.items():
+                if foot not in schedule.contact_set:
+                    swing_max = max(swing_max, z)
+                    if schedule.phase == "hold":
+                        hold_min = min(hold_min, z)
             if log is not None:
                 f_cmd[:] = 0.0
                 for name, f in cmd.contact_forces.items():
                     if name in point_index:
                         f_cmd[point_index[name]] = f[:3]
-                _simulated_point_forces(robot, uenv.model, d, geom_to_point, f_sim)
                 row = log.row_buffer()
-                row[0] = d.time
+                row[0] = t
                 row[1:4], row[4:8], row[8] = d.qpos[0:3], d.qpos[3:7], tilt
-                row[9:12] = d.subtree_com[1]
-                row[12], row[13] = c_time, float(cmd.feasible)
-                row[14:16] = [f in cmd.contact_set for f in ("left_foot", "right_foot")]
-                row[16:18] = [f in info["sensed_contacts"] for f in ("left_foot", "right_foot")]
-                k = 18
+                row[9:12] = com
+                row[12:15] = com_ref if com_ref is not None else np.nan
+                row[15], row[16], row[17] = schedule.phase_index, c_time, float(cmd.feasible)
+                row[18:20] = [f in cmd.contact_set for f in ("left_foot", "right_foot")]
+                row[20:22] = [f in sensing.feet_in_contact for f in ("left_foot", "right_foot")]
+                row[22:24] = sole_min["left_foot"], sole_min["right_foot"]
+                row[24], row[25] = residual, reward
+                k = 26
                 row[k:k + n_j] = qerr
                 row[k + n_j:k + 2 * n_j] = uenv.tau
                 k += 2 * n_j
                 row[k:k + 3 * n_p] = f_cmd.ravel()
-                row[k + 3 * n_p:k + 6 * n_p] = f_sim.ravel()
+                row[k + 3 * n_p:k + 6 * n_p] = sensing.force_world.ravel()
+                k += 6 * n_p
+                row[k:k + n_p] = sensing.gap
+                row[k + n_p:k + 2 * n_p] = sensing.mode
                 log.commit_row()
             summary["steps"] = step + 1
             if bar is not None:
                 bar.update(1)
             if terminated:
                 summary["fell"] = True
-                event("fall", step, float(d.time), where=",".join(info["non_sole_contacts"]),
-                      magnitude=float(d.qpos[2]))
+                own_event("fall", step, float(d.time), where=",".join(info["non_sole_contacts"]),
+                          magnitude=float(d.qpos[2]))
                 summary["stopped_reason"] = f"fell at t = {d.time:.3f} s"
                 break
         summary["loop_wall_seconds"] = time.perf_counter() - loop0
@@ -272,8 +326,19 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
         raise
     finally:
         wall = time.perf_counter() - wall0
+        detector.finish()
+        counts = {k: 0 for k in EVENT_KINDS}
+        counts.update(detector.counts())
+        counts.update(own_counts)
         summary["seconds"] = float(uenv.data.time)
-        summary["events"] = dict(sorted(counts.items()))
+        summary["events"] = counts
+        summary["diagnostics"] = {k: v for k, v in detector.summary().items() if k != "counts"}
+        if com_err_n:
+            summary["com_tracking_rms_m"] = float(np.sqrt(com_err_sq / com_err_n))
+        if np.isfinite(swing_max):
+            summary["swing_clearance_max_m"] = swing_max
+        if np.isfinite(hold_min):
+            summary["swing_clearance_min_hold_m"] = hold_min
         summary["wall_seconds"] = wall
         summary["realtime_factor"] = summary["seconds"] / wall if wall > 0 else float("nan")
         if video is not None:
@@ -286,6 +351,9 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
             summary["log"] = str(cfg.log)
             try:
                 log.close()
+                # the final form of every event (worst magnitude, duration), replacing the
+                # start-of-event lines written as they happened
+                log.rewrite_events([e.to_dict() for e in detector.events] + own_events)
             finally:
                 log.write_summary(summary)
         env.close()

@@ -1,0 +1,1044 @@
+"""Contact-projected inverse dynamics: tasks -> ``qdd_des`` -> projection onto the contact manifold ->
+``qdd*`` -> inverse dynamics for ``tau`` and the contact forces.
+
+Owns: the contact layout of a contact set (:class:`ContactLayout`), the contact Jacobian of the feet in
+contact (:func:`contact_kinematics`), the dynamically consistent projection (:func:`contact_projection`,
+the seed's "contact-consistent control", Sections 2-3), the two inverse-dynamics variants
+(:func:`inverse_dynamics_pinv`, :func:`build_contact_qp` / :func:`solve_contact_qp`) and the controller
+:class:`ContactProjectedID` (registered as ``"projected_id"``).
+
+Contact model. A foot in contact is a rigid 6D contact: ``J_c`` stacks, per foot in contact, the
+``(6, nv)`` LOCAL_WORLD_ALIGNED Jacobian of the foot link frame (rows ``[linear, angular]``), and
+``Jcdot_c v`` its classical acceleration at zero ``qdd``. With one or two feet ``J_c`` has full row rank
+(6 or 12) away from leg singularities, so ``(J_c W^-1 J_c^T)`` is SPD and is factorised by Cholesky.
+(The 4 sole points of a foot would give 12 rows of rank 6; they are used only for the forces.) The
+multiplier ``lambda`` is then the stack of the foot wrenches ``[force (N), torque (N·m)]`` at each
+foot frame origin, world-aligned. The point forces ``f_i`` (world frame, N) at the sole corners
+``p_i`` make the foot wrench ``w = G f = sum_i [f_i; (p_i - o) x f_i]``, and ``J_point_i^T f_i`` summed
+equals ``J_c^T G f``, so both descriptions give the same generalised force.
+
+Projection (seed, Section 3): for SPD ``W`` (default ``M``)::
+
+    J_c^#W = W^-1 J_c^T (J_c W^-1 J_c^T)^-1,   N_c = I - J_c^#W J_c,
+    qdd* = N_c qdd_des - J_c^#W Jcdot_c v
+
+which is the solution of ``min (qdd - qdd_des)^T W (qdd - qdd_des) s.t. J_c qdd + Jcdot_c v = 0``.
+
+Inverse dynamics, from ``M qdd + h = S^T tau + J_c^T lambda`` (``h = pin.nonLinearEffects``, ``S``
+selects the actuated joints in ``robot.joint_names`` order):
+
+* ``"pinv"``: the least-norm contact forces that satisfy the 6 unactuated (floating-base) rows, then
+  ``tau = (M qdd* + h - J_c^T lambda)_a``; no inequality, so a foot may be commanded to pull. Two
+  norms (``pinv_forces``): ``"points"`` (default), least-norm sole-point forces
+  ``(J_c^T G)_u f = (M qdd* + h)_u``, ``lambda = G f``; ``"wrench"``, least-norm foot wrenches
+  ``J_{c,u}^T lambda = (M qdd* + h)_u`` (the seed's form), each wrench then distributed to its 4
+  corners by the least-norm solution of ``G f = w`` for reporting (a corner may then show a negative
+  normal force even when a non-negative distribution exists). Least-norm solutions are
+  ``A^T (A A^T)^-1 b`` by Cholesky (``np.linalg.lstsq`` if ``A`` is rank-deficient). In MuJoCo the
+  ``"points"`` form keeps the G1 standing and shifts its CoM most of the way to one foot; the
+  ``"wrench"`` form gives each foot half the weight wherever the CoM is, so the unloading foot tips
+  early in a weight shift.
+* ``"qp"`` (qpsolvers): variables the point forces ``f`` (4 per foot in contact, world frame);
+  ``tau`` is eliminated through the actuated rows of the dynamics, ``tau = (M qdd + h - J_c^T G f)_a``,
+  so the problem is exactly the one over ``[qdd, tau, f]`` with the dynamics as equality. Constraints:
+  the unactuated rows of the dynamics (equality), unilateral normal force ``f_z >= f_min`` and the
+  friction pyramid ``|f_x|, |f_y| <= (mu / sqrt(2)) f_z`` inscribed in Coulomb's cone (floor normal =
+  world z), ``|tau| <= robot.effort_limits``.
+  It is solved lexicographically: first with ``qdd = qdd*`` (the contact-acceleration constraint
+  ``J_c qdd + Jcdot_c v = 0`` then holds by construction) minimising ``||tau||^2 + eps ||f||^2``
+  (``eps = force_weight``). In static double support this is exactly the gravity-compensation QP
+  ``min ||tau||^2 + eps ||f||^2 s.t. g = S^T tau + sum J_i^T f_i``. Only if that problem is infeasible,
+  ``qdd`` becomes a variable (``[qdd, f]``) with ``J_c qdd + Jcdot_c v = 0`` as equality and cost
+  ``relax_weight (qdd - qdd*)^T W (qdd - qdd*) + ||tau||^2 + eps ||f||^2`` (least deviation from
+  ``qdd*``); the command is then reported as a fallback (``"relaxed_qp"``).
+
+Contact-mode changes (seed, Problem 5): the controller keeps the current contact set; when it changes
+the layout (feet, frames, point names, friction matrix) and the swing-foot tasks are rebuilt, and
+``Command.info["mode_switch"]`` says so. ``J_c`` and ``N_c`` are evaluated every step (they depend on
+``q``) with the layout of the current set.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+import numpy as np
+import pinocchio as pin
+import qpsolvers
+from wbsim.controllers.base import Command, ContactSchedule, RobotState
+from wbsim.controllers.tasks import (
+    ComTask,
+    DynamicsSnapshot,
+    FrameOrientationTask,
+    FramePositionTask,
+    PostureTask,
+    Task,
+    TaskGains,
+    cholesky,
+    cholesky_solve,
+    compute_snapshot,
+    solve_task_stack,
+)
+
+from wbsim.contacts import convex_hull, point_in_polygon
+from wbsim.errors import UnknownNameError, WbsimError
+
+__all__ = [
+    "PINV_FORCES",
+    "VARIANTS",
+    "ContactKinematics",
+    "ContactLayout",
+    "ContactProjectedID",
+    "ContactProjection",
+    "ContactQP",
+    "IDResult",
+    "ProjectedIDGains",
+    "build_contact_layout",
+    "build_contact_qp",
+    "contact_kinematics",
+    "contact_projection",
+    "distribute_wrench",
+    "friction_pyramid",
+    "inverse_dynamics_pinv",
+    "solve_contact_qp",
+]
+
+#: Inverse-dynamics variants of :class:`ContactProjectedID`.
+VARIANTS = ("qp", "pinv")
+#: Contact-set sources of :class:`ContactProjectedID`.
+CONTACT_SOURCES = ("schedule", "sensed")
+#: Task-stack modes: tasks solved in the contact null space, or free then projected.
+TASK_SPACES = ("nullspace", "free")
+#: QP solvers tried in this order when ``solver=None`` (the first one installed is used).
+PREFERRED_SOLVERS = ("daqp", "proxqp", "quadprog", "osqp")
+
+
+# ------------------------------------------------------------------------------------------------
+# contacts
+# ------------------------------------------------------------------------------------------------
+def friction_pyramid(n_points: int, mu: float, min_normal_force: float = 0.0) -> tuple[np.ndarray,
+                                                                                        np.ndarray]:
+    """Inequalities ``C f <= d`` of ``n_points`` point forces ``f (3 n_points,)`` (world frame, N).
+
+    Per point: ``-f_z <= -f_min`` and ``+-f_x - mu' f_z <= 0``, ``+-f_y - mu' f_z <= 0`` with
+    ``mu' = mu / sqrt(2)``: the pyramid inscribed in Coulomb's cone ``|f_t| <= mu f_z`` of a floor
+    with normal world z (any force it allows is inside the cone; the same pyramid as
+    :mod:`wbsim.controllers.gravity_qp`). Returns ``C (5 n, 3 n)``, ``d (5 n,)``.
+    """
+    m = mu / np.sqrt(2.0)
+    block = np.array([[0.0, 0.0, -1.0], [1.0, 0.0, -m], [-1.0, 0.0, -m], [0.0, 1.0, -m],
+                      [0.0, -1.0, -m]])
+    C = np.kron(np.eye(n_points), block)
+    d = np.tile([-min_normal_force, 0.0, 0.0, 0.0, 0.0], n_points)
+    return C, d
+
+
+@dataclass(frozen=True)
+class ContactLayout:
+    """The structure of a contact set (rebuilt only when the set changes).
+
+    Attributes:
+        feet: feet in contact, in ``robot.feet`` order.
+        frame_ids: Pinocchio frame id of each foot link.
+        point_names: the sole point names of those feet, 4 per foot (``robot.feet[f].point_names``).
+        points_in_foot: ``(n_feet, 4, 3)`` sole points in the foot link frame, m.
+        friction: ``(5 n_points, 3 n_points)`` and friction_rhs ``(5 n_points,)``: see
+            :func:`friction_pyramid`.
+        distribution: ``(n_feet, 12, 6)`` least-norm map from a foot wrench to its 4 point forces,
+            both in the foot link frame (``np.linalg.pinv`` of the constant grasp map in that frame).
+        grasp_template: ``(6 n_feet, 3 n_points)`` the constant part of the grasp map (identity
+            blocks); grasp_index: ``(rows, cols, components, signs)`` where the ``[p_i - o]x`` entries go.
+    """
+
+    feet: tuple[str, ...]
+    frame_ids: tuple[int, ...]
+    point_names: tuple[str, ...]
+    points_in_foot: np.ndarray
+    friction: np.ndarray
+    friction_rhs: np.ndarray
+    distribution: np.ndarray
+    grasp_template: np.ndarray
+    grasp_index: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+    @property
+    def n_rows(self) -> int:
+        """Rows of ``J_c``: 6 per foot."""
+        return 6 * len(self.feet)
+
+    @property
+    def n_points(self) -> int:
+        return len(self.point_names)
+
+
+def build_contact_layout(robot, contact_set: Iterable[str], mu: float = 0.7,
+                         min_normal_force: float = 0.0) -> ContactLayout:
+    """:class:`ContactLayout` of ``contact_set`` (foot names); raises :class:`UnknownNameError` for a
+    name that is not a foot of ``robot``."""
+    contact_set = frozenset(contact_set)
+    for name in contact_set:
+        robot.foot(name)  # raises UnknownNameError / NoFeetError
+    feet = tuple(f for f in robot.feet if f in contact_set)
+    foot_objs = [robot.feet[f] for f in feet]
+    n_points = 4 * len(feet)
+    C, d = friction_pyramid(n_points, mu, min_normal_force)
+    nf = len(feet)
+    template = np.zeros((6 * nf, 3 * n_points))
+    rows, cols, comp, sign = [], [], [], []
+    # [r]x = [[0, -z, y], [z, 0, -x], [-y, x, 0]]: (row, col, component of r, sign)
+    skew = ((0, 1, 2, -1.0), (0, 2, 1, 1.0), (1, 0, 2, 1.0), (1, 2, 0, -1.0), (2, 0, 1, -1.0),
+            (2, 1, 0, 1.0))
+    for k in range(nf):
+        for i in range(4):
+            c = 12 * k + 3 * i
+            template[6 * k:6 * k + 3, c:c + 3] = np.eye(3)
+            for r_, c_, x_, s_ in skew:
+                rows.append(6 * k + 3 + r_)
+                cols.append(c + c_)
+                comp.append(3 * (4 * k + i) + x_)
+                sign.append(s_)
+    return ContactLayout(
+        feet=feet,
+        frame_ids=tuple(f.pin_frame_id for f in foot_objs),
+        point_names=tuple(n for f in foot_objs for n in f.point_names),
+        points_in_foot=(np.array([f.points_in_foot for f in foot_objs]) if feet
+                        else np.zeros((0, 4, 3))),
+        friction=C,
+        friction_rhs=d,
+        distribution=np.array([np.linalg.pinv(_grasp_foot(f.points_in_foot)) for f in foot_objs])
+        if feet else np.zeros((0, 12, 6)),
+        grasp_template=template,
+        grasp_index=(np.array(rows, dtype=int), np.array(cols, dtype=int), np.array(comp, dtype=int),
+                     np.array(sign)),
+    )
+
+
+@dataclass
+class ContactKinematics:
+    """Contact quantities of a layout at one state.
+
+    Attributes:
+        Jc: ``(6 n_feet, nv)`` stacked LOCAL_WORLD_ALIGNED foot Jacobians.
+        Jc_dot_v: ``(6 n_feet,)`` stacked ``Jcdot v`` (classical foot accelerations at zero ``qdd``).
+        foot_positions: ``(n_feet, 3)`` foot frame origins, world, m.
+        point_positions: ``(n_points, 3)`` sole points, world, m.
+        grasp: ``(6 n_feet, 3 n_points)`` block-diagonal map ``G`` from point forces to foot wrenches
+            (``[I; [p_i - o]x]`` per point).
+        foot_rotations: ``(n_feet, 3, 3)`` foot frame orientations (frame to world).
+    """
+
+    Jc: np.ndarray
+    Jc_dot_v: np.ndarray
+    foot_positions: np.ndarray
+    point_positions: np.ndarray
+    grasp: np.ndarray
+    foot_rotations: np.ndarray
+
+
+#: Levi-Civita symbol: ``[r]x = -_EPS @ r`` (``(_EPS @ r)[i, j] = eps_ijk r_k``).
+_EPS = np.zeros((3, 3, 3))
+_EPS[0, 1, 2] = _EPS[1, 2, 0] = _EPS[2, 0, 1] = 1.0
+_EPS[0, 2, 1] = _EPS[2, 1, 0] = _EPS[1, 0, 2] = -1.0
+
+
+def _grasp_foot(rel: np.ndarray) -> np.ndarray:
+    """``(6, 12)`` grasp map of 4 points at offsets ``rel (4, 3)`` from the wrench origin: columns
+    ``[I; [r_i]x]``, so that ``G f = [sum f_i; sum r_i x f_i]``."""
+    G = np.empty((6, 12))
+    G[0:3] = np.tile(np.eye(3), 4)
+    G[3:6] = (-np.einsum("ijk,pk->ipj", _EPS, rel)).reshape(3, 12)
+    return G
+
+
+def contact_kinematics(s: DynamicsSnapshot, layout: ContactLayout) -> ContactKinematics:
+    """Contact Jacobian, drift, sole points and grasp map of ``layout`` at snapshot ``s``."""
+    nf = len(layout.feet)
+    Jc = np.empty((6 * nf, s.nv))
+    Jc_dot_v = np.empty(6 * nf)
+    foot_pos = np.empty((nf, 3))
+    rel = np.empty((4 * nf, 3))
+    rotations = np.empty((nf, 3, 3))
+    for k, fid in enumerate(layout.frame_ids):
+        fk = s.frame(fid)
+        Jc[6 * k:6 * k + 6] = fk.jacobian
+        Jc_dot_v[6 * k:6 * k + 6] = fk.drift
+        foot_pos[k] = fk.position
+        rotations[k] = fk.rotation
+        rel[4 * k:4 * k + 4] = layout.points_in_foot[k] @ fk.rotation.T  # p_i - o, world axes
+    G = layout.grasp_template.copy()
+    rows, cols, comp, sign = layout.grasp_index
+    G[rows, cols] = sign * rel.ravel()[comp]
+    points = rel + np.repeat(foot_pos, 4, axis=0)
+    return ContactKinematics(Jc, Jc_dot_v, foot_pos, points, G, rotations)
+
+
+# ------------------------------------------------------------------------------------------------
+# projection
+# ------------------------------------------------------------------------------------------------
+@dataclass
+class ContactProjection:
+    """The dynamically consistent contact projection at one state.
+
+    Attributes:
+        Jc: ``(nc, nv)``; Jc_dot_v: ``(nc,)``.
+        Jc_pinv: ``(nv, nc)`` ``J_c^#W = W^-1 J_c^T (J_c W^-1 J_c^T)^-1``.
+        Nc: ``(nv, nv)`` ``I - J_c^#W J_c``.
+        particular: ``(nv,)`` ``-J_c^#W Jcdot_c v`` (the contact-consistent acceleration closest to 0).
+    """
+
+    Jc: np.ndarray
+    Jc_dot_v: np.ndarray
+    Jc_pinv: np.ndarray
+    Nc: np.ndarray
+    particular: np.ndarray
+
+    def project(self, qdd_des: np.ndarray) -> np.ndarray:
+        """``qdd* = N_c qdd_des - J_c^#W Jcdot_c v`` (``(nv,)``, seed Section 3)."""
+        return self.Nc @ qdd_des + self.particular
+
+
+def contact_projection(Jc: np.ndarray, Jc_dot_v: np.ndarray, W: np.ndarray | None = None,
+                       W_cholesky: np.ndarray | None = None) -> ContactProjection:
+    """:class:`ContactProjection` for the contact Jacobian ``Jc (nc, nv)`` (full row rank) with drift
+    ``Jc_dot_v (nc,)`` and the SPD weight ``W (nv, nv)``, or its lower Cholesky factor ``W_cholesky``
+    (:func:`~wbsim.controllers.tasks.cholesky`).
+
+    ``J_c^#W = W^-1 J_c^T (J_c W^-1 J_c^T)^-1`` by two Cholesky solves (``W`` and
+    ``J_c W^-1 J_c^T``), no explicit inverse. ``nc = 0`` gives ``N_c = I``.
+
+    Raises:
+        WbsimError: ``W`` not SPD, ``J_c`` rank-deficient (``J_c W^-1 J_c^T`` not SPD), or neither
+            ``W`` nor ``W_cholesky`` given.
+    """
+    if W_cholesky is None:
+        if W is None:
+            raise WbsimError("contact_projection needs W or W_cholesky")
+        W_cholesky = cholesky(np.asarray(W, dtype=float), "W")
+    nv = Jc.shape[1]
+    if Jc.shape[0] == 0:
+        return ContactProjection(Jc, Jc_dot_v, np.zeros((nv, 0)), np.eye(nv), np.zeros(nv))
+    Winv_JcT = cholesky_solve(W_cholesky, Jc.T)  # (nv, nc)
+    L = cholesky(Jc @ Winv_JcT, "J_c W^-1 J_c^T (contact Jacobian rank-deficient?)")
+    Jc_pinv = cholesky_solve(L, Winv_JcT.T).T  # (nv, nc); J_c W^-1 J_c^T is symmetric
+    Nc = -Jc_pinv @ Jc
+    Nc.flat[::nv + 1] += 1.0
+    return ContactProjection(Jc, Jc_dot_v, Jc_pinv, Nc, -Jc_pinv @ Jc_dot_v)
+
+
+# ------------------------------------------------------------------------------------------------
+# inverse dynamics
+# ------------------------------------------------------------------------------------------------
+@dataclass
+class IDResult:
+    """An inverse-dynamics solution.
+
+    Attributes:
+        found: whether the (variant's) problem had a solution.
+        qdd: ``(nv,)`` acceleration the torques realise (``qdd*``, or the relaxed one).
+        tau: ``(n_joints,)`` N·m, ``robot.joint_names`` order.
+        lam: ``(6 n_feet,)`` foot wrenches ``[force N, torque N·m]`` at the foot frame origins,
+            world-aligned (the multiplier of ``J_c``).
+        point_forces: ``(n_points, 3)`` forces at the sole points, world frame, N.
+        status: solver or variant status text.
+        relaxed: ``True`` when ``qdd`` differs from ``qdd*`` (relaxed QP).
+        solve_time: seconds spent in the solver / least squares.
+    """
+
+    found: bool
+    qdd: np.ndarray
+    tau: np.ndarray
+    lam: np.ndarray
+    point_forces: np.ndarray
+    status: str = "ok"
+    relaxed: bool = False
+    solve_time: float = 0.0
+
+
+_SPLIT_CACHE: dict[tuple, np.ndarray | slice] = {}
+
+
+def _split_rows(nv: int, actuated_v: np.ndarray | slice) -> np.ndarray | slice:
+    """The unactuated rows of ``v`` (a slice when they are contiguous, as for a free-flyer root)."""
+    key = ((nv, actuated_v.start, actuated_v.stop, actuated_v.step) if isinstance(actuated_v, slice)
+           else (nv, np.asarray(actuated_v).tobytes()))
+    out = _SPLIT_CACHE.get(key)
+    if out is None:
+        mask = np.ones(nv, dtype=bool)
+        mask[actuated_v] = False
+        out = _SPLIT_CACHE[key] = _as_slice(np.flatnonzero(mask))
+    return out
+
+
+def _as_slice(idx: np.ndarray) -> np.ndarray | slice:
+    if idx.size and np.array_equal(idx, np.arange(idx[0], idx[0] + idx.size)):
+        return slice(int(idx[0]), int(idx[0]) + idx.size)
+    return idx
+
+
+def distribute_wrench(wrench: np.ndarray, rotation: np.ndarray, distribution: np.ndarray) -> np.ndarray:
+    """Least-norm point forces ``(4, 3)`` (world frame, N) of one foot with ``G f = wrench``.
+
+    Args:
+        wrench: ``(6,)`` ``[force N, torque N·m]`` at the foot frame origin, world-aligned.
+        rotation: ``(3, 3)`` foot frame orientation (frame to world).
+        distribution: ``(12, 6)`` ``pinv(G_local)`` of the foot (:attr:`ContactLayout.distribution`).
+
+    Norms are rotation invariant, so the least-norm solution in the foot frame, rotated to the world,
+    is the least-norm solution of the world-frame ``G f = wrench``.
+    """
+    local = np.concatenate([rotation.T @ wrench[0:3], rotation.T @ wrench[3:6]])
+    return (distribution @ local).reshape(4, 3) @ rotation.T
+
+
+def _least_norm(A: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Least-norm ``x`` of ``A (6, k) x = b``: ``A^T (A A^T)^-1 b`` by Cholesky when ``A`` has full
+    row rank, else ``np.linalg.lstsq``."""
+    try:
+        return A.T @ cholesky_solve(cholesky(A @ A.T, "A A^T"), b)
+    except WbsimError:
+        return np.linalg.lstsq(A, b, rcond=None)[0]
+
+
+#: What :func:`inverse_dynamics_pinv` takes the least norm of.
+PINV_FORCES = ("points", "wrench")
+
+
+def inverse_dynamics_pinv(M: np.ndarray, h: np.ndarray, qdd: np.ndarray, Jc: np.ndarray,
+                          actuated_v: np.ndarray, grasp: np.ndarray | None = None,
+                          point_report: tuple[np.ndarray, np.ndarray] | None = None,
+                          forces: str = "points", residual_tol: float = 1e-6) -> IDResult:
+    """``tau, lambda`` from ``M qdd + h = S^T tau + J_c^T lambda`` with least-norm contact forces.
+
+    The unactuated (floating-base) rows fix the contact forces up to their null space; the least-norm
+    solution is taken of
+
+    * ``forces="points"`` (needs ``grasp``): the sole-point forces ``f``,
+      ``(J_c^T G)_u f = (M qdd + h)_u``, ``lambda = G f``. Forces spread over the points of both feet
+      like a linear pressure distribution, so in double support the foot nearer the CoM carries more;
+    * ``forces="wrench"``: the foot wrenches themselves, ``J_c,u^T lambda = (M qdd + h)_u`` (N and
+      N·m mixed in one norm, as in the seed); each wrench is then spread over its 4 points by
+      :func:`distribute_wrench` for the report (needs ``point_report``). In double support the two
+      feet get equal shares of the weight wherever the CoM is, balanced by large foot torques.
+
+    Then ``tau = (M qdd + h - J_c^T lambda)_a``. No inequality: a foot may be commanded to pull.
+
+    Args:
+        M: ``(nv, nv)``; h: ``(nv,)``; qdd: ``(nv,)``; Jc: ``(nc, nv)`` (6 rows per foot,
+            LOCAL_WORLD_ALIGNED).
+        actuated_v: ``(n_joints,)`` indices of the actuated joints in ``v`` (the other rows are the
+            unactuated floating-base rows).
+        grasp: ``(nc, 2 nc)`` block-diagonal grasp map ``G`` (:class:`ContactKinematics`).
+        point_report: ``(foot_rotations (n_feet, 3, 3), distribution (n_feet, 12, 6))``.
+        forces: ``"points"`` or ``"wrench"`` (see above).
+        residual_tol: relative tolerance on the unactuated rows; above it ``found`` is ``False``
+            (e.g. no contact while the base needs support).
+
+    Raises:
+        UnknownNameError: unknown ``forces``. WbsimError: the input ``forces`` needs is missing.
+    """
+    if forces not in PINV_FORCES:
+        raise UnknownNameError("pinv force model", forces, PINV_FORCES)
+    t0 = time.perf_counter()
+    nv = M.shape[0]
+    unact = _split_rows(nv, actuated_v)
+    b = M @ qdd + h
+    nf = Jc.shape[0] // 6
+    pf = np.zeros((4 * nf, 3))
+    if Jc.shape[0] == 0:
+        lam, gen = np.zeros(0), b
+    elif forces == "points":
+        if grasp is None:
+            raise WbsimError("inverse_dynamics_pinv(forces='points') needs the grasp map")
+        A = Jc.T @ grasp
+        f = _least_norm(A[unact], b[unact])
+        lam = grasp @ f
+        gen = b - A @ f
+        pf = f.reshape(-1, 3)
+    else:
+        if point_report is None:
+            raise WbsimError("inverse_dynamics_pinv(forces='wrench') needs point_report")
+        lam = _least_norm(Jc[:, unact].T, b[unact])
+        gen = b - Jc.T @ lam
+        rotations, distribution = point_report
+        for k in range(nf):
+            pf[4 * k:4 * k + 4] = distribute_wrench(lam[6 * k:6 * k + 6], rotations[k], distribution[k])
+    r = gen[unact]
+    residual = float(np.sqrt(r @ r))
+    found = residual <= residual_tol * (1.0 + float(np.sqrt(b @ b)))
+    tau = gen[actuated_v]
+    status = "ok" if found else f"unactuated rows unbalanced (residual {residual:.3g})"
+    return IDResult(found, np.asarray(qdd, dtype=float).copy(), tau, lam, pf, status, False,
+                    time.perf_counter() - t0)
+
+
+@dataclass
+class ContactQP:
+    """A built inverse-dynamics QP and how to read its solution.
+
+    Attributes:
+        problem: the ``qpsolvers.Problem`` (``min 1/2 x^T P x + q^T x``, ``A x = b``, ``G x <= h``).
+        relaxed: ``False``: ``x = f``; ``True``: ``x = [qdd, f]``.
+        qdd_star: ``(nv,)``; tau_map: ``(n_joints, dim x)`` and tau_offset ``(n_joints,)`` with
+            ``tau = tau_map x + tau_offset``.
+        infeasible: non-empty when the problem is infeasible before solving (a joint that no contact
+            force reaches needs more than its torque limit); the text says which.
+    """
+
+    problem: qpsolvers.Problem
+    relaxed: bool
+    nv: int
+    qdd_star: np.ndarray
+    tau_map: np.ndarray
+    tau_offset: np.ndarray
+    infeasible: str = ""
+
+
+def build_contact_qp(M: np.ndarray, h: np.ndarray, qdd_star: np.ndarray, Jc: np.ndarray,
+                     Jc_dot_v: np.ndarray, grasp: np.ndarray, friction: np.ndarray,
+                     friction_rhs: np.ndarray, actuated_v: np.ndarray, tau_limit: np.ndarray,
+                     force_weight: float = 1e-5, relax_weight: float | None = None,
+                     W: np.ndarray | None = None) -> ContactQP:
+    """Build (not solve) the inverse-dynamics QP of the ``"qp"`` variant (pure function).
+
+    Exact problem (``relax_weight=None``), variables ``f (3 n_points,)``::
+
+        min ||tau(f)||^2 + eps ||f||^2,   tau(f) = (M qdd* + h - J_c^T G f)_a
+        s.t. (J_c^T G)_u f = (M qdd* + h)_u,   C f <= d (friction),   |tau(f)| <= tau_limit
+
+    Relaxed problem (``relax_weight = w > 0``), variables ``[qdd (nv,), f]``::
+
+        min w (qdd - qdd*)^T W (qdd - qdd*) + ||tau||^2 + eps ||f||^2,
+            tau = (M qdd + h - J_c^T G f)_a
+        s.t. (M qdd + h - J_c^T G f)_u = 0,   J_c qdd + Jcdot_c v = 0,   C f <= d,   |tau| <= tau_limit
+
+    Args: shapes as in :class:`ContactKinematics` and :class:`ContactLayout`; ``tau_limit
+    (n_joints,)`` N·m (``inf`` = none); ``W`` defaults to ``M``.
+
+    In the exact problem the torque of a joint that no contact force reaches (a zero row of
+    ``(J_c^T G)_a``, e.g. an arm joint) does not depend on ``f``; its limit is checked here instead
+    of entering the QP as a constant row (:attr:`ContactQP.infeasible`).
+    """
+    nv = M.shape[0]
+    unact = _split_rows(nv, actuated_v)
+    infeasible = ""
+    A_f = Jc.T @ grasp  # (nv, 3 np): generalised force of the point forces
+    Aa, Au = A_f[actuated_v], A_f[unact]
+    npf = A_f.shape[1]
+    finite = np.isfinite(tau_limit)
+    if relax_weight is None:
+        b = M @ qdd_star + h
+        ba, bu = b[actuated_v], b[unact]
+        # tau = ba - Aa f
+        P = Aa.T @ Aa
+        P.flat[::npf + 1] += force_weight
+        q = -Aa.T @ ba
+        Aeq, beq = Au, bu
+        reached = (Aa != 0.0).any(axis=1)
+        rows = finite & reached
+        Gs = [friction, -Aa[rows], Aa[rows]]
+        hs = [friction_rhs, (tau_limit - ba)[rows], (tau_limit + ba)[rows]]
+        tau_map, tau_offset = -Aa, ba
+        over = np.flatnonzero(finite & ~reached & (np.abs(ba) > tau_limit))
+        if over.size:
+            rows_v = np.arange(nv)[actuated_v][over]
+            infeasible = f"torque limit exceeded on joints (v-rows) {rows_v.tolist()}"
+    else:
+        Wd = M if W is None else W
+        ha, hu = h[actuated_v], h[unact]
+        C = np.hstack([M[actuated_v], -Aa])  # tau = C x + ha
+        P = C.T @ C
+        P[:nv, :nv] += relax_weight * Wd
+        P.flat[nv * (nv + npf) + nv::nv + npf + 1] += force_weight
+        q = C.T @ ha
+        q[:nv] -= relax_weight * (Wd @ qdd_star)
+        Aeq = np.vstack([np.hstack([M[unact], -Au]), np.hstack([Jc, np.zeros((Jc.shape[0], npf))])])
+        beq = np.concatenate([-hu, -Jc_dot_v])
+        Fx = np.hstack([np.zeros((friction.shape[0], nv)), friction])
+        Gs = [Fx, C[finite], -C[finite]]
+        hs = [friction_rhs, (tau_limit - ha)[finite], (tau_limit + ha)[finite]]
+        tau_map, tau_offset = C, ha
+    Gm, hm = np.vstack(Gs), np.concatenate(hs)
+    problem = qpsolvers.Problem(P, q, Gm if len(hm) else None, hm if len(hm) else None, Aeq, beq)
+    return ContactQP(problem, relax_weight is not None, nv, np.asarray(qdd_star, dtype=float),
+                     tau_map, tau_offset, infeasible)
+
+
+def solve_contact_qp(qp: ContactQP, grasp: np.ndarray, solver: str) -> IDResult:
+    """Solve a :class:`ContactQP` with ``qpsolvers.solve_problem(..., solver=solver)``.
+
+    Returns an :class:`IDResult` (``found=False`` with zero arrays if the solver finds no solution).
+    """
+    t0 = time.perf_counter()
+    if qp.infeasible:
+        ok, x, status = False, None, qp.infeasible
+    else:
+        try:
+            sol = qpsolvers.solve_problem(qp.problem, solver=solver)
+            ok, x = bool(sol.found) and sol.x is not None and bool(np.isfinite(sol.x).all()), sol.x
+            status = "ok" if ok else f"{solver}: no solution (infeasible)"
+        except Exception as exc:  # noqa: BLE001  solvers raise various types on bad problems
+            ok, x, status = False, None, f"{solver} error: {exc}"
+    dt = time.perf_counter() - t0
+    n_tau = qp.tau_offset.shape[0]
+    npf = grasp.shape[1]
+    if not ok:
+        return IDResult(False, qp.qdd_star.copy(), np.zeros(n_tau), np.zeros(grasp.shape[0]),
+                        np.zeros((npf // 3, 3)), status, qp.relaxed, dt)
+    f = x[qp.nv:] if qp.relaxed else x
+    qdd = x[:qp.nv].copy() if qp.relaxed else qp.qdd_star.copy()
+    tau = qp.tau_map @ x + qp.tau_offset
+    return IDResult(True, qdd, tau, grasp @ f, f.reshape(-1, 3), status, qp.relaxed, dt)
+
+
+# ------------------------------------------------------------------------------------------------
+# the controller
+# ------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ProjectedIDGains:
+    """Gains and weights of the tasks of :class:`ContactProjectedID` (each a :class:`TaskGains`:
+    natural frequency Hz, damping ratio, weight). Build from a mapping with :meth:`from_value`
+    (unknown keys raise :class:`WbsimError`)."""
+
+    com: TaskGains = field(default_factory=lambda: TaskGains(2.0, 1.0, 100.0))
+    base_orientation: TaskGains = field(default_factory=lambda: TaskGains(2.0, 1.0, 10.0))
+    swing_foot_position: TaskGains = field(default_factory=lambda: TaskGains(3.0, 1.0, 100.0))
+    swing_foot_orientation: TaskGains = field(default_factory=lambda: TaskGains(3.0, 1.0, 10.0))
+    posture: TaskGains = field(default_factory=lambda: TaskGains(2.0, 1.0, 0.01))
+
+    @classmethod
+    def from_value(cls, value: ProjectedIDGains | Mapping[str, Any] | None) -> ProjectedIDGains:
+        if value is None:
+            return cls()
+        if isinstance(value, ProjectedIDGains):
+            return value
+        known = {f.name for f in fields(cls)}
+        unknown = set(value) - known
+        if unknown:
+            raise WbsimError(f"ProjectedIDGains: unknown keys {sorted(unknown)}; known: {sorted(known)}")
+        return cls(**{k: TaskGains.from_value(v) for k, v in value.items()})
+
+
+def _target3(value: Any, key: str) -> np.ndarray:
+    arr = np.asarray(value, dtype=float)
+    if arr.shape != (3,) or not np.all(np.isfinite(arr)):
+        raise WbsimError(f"schedule target {key!r} must be a finite (3,) array, got {value!r}")
+    return arr.copy()
+
+
+def _level_rotation(R: np.ndarray) -> np.ndarray:
+    """The yaw-only rotation with the heading of ``R`` (a level sole)."""
+    yaw = np.arctan2(R[1, 0], R[0, 0])
+    c, s = np.cos(yaw), np.sin(yaw)
+    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+
+
+class ContactProjectedID:
+    """Contact-projected inverse-dynamics controller (``"projected_id"``).
+
+    Each step: one Pinocchio pass (:func:`~wbsim.controllers.tasks.compute_snapshot`); the contact
+    Jacobian of the feet in contact; the projection ``N_c``, ``J_c^#W``; the task stack (CoM, base
+    orientation, swing-foot position and level orientation, posture) -> ``qdd_des``;
+    ``qdd* = N_c qdd_des - J_c^#W Jcdot_c v``; inverse dynamics (``variant``) -> ``tau`` and forces.
+
+    Args:
+        robot: a :class:`wbsim.Robot` with feet.
+        variant: ``"qp"`` (unilateral, friction, torque limits) or ``"pinv"`` (least-norm forces, no
+            inequality).
+        W: projection weight: ``None`` or ``"M"`` (mass matrix, dynamically consistent), ``"identity"``,
+            or an SPD ``(nv, nv)`` array.
+        contact_source: ``"schedule"`` (``schedule.contact_set``) or ``"sensed"``
+            (``state.sensed_contacts``; a state without them raises :class:`WbsimError`).
+        mu: friction coefficient of the pyramid (``"qp"``).
+        solver: qpsolvers solver name; ``None`` picks the first installed of
+            :data:`PREFERRED_SOLVERS`.
+        gains: :class:`ProjectedIDGains` or a mapping of its fields.
+        force_weight: ``eps`` of the ``eps ||f||^2`` term. Set it to the gravity-compensation QP's
+            ``eps`` to get its solution in static double support. The default 1e-2 is larger than
+            that QP's 1e-5 on purpose: with 1e-5 the least-torque optimum loads only the outer sole
+            edges in double support (zero force on the inner points), and in MuJoCo the stance foot
+            then rocks after lift-off (exact QP infeasible ~40 % of the single-support steps); with
+            1e-2 the G1 one-leg lift runs with no infeasible step (torques differ from the least-torque
+            ones by ~1 N·m).
+        relax_weight: weight of ``(qdd - qdd*)^T W (qdd - qdd*)`` in the relaxed QP (against
+            ``||tau||^2``).
+        min_normal_force: lower bound of each point's normal force, N (``"qp"``).
+        torque_limits: ``(n_joints,)`` N·m; default ``robot.effort_limits``.
+        task_space: ``"nullspace"`` (tasks solved among contact-consistent accelerations, then
+            projected; the projection is then the identity up to rounding) or ``"free"`` (tasks solved
+            freely, then projected: the seed's literal pipeline).
+        regularization: Tikhonov term of the task stack.
+        check_targets: clamp out-of-reach targets (CoM outside the support polygon shrunk by
+            ``com_margin`` m; swing-foot target beyond the leg's length) and report them.
+        base_frame: Pinocchio frame of the base orientation task (default: the body frame of the root
+            joint, ``"pelvis"`` on the G1).
+        pinv_forces: ``"points"`` (least-norm sole-point forces) or ``"wrench"`` (least-norm foot
+            wrenches, the seed's form) for the ``"pinv"`` variant; see :func:`inverse_dynamics_pinv`.
+
+    Targets (``schedule.targets``): ``"com"`` ``(3,)`` world CoM (m), ``"com_velocity"`` ``(3,)`` m/s;
+    ``"left_foot"`` / ``"right_foot"`` (or ``"swing_foot"`` when one foot swings) ``(3,)`` world position of
+    the foot link frame (m) for a swing foot, with optional ``"<foot>_velocity"``. The swing sole is
+    kept level with its heading at lift-off. An absent target holds the last one given: initially the
+    values stored by :meth:`reset` (CoM, base orientation, posture); a foot that leaves contact holds
+    its placement at lift-off.
+
+    Safe commands (``Command.fallback``), tried in this order when the problem has no solution:
+
+    * ``"clamped_target"``: a target was out of reach; the command is computed for the clamped target.
+    * ``"relaxed_qp"`` (qp): the exact QP (``qdd = qdd*``) is infeasible; least deviation from ``qdd*``.
+    * ``"clipped"`` (pinv): the torques exceed the limits; they are clipped.
+    * ``"gravity_pinv"``: the static problem (``qdd = 0, v = 0``) by the pinv variant on the current
+      contact set, torques clipped to the limits.
+    * ``"last_feasible"`` (no contact at all): the last feasible torques, or ``"joint_gravity"``
+      (``tau = g_a``) if there are none.
+
+    ``Command.info``: ``qdd_des``, ``qdd_star``, ``qdd`` (realised by ``tau``), ``lambda`` (foot
+    wrenches), ``tau_id`` (inverse-dynamics torques before any clipping), ``solve_time``,
+    ``compute_time`` (s), ``task_errors`` (name -> norm), ``event`` (when not ok), ``mode_switch``
+    (``{"from": [...], "to": [...]}`` when the contact set changed), ``pulling`` (pinv).
+
+    After :meth:`compute`, :attr:`projection` (:class:`ContactProjection`) and :attr:`contact`
+    (:class:`ContactKinematics`) hold this step's ``J_c``, ``N_c``, ... (for logging and tests).
+    """
+
+    name = "projected_id"
+
+    def __init__(self, robot, variant: str = "qp", W: np.ndarray | str | None = None,
+                 contact_source: str = "schedule", mu: float = 0.7, solver: str | None = None,
+                 gains: ProjectedIDGains | Mapping[str, Any] | None = None, force_weight: float = 1e-2,
+                 relax_weight: float = 1e5, min_normal_force: float = 0.0,
+                 torque_limits: np.ndarray | None = None, task_space: str = "nullspace",
+                 regularization: float = 1e-6, check_targets: bool = True, com_margin: float = 0.01,
+                 base_frame: str | None = None, pinv_forces: str = "points"):
+        if variant not in VARIANTS:
+            raise UnknownNameError("variant", variant, VARIANTS)
+        if contact_source not in CONTACT_SOURCES:
+            raise UnknownNameError("contact source", contact_source, CONTACT_SOURCES)
+        if task_space not in TASK_SPACES:
+            raise UnknownNameError("task space", task_space, TASK_SPACES)
+        if pinv_forces not in PINV_FORCES:
+            raise UnknownNameError("pinv force model", pinv_forces, PINV_FORCES)
+        if not (mu > 0):
+            raise WbsimError(f"mu must be > 0, got {mu!r}")
+        if not (force_weight > 0 and relax_weight > 0 and regularization > 0):
+            raise WbsimError("force_weight, relax_weight and regularization must be > 0")
+        self.robot = robot
+        self.model: pin.Model = robot.pin_model
+        self.data: pin.Data = self.model.createData()
+        self.nv = self.model.nv
+        _ = robot.feet  # raises NoFeetError for a robot without feet
+        self.variant = variant
+        self.contact_source = contact_source
+        self.mu = float(mu)
+        self.force_weight = float(force_weight)
+        self.relax_weight = float(relax_weight)
+        self.min_normal_force = float(min_normal_force)
+        self.task_space = task_space
+        self.pinv_forces = pinv_forces
+        self.regularization = float(regularization)
+        self.check_targets = bool(check_targets)
+        self.com_margin = float(com_margin)
+        self.gains = ProjectedIDGains.from_value(gains)
+        self.solver = self._pick_solver(solver)
+        self.tau_limit = (np.asarray(robot.effort_limits, dtype=float).copy() if torque_limits is None
+                          else np.asarray(torque_limits, dtype=float).copy())
+        if self.tau_limit.shape != (robot.n_joints,) or np.any(self.tau_limit < 0):
+            raise WbsimError(f"torque_limits must be a non-negative ({robot.n_joints},) array")
+        self.qidx = robot.converter.pin_qidx
+        self.vidx = robot.converter.pin_vidx
+        self._act = _as_slice(np.asarray(self.vidx))  # a slice for a free-flyer root
+        self._W_mode, self._W_factor, self._W = self._parse_W(W)
+        self.base_frame_id = self._base_frame(base_frame)
+        self._leg_reach = {f: self._leg_chain(f) for f in robot.feet}
+        self._reset_done = False
+        self._contact_set: frozenset[str] | None = None
+        self._layout: ContactLayout | None = None
+        self._last_feasible_tau: np.ndarray | None = None
+        self.projection: ContactProjection | None = None
+        self.contact: ContactKinematics | None = None
+
+    # -- configuration helpers --------------------------------------------------------------------
+    @staticmethod
+    def _pick_solver(solver: str | None) -> str:
+        available = qpsolvers.available_solvers
+        if solver is None:
+            for name in PREFERRED_SOLVERS:
+                if name in available:
+                    return name
+            raise WbsimError(f"no QP solver installed among {PREFERRED_SOLVERS}")
+        if solver not in available:
+            raise UnknownNameError("QP solver", solver, available)
+        return solver
+
+    def _parse_W(self, W):
+        if W is None or (isinstance(W, str) and W == "M"):
+            return "M", None, None
+        if isinstance(W, str):
+            if W == "identity":
+                return "fixed", np.eye(self.nv), np.eye(self.nv)
+            raise UnknownNameError("projection weight", W, ("M", "identity"))
+        W = np.asarray(W, dtype=float)
+        if W.shape != (self.nv, self.nv) or not np.all(np.isfinite(W)) or not np.allclose(W, W.T):
+            raise WbsimError(f"W must be a finite symmetric ({self.nv}, {self.nv}) array")
+        return "fixed", cholesky(W, "W"), W.copy()
+
+    def _base_frame(self, base_frame: str | None) -> int:
+        if base_frame is not None:
+            if not self.model.existFrame(base_frame):
+                raise UnknownNameError("frame", base_frame, [f.name for f in self.model.frames])
+            return self.model.getFrameId(base_frame)
+        for i, f in enumerate(self.model.frames):
+            if f.parentJoint == 1 and f.type == pin.FrameType.BODY:
+                return i
+        raise WbsimError("no body frame on the root joint; pass base_frame")
+
+    def _leg_chain(self, foot: str) -> tuple[int, float]:
+        """(hip joint id, upper bound of the hip-to-foot-frame distance in m)."""
+        fid = self.robot.feet[foot].pin_frame_id
+        frame = self.model.frames[fid]
+        chain = list(self.model.supports[frame.parentJoint])  # universe, root, hip, ..., ankle
+        hip = chain[2]
+        reach = sum(np.linalg.norm(self.model.jointPlacements[j].translation) for j in chain[3:])
+        reach += np.linalg.norm(frame.placement.translation)
+        return hip, float(reach)
+
+    # -- protocol ---------------------------------------------------------------------------------
+    def reset(self, state: RobotState) -> None:
+        """Store the reference posture, CoM, base orientation and foot placements of ``state``."""
+        s = compute_snapshot(self.model, self.data, state.q, state.v)
+        self._com0 = s.com.copy()
+        self._base_R0 = s.frame(self.base_frame_id).rotation.copy()
+        self._posture0 = np.asarray(state.q)[self.qidx].copy()
+        self._feet0 = {f: (s.frame(ft.pin_frame_id).position.copy(), s.frame(ft.pin_frame_id).rotation.copy())
+                       for f, ft in self.robot.feet.items()}
+        g = self.gains
+        self.com_task = ComTask(self._com0, g.com)
+        self.base_task = FrameOrientationTask(self.base_frame_id, self._base_R0, g.base_orientation,
+                                              name="base_orientation")
+        self.posture_task = PostureTask(self.qidx, self.vidx, self._posture0, g.posture, self.nv)
+        self.foot_position_tasks = {
+            f: FramePositionTask(ft.pin_frame_id, self._feet0[f][0], g.swing_foot_position,
+                                 name=f"{f}_position") for f, ft in self.robot.feet.items()}
+        self.foot_orientation_tasks = {
+            f: FrameOrientationTask(ft.pin_frame_id, _level_rotation(self._feet0[f][1]),
+                                    g.swing_foot_orientation, name=f"{f}_orientation")
+            for f, ft in self.robot.feet.items()}
+        self._com_given, self._com_velocity_given = self._com0.copy(), np.zeros(3)
+        self._foot_given = {f: (p.copy(), np.zeros(3)) for f, (p, _) in self._feet0.items()}
+        self._contact_set = None
+        self._layout = None
+        self._last_feasible_tau = None
+        self._reset_done = True
+
+    def _contact_set_of(self, state: RobotState, schedule: ContactSchedule) -> frozenset[str]:
+        if self.contact_source == "sensed":
+            if state.sensed_contacts is None:
+                raise WbsimError("contact_source='sensed' but the state carries no sensed_contacts")
+            return frozenset(state.sensed_contacts)
+        return frozenset(schedule.contact_set)
+
+    def _switch_mode(self, contact_set: frozenset[str], s: DynamicsSnapshot, info: dict) -> None:
+        """Rebuild the contact structures for a new contact set (seed, Problem 5)."""
+        layout = build_contact_layout(self.robot, contact_set, self.mu, self.min_normal_force)
+        if self._contact_set is not None:
+            info["mode_switch"] = {"from": sorted(self._contact_set), "to": sorted(contact_set)}
+            for f in self.robot.feet:  # a foot that leaves contact holds its lift-off placement
+                if f in self._contact_set and f not in contact_set:
+                    fk = s.frame(self.robot.feet[f].pin_frame_id)
+                    self._foot_given[f] = (fk.position.copy(), np.zeros(3))
+                    self.foot_orientation_tasks[f].set_target(_level_rotation(fk.rotation))
+        self._contact_set = contact_set
+        self._layout = layout
+        self._hull_cache = None
+        self._swing = tuple(f for f in self.robot.feet if f not in contact_set)
+
+    def _tasks(self) -> list[Task]:
+        tasks: list[Task] = [self.com_task, self.base_task]
+        for f in self._swing:
+            tasks += [self.foot_position_tasks[f], self.foot_orientation_tasks[f]]
+        tasks.append(self.posture_task)
+        return tasks
+
+    # -- targets ----------------------------------------------------------------------------------
+    def _apply_targets(self, targets: Mapping[str, Any], s: DynamicsSnapshot, ck: ContactKinematics,
+                       events: list[str]) -> None:
+        """Update the given targets from ``targets``, clamp out-of-reach ones into the task targets."""
+        if "com" in targets:
+            self._com_given = _target3(targets["com"], "com")
+        if "com_velocity" in targets:
+            self._com_velocity_given = _target3(targets["com_velocity"], "com_velocity")
+        elif "com" in targets:
+            self._com_velocity_given = np.zeros(3)
+        for f in self._swing:
+            key = f if f in targets else ("swing_foot" if len(self._swing) == 1 and "swing_foot" in
+                                          targets else None)
+            if key is not None:
+                vel = targets.get(f"{key}_velocity")
+                self._foot_given[f] = (_target3(targets[key], key),
+                                       np.zeros(3) if vel is None else _target3(vel, f"{key}_velocity"))
+        com = self._com_given
+        if self.check_targets and ck.point_positions.shape[0]:
+            com = self._clamp_com(com, ck.point_positions[:, :2], events)
+        self.com_task.target, self.com_task.target_velocity = com, self._com_velocity_given
+        for f in self._swing:
+            pos, vel = self._foot_given[f]
+            if self.check_targets:
+                hip, reach = self._leg_reach[f]
+                hip_pos = s.data.oMi[hip].translation
+                d = pos - hip_pos
+                dist = float(np.linalg.norm(d))
+                if dist > reach:
+                    pos = hip_pos + d * (reach / dist)
+                    events.append(f"{f}_target_out_of_reach")
+            task = self.foot_position_tasks[f]
+            task.target, task.target_velocity = pos, vel  # validated by _target3
+
+    def _clamp_com(self, com: np.ndarray, points_xy: np.ndarray, events: list[str]) -> np.ndarray:
+        """``com`` if its x-y lies ``com_margin`` inside the support polygon of ``points_xy``; else the
+        point of the segment from the polygon's vertex centroid to ``com`` that is last inside it.
+        The polygon is recomputed when a sole point moved by more than 1 mm."""
+        cached = self._hull_cache
+        if (cached is None or cached[0].shape != points_xy.shape
+                or np.max(np.abs(cached[0] - points_xy)) > 1e-3):
+            hull = convex_hull(points_xy)
+            edges = np.roll(hull, -1, axis=0) - hull
+            normals = np.stack([-edges[:, 1], edges[:, 0]], axis=1)  # inward (counter-clockwise)
+            normals /= np.linalg.norm(normals, axis=1, keepdims=True)
+            offsets = np.einsum("ij,ij->i", normals, hull)
+            cached = self._hull_cache = (points_xy.copy(), hull, normals, offsets)
+        poly, normals, offsets = cached[1], cached[2], cached[3]
+        if len(poly) >= 3 and (normals @ com[:2] - offsets > self.com_margin).all():
+            return com
+        events.append("com_target_outside_support")
+        centre = poly.mean(axis=0)
+        lo, hi = 0.0, 1.0
+        if point_in_polygon(poly, centre, self.com_margin):
+            for _ in range(30):
+                mid = 0.5 * (lo + hi)
+                if point_in_polygon(poly, centre + mid * (com[:2] - centre), self.com_margin):
+                    lo = mid
+                else:
+                    hi = mid
+        out = com.copy()
+        out[:2] = centre + lo * (com[:2] - centre)
+        return out
+
+    # -- step -------------------------------------------------------------------------------------
+    def compute(self, state: RobotState, schedule: ContactSchedule) -> Command:
+        """Torques for ``state`` under the contact set of ``schedule`` (or the sensed one).
+
+        Raises :class:`WbsimError` only for malformed input (state shapes, unknown foot names,
+        non-finite or wrongly shaped targets, sensed contacts missing); infeasible problems are
+        reported in the returned :class:`Command`.
+        """
+        t0 = time.perf_counter()
+        if not self._reset_done:
+            self.reset(state)
+        contact_set = self._contact_set_of(state, schedule)
+        s = compute_snapshot(self.model, self.data, state.q, state.v)
+        info: dict[str, Any] = {"variant": self.variant}
+        if contact_set != self._contact_set:
+            self._switch_mode(contact_set, s, info)
+        layout = self._layout
+        ck = self.contact = contact_kinematics(s, layout)
+        events: list[str] = []
+        self._apply_targets(schedule.targets or {}, s, ck, events)
+        clamped = bool(events)
+
+        try:
+            L = cholesky(s.M, "M", None) if self._W_mode == "M" else self._W_factor
+            proj = contact_projection(ck.Jc, ck.Jc_dot_v, W_cholesky=L)
+        except WbsimError as exc:
+            self.projection = None
+            return self._fallback(s, ck, info, events + ["projection_failed"], str(exc), t0)
+
+        self.projection = proj
+        tasks = self._tasks()
+        rows = [t.rows(s) for t in tasks]
+        nullspace = (proj.Nc, proj.particular) if self.task_space == "nullspace" else None
+        qdd_des = solve_task_stack(rows, self.nv, self.regularization, nullspace)
+        qdd_star = proj.project(qdd_des)
+        info.update(qdd_des=qdd_des, qdd_star=qdd_star,
+                    task_errors={r.name: float(np.sqrt(r.error @ r.error)) for r in rows})
+
+        fallback = "clamped_target" if clamped else ""
+        if self.variant == "pinv":
+            res = inverse_dynamics_pinv(s.M, s.h, qdd_star, ck.Jc, self._act, ck.grasp,
+                                        (ck.foot_rotations, layout.distribution), self.pinv_forces)
+            if not res.found:
+                return self._fallback(s, ck, info, events + ["pinv_unbalanced"], res.status, t0)
+            tau = res.tau
+            if (np.abs(tau) > self.tau_limit).any():
+                tau = np.clip(tau, -self.tau_limit, self.tau_limit)
+                events.append("torque_limit")
+                fallback = fallback or "clipped"
+            if res.point_forces.size and float(res.point_forces[:, 2].min()) < 0.0:
+                info["pulling"] = True
+        else:
+            res = self._solve_qp(s, ck, qdd_star)
+            if res is None:
+                return self._fallback(s, ck, info, events + ["no_contact"],
+                                      "no contact: the base cannot be supported", t0)
+            if not res.found:
+                return self._fallback(s, ck, info, events + ["qp_infeasible"], res.status, t0)
+            if res.relaxed:
+                events.append("exact_qp_infeasible")
+                fallback = fallback or "relaxed_qp"
+            tau = res.tau
+        feasible = not fallback
+        if feasible:
+            self._last_feasible_tau = tau.copy()
+        info.update(qdd=res.qdd, **{"lambda": res.lam}, tau_id=res.tau, solve_time=res.solve_time,
+                    compute_time=time.perf_counter() - t0)
+        if events:
+            info["event"] = ",".join(events)
+        return Command(
+            tau=np.asarray(tau, dtype=float),
+            contact_set=contact_set,
+            contact_forces=dict(zip(layout.point_names, res.point_forces)),
+            feasible=feasible,
+            fallback=fallback,
+            status="ok" if feasible else ("; ".join(events) or res.status),
+            info=info,
+        )
+
+    def _solve_qp(self, s: DynamicsSnapshot, ck: ContactKinematics, qdd_star: np.ndarray
+                  ) -> IDResult | None:
+        layout = self._layout
+        if not layout.feet:
+            # exact problem without contact forces: feasible only if the base rows balance
+            res = inverse_dynamics_pinv(s.M, s.h, qdd_star, ck.Jc, self._act)
+            if res.found and np.all(np.abs(res.tau) <= self.tau_limit):
+                return res
+            return None
+        qp = build_contact_qp(s.M, s.h, qdd_star, ck.Jc, ck.Jc_dot_v, ck.grasp, layout.friction,
+                              layout.friction_rhs, self._act, self.tau_limit, self.force_weight)
+        res = solve_contact_qp(qp, ck.grasp, self.solver)
+        if res.found:
+            return res
+        W = s.M if self._W_mode == "M" else self._W
+        qp = build_contact_qp(s.M, s.h, qdd_star, ck.Jc, ck.Jc_dot_v, ck.grasp, layout.friction,
+                              layout.friction_rhs, self._act, self.tau_limit, self.force_weight,
+                              self.relax_weight, W)
+        res2 = solve_contact_qp(qp, ck.grasp, self.solver)
+        res2.solve_time += res.solve_time
+        return res2
+
+    def _fallback(self, s: DynamicsSnapshot, ck: ContactKinematics, info: dict, events: list[str],
+                  status: str, t0: float) -> Command:
+        layout = self._layout
+        if layout.feet:
+            res = inverse_dynamics_pinv(s.M, s.g, np.zeros(self.nv), ck.Jc, self._act, ck.grasp,
+                                        (ck.foot_rotations, layout.distribution), self.pinv_forces)
+            name, tau, lam, pf = "gravity_pinv", res.tau, res.lam, res.point_forces
+            forces = {n: pf[i].copy() for i, n in enumerate(layout.point_names)}
+            info["lambda"] = lam
+        elif self._last_feasible_tau is not None:
+            name, tau, forces = "last_feasible", self._last_feasible_tau.copy(), {}
+        else:
+            name, tau, forces = "joint_gravity", s.g[self.vidx].copy(), {}
+        tau = np.clip(tau, -self.tau_limit, self.tau_limit)
+        info.update(event=",".join(events), compute_time=time.perf_counter() - t0)
+        return Command(tau=tau, contact_set=self._contact_set, contact_forces=forces, feasible=False,
+                       fallback=name, status=status, info=info)

@@ -1,0 +1,562 @@
+"""Contact-projected inverse dynamics (``wbsim.controllers.contact_projected_id``, ``tasks``).
+
+Every physical value is checked against an independent computation: the projector properties of the
+seed (Section 4), the KKT system of its Problem 1 solved with ``np.linalg.solve``, ``Jcdot v`` from
+Pinocchio's ``getFrameJacobianTimeVariation`` and from finite differences, the floating-base
+dynamics ``M qdd + h = S^T tau + J_c^T lambda`` with ``M``, ``h`` from ``pin.crba`` / ``pin.rnea``,
+the gravity-compensation QP of ``wbsim.controllers.gravity_qp``, and a short MuJoCo rollout.
+"""
+
+from __future__ import annotations
+
+import mujoco
+import numpy as np
+import pinocchio as pin
+import pytest
+from conftest import random_state
+from wbsim.controllers import ContactSchedule, RobotState, make_controller
+from wbsim.controllers import contact_projected_id as cpid
+from wbsim.controllers import tasks as T
+from wbsim.controllers.contact_projected_id import ContactProjectedID
+
+from wbsim.errors import UnknownNameError, WbsimError
+
+BOTH = frozenset({"left_foot", "right_foot"})
+LEFT = frozenset({"left_foot"})
+RIGHT = frozenset({"right_foot"})
+N_STATES = 20
+
+
+def test_public_names_import():
+    for name in cpid.__all__:
+        assert hasattr(cpid, name), name
+    for name in T.__all__:
+        assert hasattr(T, name), name
+    assert make_controller.__module__  # registry import works
+    from wbsim.controllers import controller_class
+    assert controller_class("projected_id") is ContactProjectedID
+
+
+# ------------------------------------------------------------------------------------------------
+# independent references
+# ------------------------------------------------------------------------------------------------
+def _reference_M_h(robot, q, v):
+    """``M`` from ``pin.crba`` (symmetrised), ``h`` from ``pin.rnea`` with zero acceleration."""
+    model = robot.pin_model
+    data = model.createData()
+    M = pin.crba(model, data, q)
+    M = np.triu(M) + np.triu(M, 1).T
+    h = pin.rnea(model, data, q, v, np.zeros(model.nv))
+    return M, h
+
+
+def _reference_contact(robot, q, v, feet):
+    """``Jc`` and ``Jcdot v`` of the feet (6D, LOCAL_WORLD_ALIGNED) from
+    ``computeJointJacobiansTimeVariation`` / ``getFrameJacobianTimeVariation`` (not from the
+    classical accelerations the controller uses)."""
+    model = robot.pin_model
+    data = model.createData()
+    pin.computeJointJacobiansTimeVariation(model, data, q, v)
+    pin.updateFramePlacements(model, data)
+    Js, dJv = [], []
+    for f in robot.feet:
+        if f not in feet:
+            continue
+        fid = robot.feet[f].pin_frame_id
+        Js.append(pin.getFrameJacobian(model, data, fid, pin.LOCAL_WORLD_ALIGNED))
+        dJv.append(pin.getFrameJacobianTimeVariation(model, data, fid, pin.LOCAL_WORLD_ALIGNED) @ v)
+    if not Js:
+        return np.zeros((0, model.nv)), np.zeros(0)
+    return np.vstack(Js), np.concatenate(dJv)
+
+
+def _fd_frame_acceleration(robot, q, v, frame_id, dt=1e-6):
+    """``d/dt (J v)`` at zero ``qdd`` by central differences along ``q(t) = q (+) t v``
+    (``J v`` LOCAL_WORLD_ALIGNED: frame-origin velocity and angular velocity in world axes)."""
+    model = robot.pin_model
+    data = model.createData()
+
+    def jv(qq):
+        pin.computeJointJacobians(model, data, qq)
+        pin.updateFramePlacements(model, data)
+        return pin.getFrameJacobian(model, data, frame_id, pin.LOCAL_WORLD_ALIGNED) @ v
+
+    return (jv(pin.integrate(model, q, v * dt)) - jv(pin.integrate(model, q, -v * dt))) / (2 * dt)
+
+
+def _projection_at(robot, q, v, feet, W=None):
+    model = robot.pin_model
+    s = T.compute_snapshot(model, model.createData(), q, v)
+    layout = cpid.build_contact_layout(robot, feet)
+    ck = cpid.contact_kinematics(s, layout)
+    proj = cpid.contact_projection(ck.Jc, ck.Jc_dot_v, W=s.M if W is None else W)
+    return s, layout, ck, proj
+
+
+def _states(robot, seed, n=N_STATES):
+    rng = np.random.default_rng(seed)
+    return [random_state(robot, rng) for _ in range(n)]
+
+
+# ------------------------------------------------------------------------------------------------
+# drift terms and snapshot
+# ------------------------------------------------------------------------------------------------
+def test_snapshot_matches_crba_rnea_and_drifts_match_time_variation(g1):
+    for q, v in _states(g1, 0, 5):
+        s = T.compute_snapshot(g1.pin_model, g1.pin_model.createData(), q, v)
+        M, h = _reference_M_h(g1, q, v)
+        assert np.allclose(s.M, M, atol=1e-10) and np.allclose(s.M, s.M.T)
+        assert np.allclose(s.h, h, atol=1e-9)
+        Jc, dJv = _reference_contact(g1, q, v, BOTH)
+        layout = cpid.build_contact_layout(g1, BOTH)
+        ck = cpid.contact_kinematics(s, layout)
+        assert np.allclose(ck.Jc, Jc, atol=1e-12)
+        assert np.allclose(ck.Jc_dot_v, dJv, atol=1e-9 * (1 + np.abs(dJv).max()))
+        fid = g1.feet["left_foot"].pin_frame_id
+        fd = _fd_frame_acceleration(g1, q, v, fid)
+        assert np.allclose(s.frame(fid).drift, fd, atol=1e-4 * (1 + np.abs(fd).max()))
+
+
+def test_com_drift_and_jacobian_against_finite_differences(g1):
+    model = g1.pin_model
+    data = model.createData()
+    dt = 1e-6
+    for q, v in _states(g1, 1, 3):
+        s = T.compute_snapshot(model, model.createData(), q, v)
+
+        def com_vel(qq, v=v):
+            pin.jacobianCenterOfMass(model, data, qq)
+            return data.Jcom @ v
+
+        qp, qm = pin.integrate(model, q, v * dt), pin.integrate(model, q, -v * dt)
+        fd_acc = (com_vel(qp) - com_vel(qm)) / (2 * dt)
+        assert np.allclose(s.com_drift, fd_acc, atol=1e-5 * (1 + np.abs(fd_acc).max()))
+        fd_vel = (pin.centerOfMass(model, data, qp) - pin.centerOfMass(model, data, qm)) / (2 * dt)
+        assert np.allclose(s.com_jacobian @ v, fd_vel, atol=1e-6 * (1 + np.abs(fd_vel).max()))
+
+
+def test_task_errors_and_jacobians(g1):
+    """Each task's Jacobian maps v to the time derivative of its value (finite differences), and its
+    error decreases to first order along the least-squares step ``J^+ e``."""
+    model = g1.pin_model
+    q, v = _states(g1, 2, 1)[0]
+    s = T.compute_snapshot(model, model.createData(), q, v)
+    fid = g1.feet["right_foot"].pin_frame_id
+    R_target = pin.rpy.rpyToMatrix(0.1, -0.2, 0.3)
+    tasks = [
+        T.ComTask(s.com + [0.01, -0.02, 0.03], (1.0, 1.0, 1.0)),
+        T.FramePositionTask(fid, s.frame(fid).position + [0.02, 0.0, -0.01], (1.0,)),
+        T.FrameOrientationTask(fid, R_target, (1.0,)),
+        T.PostureTask(g1.converter.pin_qidx, g1.converter.pin_vidx,
+                      q[g1.converter.pin_qidx] + 0.01, (1.0,), model.nv),
+    ]
+    dt = 1e-7
+    for task in tasks:
+        J, e = task.jacobian(s), task.error(s)
+        dq = np.linalg.lstsq(J, e, rcond=None)[0]
+        s2 = T.compute_snapshot(model, model.createData(), pin.integrate(model, q, dq * 1e-3), v)
+        assert np.linalg.norm(task.error(s2)) < np.linalg.norm(e) * (1 - 0.9e-3), task.name
+        sp = T.compute_snapshot(model, model.createData(), pin.integrate(model, q, v * dt), v)
+        sm = T.compute_snapshot(model, model.createData(), pin.integrate(model, q, -v * dt), v)
+        fd = (task.error(sp) - task.error(sm)) / (2 * dt)
+        if isinstance(task, T.FrameOrientationTask):
+            # e = log3(R_t R^T): de/dt = Jlog3(R_t R^T) (-omega), omega in the world frame
+            expected = -pin.Jlog3(R_target @ s.frame(fid).rotation.T) @ task.velocity(s)
+        else:
+            expected = -task.velocity(s)  # d/dt (target - x) = -xdot
+        assert np.allclose(expected, fd, atol=1e-5 * (1 + np.abs(fd).max())), task.name
+        gains = task.gains
+        a = task.desired_acceleration(s)
+        assert np.allclose(a, task.reference_acceleration() + gains.kp * e
+                           + gains.kd * (task.reference_velocity() - task.velocity(s)))
+
+
+def test_gains_config_rejects_bad_values():
+    g = T.TaskGains(2.0, 0.5, 3.0)
+    assert g.kp == pytest.approx((4 * np.pi) ** 2) and g.kd == pytest.approx(2 * 0.5 * 4 * np.pi)
+    with pytest.raises(WbsimError):
+        T.TaskGains(-1.0)
+    with pytest.raises(WbsimError):
+        T.TaskGains.from_value({"frequency": 1.0})
+    with pytest.raises(WbsimError):
+        cpid.ProjectedIDGains.from_value({"comm": (1.0,)})
+
+
+# ------------------------------------------------------------------------------------------------
+# projection (seed, Sections 3-4)
+# ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("feet", [LEFT, RIGHT, BOTH], ids=["left", "right", "both"])
+def test_projector_properties_at_random_states(g1, feet):
+    rng = np.random.default_rng(10)
+    for q, v in _states(g1, 3):
+        s, _, ck, proj = _projection_at(g1, q, v, feet)
+        M, Jc, Nc = s.M, ck.Jc, proj.Nc
+        assert Jc.shape == (6 * len(feet), g1.pin_model.nv)
+        assert np.linalg.norm(Jc @ Nc) < 1e-9
+        assert np.linalg.norm(Nc @ Nc - Nc) < 1e-9
+        assert np.linalg.norm(Nc.T @ M - M @ Nc) < 1e-9 * np.linalg.norm(M)
+        qdd_des = rng.normal(scale=5.0, size=g1.pin_model.nv)
+        qdd_star = proj.project(qdd_des)
+        Jc_ref, dJv_ref = _reference_contact(g1, q, v, feet)
+        assert np.linalg.norm(Jc_ref @ qdd_star + dJv_ref) < 1e-9
+
+
+def test_projection_is_the_kkt_solution_of_problem_1(g1):
+    """``qdd*`` solves min (qdd - qdd_des)^T W (qdd - qdd_des) s.t. Jc qdd + Jcdot v = 0, for W = M and
+    for another SPD W; the KKT matrix is built from independent M, Jc, Jcdot v and solved by
+    np.linalg.solve."""
+    rng = np.random.default_rng(11)
+    nv = g1.pin_model.nv
+    for i, (q, v) in enumerate(_states(g1, 4)):
+        feet = BOTH if i % 2 else LEFT
+        M, _ = _reference_M_h(g1, q, v)
+        A = rng.normal(size=(nv, nv))
+        for W in (M, A @ A.T + nv * np.eye(nv)):
+            _, _, _, proj = _projection_at(g1, q, v, feet, W=W)
+            Jc, dJv = _reference_contact(g1, q, v, feet)
+            nc = Jc.shape[0]
+            qdd_des = rng.normal(scale=5.0, size=nv)
+            K = np.block([[W, Jc.T], [Jc, np.zeros((nc, nc))]])
+            sol = np.linalg.solve(K, np.concatenate([W @ qdd_des, -dJv]))
+            assert np.allclose(proj.project(qdd_des), sol[:nv], atol=1e-8, rtol=0)
+
+
+def test_controller_qdd_star_is_contact_consistent_in_both_task_modes(g1):
+    """The controller's own qdd* (tasks -> qdd_des -> projection) at random states, both task modes."""
+    for task_space in ("nullspace", "free"):
+        ctrl = ContactProjectedID(g1, variant="pinv", task_space=task_space)
+        states = _states(g1, 5, 6)
+        ctrl.reset(RobotState(0.0, *states[0]))
+        for i, (q, v) in enumerate(states):
+            feet = BOTH if i % 2 else RIGHT
+            cmd = ctrl.compute(RobotState(0.0, q, v), ContactSchedule(contact_set=feet))
+            Jc, dJv = _reference_contact(g1, q, v, feet)
+            assert np.linalg.norm(Jc @ cmd.info["qdd_star"] + dJv) < 1e-9
+            Nc = ctrl.projection.Nc
+            assert np.allclose(cmd.info["qdd_star"], Nc @ cmd.info["qdd_des"]
+                               + ctrl.projection.particular, atol=1e-9)
+
+
+def test_bad_weight_and_rank_are_reported(g1):
+    q, v = _states(g1, 6, 1)[0]
+    s, _, ck, _ = _projection_at(g1, q, v, BOTH)
+    with pytest.raises(WbsimError):
+        cpid.contact_projection(ck.Jc, ck.Jc_dot_v, W=-np.eye(g1.pin_model.nv))
+    with pytest.raises(WbsimError):
+        cpid.contact_projection(np.vstack([ck.Jc, ck.Jc[:1]]), np.zeros(13), W=s.M)
+    empty = cpid.contact_projection(np.zeros((0, g1.pin_model.nv)), np.zeros(0), W=s.M)
+    assert np.array_equal(empty.Nc, np.eye(g1.pin_model.nv))
+    with pytest.raises(WbsimError):
+        ContactProjectedID(g1, W=np.ones((3, 3)))
+    with pytest.raises(UnknownNameError):
+        ContactProjectedID(g1, W="mass")
+
+
+# ------------------------------------------------------------------------------------------------
+# inverse dynamics
+# ------------------------------------------------------------------------------------------------
+def _dynamics_residual(robot, q, v, qdd, tau, Jc, lam):
+    M, h = _reference_M_h(robot, q, v)
+    gen = np.zeros(robot.pin_model.nv)
+    gen[robot.converter.pin_vidx] = tau
+    return np.abs(M @ qdd + h - gen - Jc.T @ lam).max()
+
+
+@pytest.mark.parametrize("forces", ["points", "wrench"])
+def test_pinv_inverse_dynamics_satisfies_the_equations_of_motion(g1, forces):
+    rng = np.random.default_rng(12)
+    for i, (q, v) in enumerate(_states(g1, 7)):
+        feet = BOTH if i % 2 else LEFT
+        s, layout, ck, proj = _projection_at(g1, q, v, feet)
+        qdd = proj.project(rng.normal(scale=5.0, size=g1.pin_model.nv))
+        res = cpid.inverse_dynamics_pinv(s.M, s.h, qdd, ck.Jc, g1.converter.pin_vidx, ck.grasp,
+                                         (ck.foot_rotations, layout.distribution), forces)
+        assert res.found
+        Jc, _ = _reference_contact(g1, q, v, feet)
+        assert _dynamics_residual(g1, q, v, qdd, res.tau, Jc, res.lam) < 1e-8
+        # point forces reproduce the foot wrenches
+        assert np.allclose(ck.grasp @ res.point_forces.ravel(), res.lam, atol=1e-8)
+        # least norm: lambda has no component in the null space of the unactuated rows
+        A = (Jc.T @ ck.grasp)[:6] if forces == "points" else Jc[:, :6].T
+        x = res.point_forces.ravel() if forces == "points" else res.lam
+        assert np.allclose(x, np.linalg.pinv(A) @ (A @ x), atol=1e-8 * (1 + np.abs(x).max()))
+        if forces == "wrench":  # each foot's points: the least-norm distribution of its wrench
+            for k in range(len(feet)):
+                Gk = ck.grasp[6 * k:6 * k + 6, 12 * k:12 * k + 12]
+                ref = np.linalg.lstsq(Gk, res.lam[6 * k:6 * k + 6], rcond=None)[0]
+                assert np.allclose(res.point_forces[4 * k:4 * k + 4].ravel(), ref, atol=1e-8)
+
+
+def test_qp_inverse_dynamics_satisfies_the_equations_of_motion(g1):
+    """Exact QP (qdd = qdd*) where feasible, relaxed QP otherwise; each checked with its own qdd, and
+    the point forces against unilaterality, the friction pyramid and the contact-acceleration
+    equality."""
+    rng = np.random.default_rng(13)
+    vidx = g1.converter.pin_vidx
+    n_exact = n_relaxed = 0
+    for i, (q, v) in enumerate(_states(g1, 8)):
+        feet = BOTH if i % 2 else RIGHT
+        v = 0.2 * v
+        s, layout, ck, proj = _projection_at(g1, q, v, feet)
+        qdd_star = proj.project(rng.normal(scale=1.0, size=g1.pin_model.nv))
+        lim = np.full(g1.n_joints, np.inf)
+        args = (s.M, s.h, qdd_star, ck.Jc, ck.Jc_dot_v, ck.grasp, layout.friction,
+                layout.friction_rhs, vidx, lim, 1e-2)  # the controller's default force weight
+        res = cpid.solve_contact_qp(cpid.build_contact_qp(*args), ck.grasp, "daqp")
+        if res.found:
+            n_exact += 1
+            assert np.array_equal(res.qdd, qdd_star)
+        else:
+            res = cpid.solve_contact_qp(cpid.build_contact_qp(*args, relax_weight=1e5), ck.grasp,
+                                        "daqp")
+            assert res.found and res.relaxed
+            n_relaxed += 1
+        Jc, dJv = _reference_contact(g1, q, v, feet)
+        assert _dynamics_residual(g1, q, v, res.qdd, res.tau, Jc, res.lam) < 1e-8
+        assert np.linalg.norm(Jc @ res.qdd + dJv) < 1e-8
+        f = res.point_forces
+        assert np.all(f[:, 2] >= -1e-7)  # solver tolerance on forces of ~100 N
+        assert np.all(np.abs(f[:, :2]) <= 0.7 / np.sqrt(2) * f[:, 2:3] + 1e-7)
+        assert np.allclose(ck.grasp @ f.ravel(), res.lam)
+    assert n_exact and n_relaxed  # both paths were exercised
+
+
+def test_qp_respects_torque_limits_and_reports_joints_no_force_reaches(g1):
+    q = g1.pose_q("stand")
+    v = np.zeros(g1.pin_model.nv)
+    s, layout, ck, _ = _projection_at(g1, q, v, BOTH)
+    vidx = g1.converter.pin_vidx
+    lim = np.full(g1.n_joints, np.inf)
+    knee = g1.joint_names.index("left_knee_joint")
+    lim[knee] = 5.0  # the knee needs ~12 N·m standing: the QP must shift load to the right leg
+    res = cpid.solve_contact_qp(cpid.build_contact_qp(
+        s.M, s.h, np.zeros(g1.pin_model.nv), ck.Jc, ck.Jc_dot_v, ck.grasp, layout.friction,
+        layout.friction_rhs, vidx, lim, 1e-5), ck.grasp, "daqp")
+    assert res.found and abs(res.tau[knee]) <= 5.0 + 1e-7
+    shoulder = g1.joint_names.index("left_shoulder_roll_joint")
+    lim[shoulder] = 1e-3  # no contact force reaches the arm: infeasible before solving
+    qp = cpid.build_contact_qp(s.M, s.h, np.zeros(g1.pin_model.nv), ck.Jc, ck.Jc_dot_v, ck.grasp,
+                               layout.friction, layout.friction_rhs, vidx, lim, 1e-5)
+    assert qp.infeasible and not cpid.solve_contact_qp(qp, ck.grasp, "daqp").found
+
+
+@pytest.mark.parametrize("variant", ["qp", "pinv"])
+def test_controller_command_satisfies_the_equations_of_motion(g1, variant):
+    """Through the controller, near the stand pose with small velocities: Command.tau, info qdd and
+    lambda satisfy the dynamics; contact forces are reported per sole point of the feet in contact."""
+    rng = np.random.default_rng(14)
+    ctrl = ContactProjectedID(g1, variant=variant)
+    q0 = g1.pose_q("stand")
+    ctrl.reset(RobotState(0.0, q0, np.zeros(g1.pin_model.nv)))
+    for i in range(6):
+        feet = (BOTH, LEFT, RIGHT)[i % 3]
+        q = q0.copy()
+        q[g1.converter.pin_qidx] += rng.normal(scale=0.05, size=g1.n_joints)
+        v = rng.normal(scale=0.1, size=g1.pin_model.nv)
+        cmd = ctrl.compute(RobotState(0.0, q, v), ContactSchedule(contact_set=feet))
+        assert cmd.contact_set == feet and cmd.tau.shape == (g1.n_joints,)
+        names = [n for f in g1.feet if f in feet for n in g1.feet[f].point_names]
+        assert list(cmd.contact_forces) == names
+        assert all(np.shape(x) == (3,) for x in cmd.contact_forces.values())
+        Jc, _ = _reference_contact(g1, q, v, feet)
+        tau_id = cmd.info["tau_id"]
+        assert _dynamics_residual(g1, q, v, cmd.info["qdd"], tau_id, Jc, cmd.info["lambda"]) < 1e-8
+        if cmd.feasible:
+            assert np.array_equal(cmd.tau, tau_id)
+            assert np.all(np.abs(cmd.tau) <= g1.effort_limits + 1e-9)
+
+
+# ------------------------------------------------------------------------------------------------
+# the static case equals the gravity-compensation QP
+# ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("eps", [1e-5, 1e-2])
+def test_static_double_support_equals_gravity_qp(robot, eps):
+    gq = pytest.importorskip("wbsim.controllers.gravity_qp")
+    gravity = gq.GravityCompensationQP(robot, contact_model="points", method="qp", eps=eps)
+    rng = np.random.default_rng(15)
+    q0 = robot.pose_q("stand")
+    arms = [i for i, n in enumerate(robot.joint_names) if "arm" in n or "shoulder" in n
+            or "elbow" in n or "wrist" in n or "torso" in n or "waist" in n]
+    v = np.zeros(robot.pin_model.nv)
+    for k in range(4):
+        q = q0.copy()
+        if k:  # move arms and waist: the CoM moves, the feet stay flat
+            q[robot.converter.pin_qidx[arms]] += rng.normal(scale=0.3, size=len(arms))
+        ctrl = ContactProjectedID(robot, variant="qp", force_weight=eps)
+        state = RobotState(0.0, q, v)
+        ctrl.reset(state)  # targets = current values: zero task error
+        cmd = ctrl.compute(state, ContactSchedule(contact_set=BOTH))
+        assert cmd.feasible and np.abs(cmd.info["qdd_star"]).max() < 1e-9
+        ref = gravity.solve(q, BOTH)
+        assert ref.feasible
+        tau_ref = (np.asarray(ref.tau_array) if hasattr(ref, "tau_array")
+                   else np.array([ref.tau[n] for n in robot.joint_names]))
+        assert np.abs(cmd.tau - tau_ref).max() < 1e-5
+        forces_ref = np.array([ref.contact_forces[n] for n in cmd.contact_forces])
+        forces = np.array(list(cmd.contact_forces.values()))
+        assert np.abs(forces - forces_ref).max() < 1e-3
+
+
+# ------------------------------------------------------------------------------------------------
+# contact-mode changes
+# ------------------------------------------------------------------------------------------------
+def test_contact_set_change_rebuilds_jc_and_nc(g1):
+    ctrl = ContactProjectedID(g1, variant="qp")
+    states = _states(g1, 9, 4)
+    q0 = g1.pose_q("stand")
+    v0 = np.zeros(g1.pin_model.nv)
+    ctrl.reset(RobotState(0.0, q0, v0))
+    cmd = ctrl.compute(RobotState(0.0, q0, v0), ContactSchedule(contact_set=BOTH))
+    assert "mode_switch" not in cmd.info and ctrl.projection.Jc.shape[0] == 12
+    sequence = [(LEFT, {"from": sorted(BOTH), "to": sorted(LEFT)}), (LEFT, None),
+                (BOTH, {"from": sorted(LEFT), "to": sorted(BOTH)}),
+                (RIGHT, {"from": sorted(BOTH), "to": sorted(RIGHT)})]
+    for (feet, switch), (q, v) in zip(sequence, states):
+        cmd = ctrl.compute(RobotState(0.0, q, v), ContactSchedule(contact_set=feet))
+        assert cmd.info.get("mode_switch") == switch
+        assert cmd.contact_set == feet
+        proj = ctrl.projection
+        Jc_ref, dJv_ref = _reference_contact(g1, q, v, feet)
+        assert proj.Jc.shape == Jc_ref.shape and np.allclose(proj.Jc, Jc_ref, atol=1e-12)
+        M, _ = _reference_M_h(g1, q, v)
+        Nc = proj.Nc
+        assert np.linalg.norm(Jc_ref @ Nc) < 1e-9
+        assert np.linalg.norm(Nc @ Nc - Nc) < 1e-9
+        assert np.linalg.norm(Nc.T @ M - M @ Nc) < 1e-9 * np.linalg.norm(M)
+        assert np.linalg.norm(Jc_ref @ cmd.info["qdd_star"] + dJv_ref) < 1e-9
+        names = [n for f in g1.feet if f in feet for n in g1.feet[f].point_names]
+        if cmd.contact_forces:
+            assert list(cmd.contact_forces) == names
+
+
+def test_sensed_contact_source(g1):
+    ctrl = ContactProjectedID(g1, contact_source="sensed")
+    q, v = g1.pose_q("stand"), np.zeros(g1.pin_model.nv)
+    ctrl.reset(RobotState(0.0, q, v))
+    cmd = ctrl.compute(RobotState(0.0, q, v, sensed_contacts=LEFT), ContactSchedule(contact_set=BOTH))
+    assert cmd.contact_set == LEFT and ctrl.projection.Jc.shape[0] == 6
+    with pytest.raises(WbsimError):
+        ctrl.compute(RobotState(0.0, q, v), ContactSchedule(contact_set=BOTH))
+
+
+# ------------------------------------------------------------------------------------------------
+# bad input: reported, with a fallback, never raised
+# ------------------------------------------------------------------------------------------------
+def _stand(robot, **options):
+    ctrl = ContactProjectedID(robot, **options)
+    q, v = robot.pose_q("stand"), np.zeros(robot.pin_model.nv)
+    ctrl.reset(RobotState(0.0, q, v))
+    return ctrl, RobotState(0.0, q, v)
+
+
+def test_com_target_outside_support_is_clamped_and_reported(g1):
+    ctrl, state = _stand(g1, variant="qp")
+    far = ctrl.com_task.target + np.array([0.0, -0.5, 0.0])
+    cmd = ctrl.compute(state, ContactSchedule(contact_set=LEFT, targets={"com": far}))
+    assert not cmd.feasible and cmd.fallback == "clamped_target"
+    assert "com_target_outside_support" in cmd.info["event"]
+    assert np.all(np.isfinite(cmd.tau))
+    # the clamped target lies over the left sole
+    pts = ctrl.contact.point_positions[:, :2]
+    assert pts[:, 1].min() <= ctrl.com_task.target[1] <= pts[:, 1].max()
+
+
+def test_infeasible_qp_falls_back_without_raising(g1):
+    # CoM target far outside the single support, target check off: the exact QP is infeasible
+    ctrl, state = _stand(g1, variant="qp", check_targets=False)
+    far = ctrl.com_task.target + np.array([0.0, -0.5, 0.0])
+    cmd = ctrl.compute(state, ContactSchedule(contact_set=LEFT, targets={"com": far}))
+    assert not cmd.feasible and cmd.fallback in ("relaxed_qp", "gravity_pinv")
+    assert "exact_qp_infeasible" in cmd.info["event"] or "qp_infeasible" in cmd.info["event"]
+    assert np.all(np.isfinite(cmd.tau)) and np.all(np.abs(cmd.tau) <= g1.effort_limits + 1e-9)
+    # torque limits standing cannot meet: the exact QP is infeasible, the relaxed one lets it sag
+    ctrl, state = _stand(g1, variant="qp", torque_limits=np.full(g1.n_joints, 1e-3))
+    cmd = ctrl.compute(state, ContactSchedule(contact_set=BOTH))
+    assert not cmd.feasible and cmd.fallback in ("relaxed_qp", "gravity_pinv")
+    assert np.all(np.abs(cmd.tau) <= 1e-3 + 1e-9)
+
+
+def test_no_qp_solution_falls_back_to_static_pinv(g1, monkeypatch):
+    """When neither QP has a solution: gravity compensation by the pinv variant of the static problem
+    (qdd = 0, h = g), checked against the statics with Pinocchio's g(q)."""
+    ctrl, state = _stand(g1, variant="qp")
+    q = state.q.copy()
+    q[g1.converter.pin_qidx] += 0.05
+    state = RobotState(0.0, q, np.zeros(g1.pin_model.nv))
+
+    def no_solution(qp, grasp, solver):
+        return cpid.IDResult(False, qp.qdd_star, np.zeros(g1.n_joints), np.zeros(grasp.shape[0]),
+                             np.zeros((grasp.shape[1] // 3, 3)), "mock: infeasible")
+
+    monkeypatch.setattr(cpid, "solve_contact_qp", no_solution)
+    cmd = ctrl.compute(state, ContactSchedule(contact_set=BOTH))
+    assert not cmd.feasible and cmd.fallback == "gravity_pinv" and "qp_infeasible" in cmd.info["event"]
+    assert cmd.status == "mock: infeasible"
+    g = pin.computeGeneralizedGravity(g1.pin_model, g1.pin_model.createData(), q)
+    Jc, _ = _reference_contact(g1, q, state.v, BOTH)
+    gen = np.zeros(g1.pin_model.nv)
+    gen[g1.converter.pin_vidx] = cmd.tau
+    assert np.abs(g - gen - Jc.T @ cmd.info["lambda"]).max() < 1e-8
+
+
+@pytest.mark.parametrize("variant", ["qp", "pinv"])
+def test_empty_contact_set_is_reported(g1, variant):
+    ctrl, state = _stand(g1, variant=variant)
+    first = ctrl.compute(state, ContactSchedule(contact_set=BOTH))
+    assert first.feasible
+    cmd = ctrl.compute(state, ContactSchedule(contact_set=frozenset()))
+    assert not cmd.feasible and cmd.fallback == "last_feasible" and cmd.info["event"]
+    assert np.array_equal(cmd.tau, first.tau) and cmd.contact_forces == {}
+    ctrl, state = _stand(g1, variant=variant)
+    cmd = ctrl.compute(state, ContactSchedule(contact_set=frozenset()))
+    assert not cmd.feasible and cmd.fallback == "joint_gravity"
+
+
+def test_swing_foot_target_out_of_reach_is_clamped(g1):
+    ctrl, state = _stand(g1, variant="qp")
+    cmd = ctrl.compute(state, ContactSchedule(contact_set=LEFT,
+                                              targets={"right_foot": np.array([0.0, -0.1, -2.0])}))
+    assert not cmd.feasible and "right_foot_target_out_of_reach" in cmd.info["event"]
+    hip, reach = ctrl._leg_reach["right_foot"]
+    target = ctrl.foot_position_tasks["right_foot"].target
+    assert np.linalg.norm(target - ctrl.data.oMi[hip].translation) == pytest.approx(reach)
+
+
+def test_malformed_input_raises(g1):
+    with pytest.raises(UnknownNameError):
+        ContactProjectedID(g1, variant="lqr")
+    with pytest.raises(UnknownNameError):
+        ContactProjectedID(g1, contact_source="camera")
+    with pytest.raises(UnknownNameError):
+        ContactProjectedID(g1, solver="no_such_solver")
+    ctrl, state = _stand(g1)
+    with pytest.raises(WbsimError):
+        ctrl.compute(state, ContactSchedule(contact_set=BOTH, targets={"com": [0.0, 1.0]}))
+    with pytest.raises(WbsimError):
+        ctrl.compute(state, ContactSchedule(contact_set=BOTH, targets={"com": [np.nan, 0, 1]}))
+    with pytest.raises(UnknownNameError):
+        ctrl.compute(state, ContactSchedule(contact_set=frozenset({"left_hand"})))
+
+
+# ------------------------------------------------------------------------------------------------
+# closed loop
+# ------------------------------------------------------------------------------------------------
+def test_g1_stands_in_mujoco(g1):
+    """1 s of quiet standing in MuJoCo with the qp variant: the CoM stays within 1 mm of its start."""
+    m = g1.mj_model
+    d = g1.make_data("stand")
+    ctrl = ContactProjectedID(g1, variant="qp")
+    q, v = g1.mj_to_pin(d.qpos, d.qvel)
+    ctrl.reset(RobotState(0.0, q, v))
+    com0 = ctrl.com_task.target.copy()
+    schedule = ContactSchedule(contact_set=BOTH)
+    worst = 0.0
+    for _ in range(int(1.0 / m.opt.timestep)):
+        q, v = g1.mj_to_pin(d.qpos, d.qvel)
+        cmd = ctrl.compute(RobotState(d.time, q, v), schedule)
+        assert cmd.feasible
+        d.ctrl[:] = cmd.tau
+        mujoco.mj_step(m, d)
+        data = g1.pin_model.createData()
+        worst = max(worst, np.linalg.norm(pin.centerOfMass(g1.pin_model, data, q) - com0))
+    assert worst < 1e-3
