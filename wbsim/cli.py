@@ -52,10 +52,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     from wbsim.rollout import EpisodeConfig, _install_sigint_as_keyboard_interrupt, run_episode
 
     _install_sigint_as_keyboard_interrupt()
+    controller_options = _parse_options(args.controller_option)
+    if args.id_variant:
+        controller_options["variant"] = args.id_variant
     cfg = EpisodeConfig(
         env=args.env, controller=args.controller, seconds=args.seconds, video=args.video,
         log=args.log, seed=args.seed, fps=args.fps, width=args.width, height=args.height,
-        controller_options=_parse_options(args.controller_option),
+        controller_options=controller_options,
         env_options=_parse_options(args.env_option), progress=not args.no_progress,
         viewer=args.viewer, tolerances=_parse_options(args.tolerance),
     )
@@ -162,6 +165,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--controller-option", "-c", action="append", default=[], metavar="KEY=VALUE",
                    help="controller option, e.g. -c frequency_hz=3 (repeatable)")
     p.add_argument("--env-option", "-e", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--id-variant", choices=["qp", "pinv"],
+                   help="projected_id's inverse dynamics (same as -c variant=...)")
     p.add_argument("--tolerance", "-t", action="append", default=[], metavar="KEY=VALUE",
                    help="event tolerance (wbsim.diagnostics.Tolerances), e.g. -t force_sign=0.1")
     p.add_argument("--viewer", action="store_true",
