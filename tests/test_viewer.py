@@ -1,0 +1,33 @@
+"""`wbsim run --viewer`: runs under a virtual display (xvfb-run, installed by .ci/run) and fails with a
+message that says how to run headless when there is no display."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from wbsim.cli import main
+
+
+def test_viewer_without_display_says_how_to_run_headless(monkeypatch, capsys):
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    assert main(["run", "--viewer", "--seconds", "0.1", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "display" in err and "omit --viewer" in err and "xvfb-run" in err
+
+
+@pytest.mark.skipif(shutil.which("xvfb-run") is None, reason="xvfb is not installed (.ci/run does)")
+def test_viewer_runs_under_xvfb(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("MUJOCO_GL", "PYOPENGL_PLATFORM",
+                                                            "DISPLAY")}
+    out = subprocess.run(
+        ["xvfb-run", "-a", sys.executable, "-m", "wbsim.cli", "run", "--viewer", "--seconds", "0.6",
+         "--controller", "gravity_qp", "--log", str(tmp_path), "--no-progress"],
+        capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    summary = json.loads(out.stdout)
+    assert summary["status"] == "completed" and summary["steps"] == 300 and not summary["fell"]
