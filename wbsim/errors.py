@@ -26,7 +26,8 @@ class UnknownNameError(WbsimError, KeyError):
         self.kind = kind
         self.name = name
         self.known = sorted(known)
-        super().__init__(f"unknown {kind} {name!r}; known {kind}s: {', '.join(self.known) or '(none)'}")
+        plural = {"foot": "feet"}.get(kind, f"{kind}s")
+        super().__init__(f"unknown {kind} {name!r}; known {plural}: {', '.join(self.known) or '(none)'}")
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0])
