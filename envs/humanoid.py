@@ -14,8 +14,8 @@ base orientation      4       quaternion ``(w, x, y, z)``, base to world
 base twist            6       linear (m/s) then angular (rad/s) velocity, base frame
 joint positions       n       rad, ``robot.joint_names`` order
 joint velocities      n       rad/s
-CoM - support centre  3       world-aligned, m (x, y from the planned support polygon's centroid;
-                              z = CoM height)
+CoM - support centre  3       world-aligned, m (x, y: CoM minus the mean of the planned feet's
+                              sole points; z = CoM height)
 sole contact flags    2       1.0 if the left / right sole is sensed touching the floor
 planned contacts      2       1.0 if the left / right foot is planned in contact now
 phase progress        1       0..1 within the current schedule phase (0 for open-ended phases)
@@ -192,7 +192,7 @@ class HumanoidEnv(gym.Env):
         self.pushes = []
         if self._pd is not None:
             self._pd.reset(q)
-        return self._observation(), self._info(fell=False, reward_terms={})
+        return self._observe(fell=False, reward_terms={})
 
     def step(self, action: np.ndarray):
         a = self.check_action(action)
@@ -216,8 +216,8 @@ class HumanoidEnv(gym.Env):
         terms = self._reward_terms(fell)
         reward = float(sum(terms.values()))
         truncated = bool(self.data.time >= self.max_seconds - 1e-9) and not fell
-        return (self._observation(), reward, fell, truncated,
-                self._info(fell=fell, reward_terms=terms, non_sole=non_sole))
+        obs, info = self._observe(fell=fell, reward_terms=terms, non_sole=non_sole)
+        return obs, reward, fell, truncated, info
 
     def render(self):
         if self.render_mode == "human":
@@ -358,36 +358,45 @@ class HumanoidEnv(gym.Env):
     def schedule(self):
         return self.plan.at(float(self.data.time))
 
-    def _info(self, fell: bool, reward_terms: dict[str, float], non_sole: list[str] | None = None):
-        return {
-            "t": float(self.data.time),
-            "state": self.robot_state(),
-            "schedule": self.schedule(),
-            "sensed_contacts": self.sensed_feet(),
+    def _observe(self, fell: bool, reward_terms: dict[str, float],
+                 non_sole: list[str] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
+        """Observation and info of the current state (state and schedule computed once)."""
+        d, robot = self.data, self.robot
+        conv = robot.converter
+        q, v = robot.mj_to_pin(d.qpos, d.qvel)
+        t = float(d.time)
+        sched = self.plan.at(t)
+        sensed = self.sensed_feet()
+        planned = sched.contact_set or frozenset(FEET)
+        pts = self.sensing.position_world
+        centre = pts[[f in planned for f in self.sensing.point_foot]].mean(axis=0)
+        com = d.subtree_com[1]
+        s = sched.phase_time / sched.phase_duration if np.isfinite(sched.phase_duration) else 0.0
+        obs = np.empty(self.observation_space.shape[0], dtype=np.float32)
+        n = robot.n_joints
+        obs[0] = d.qpos[2]
+        obs[1:5] = d.qpos[3:7]
+        obs[5:11] = v[0:6]
+        obs[11:11 + n] = q[conv.pin_qidx]
+        obs[11 + n:11 + 2 * n] = v[conv.pin_vidx]
+        k = 11 + 2 * n
+        obs[k:k + 3] = com[0] - centre[0], com[1] - centre[1], com[2]
+        obs[k + 3:k + 5] = [f in sensed for f in FEET]
+        obs[k + 5:k + 7] = [f in sched.contact_set for f in FEET]
+        obs[k + 7] = s
+        pushing = bool(self.pushes) and t < self.pushes[-1][0] + self.push_duration
+        info = {
+            "t": t,
+            "state": RobotState(t=t, q=q, v=v, sensed_contacts=sensed),
+            "schedule": sched,
+            "sensed_contacts": sensed,
             "contacts": self.sensing,
             "non_sole_contacts": non_sole or [],
             "fell": fell,
             "reward_terms": reward_terms,
-            "push_force": self._push_force.copy() if self.pushes and self.data.time < (
-                self.pushes[-1][0] + self.push_duration) else np.zeros(3),
+            "push_force": self._push_force.copy() if pushing else np.zeros(3),
         }
-
-    def _observation(self) -> np.ndarray:
-        d, robot = self.data, self.robot
-        conv = robot.converter
-        q, v = robot.mj_to_pin(d.qpos, d.qvel)
-        sched = self.schedule()
-        feet = sorted(sched.contact_set) or list(FEET)
-        centre = support_polygon(robot, d, feet).mean(axis=0)
-        com = d.subtree_com[1]
-        s = sched.phase_time / sched.phase_duration if np.isfinite(sched.phase_duration) else 0.0
-        sensed = self.sensed_feet()
-        obs = np.concatenate([
-            [d.qpos[2]], d.qpos[3:7], v[0:6], q[conv.pin_qidx], v[conv.pin_vidx],
-            [com[0] - centre[0], com[1] - centre[1], com[2]],
-            [float(f in sensed) for f in FEET], [float(f in sched.contact_set) for f in FEET], [s],
-        ])
-        return obs.astype(np.float32)
+        return obs, info
 
     def _reward_terms(self, fell: bool) -> dict[str, float]:
         d, w = self.data, self.reward_weights
