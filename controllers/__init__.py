@@ -45,9 +45,29 @@ def controller_class(name: str) -> type:
     return getattr(importlib.import_module(module), cls)
 
 
-def make_controller(name: str, robot, **options: Any) -> Controller:
-    """Build the controller registered as ``name`` for ``robot`` with keyword ``options``."""
-    return controller_class(name)(robot, **options)
+def make_controller(name: str, robot, /, **options: Any) -> Controller:
+    """Build the controller registered as ``name`` for ``robot`` with keyword ``options``.
+
+    Raises:
+        UnknownNameError: unknown controller name, or an option the controller does not take (the
+            message lists the options it takes).
+    """
+    cls = controller_class(name)
+    check_options(f"of controller {name!r}", cls, options, skip=("robot",))
+    return cls(robot, **options)
+
+
+def check_options(what: str, func, options: dict, skip: tuple[str, ...] = ()) -> None:
+    """Raise :class:`UnknownNameError` for keys of ``options`` that ``func`` does not accept."""
+    import inspect
+
+    params = inspect.signature(func).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return
+    known = [p for p in params if p not in skip and p != "self"]
+    for key in options:
+        if key not in known:
+            raise UnknownNameError("option", key, known, context=what)
 
 
 def __getattr__(attr: str):  # lazy access to the controller classes by their class names

@@ -24,8 +24,9 @@ Projection (seed, Section 3): for SPD ``W`` (default ``M``)::
 
 which is the solution of ``min (qdd - qdd_des)^T W (qdd - qdd_des) s.t. J_c qdd + Jcdot_c v = 0``.
 
-Inverse dynamics, from ``M qdd + h = S^T tau + J_c^T lambda`` (``h = pin.nonLinearEffects``, ``S``
-selects the actuated joints in ``robot.joint_names`` order):
+Inverse dynamics, from ``M qdd + h = S^T tau + J_c^T lambda`` (``h = pin.nonLinearEffects`` plus
+the viscous joint damping ``S^T D qdot`` of the robot's joints, see ``joint_damping``; ``S`` selects
+the actuated joints in ``robot.joint_names`` order). Below, ``h`` always includes that damping term:
 
 * ``"pinv"``: the least-norm contact forces that satisfy the 6 unactuated (floating-base) rows, then
   ``tau = (M qdd* + h - J_c^T lambda)_a``; no inequality, so a foot may be commanded to pull. Two
@@ -51,15 +52,30 @@ selects the actuated joints in ``robot.joint_names`` order):
   ``qdd`` becomes a variable (``[qdd, f]``) with ``J_c qdd + Jcdot_c v = 0`` as equality and cost
   ``relax_weight (qdd - qdd*)^T W (qdd - qdd*) + ||tau||^2 + eps ||f||^2`` (least deviation from
   ``qdd*``); the command is then reported as a fallback (``"relaxed_qp"``).
+  Both problems may carry extra normal-force bounds for contact transitions (below).
 
 Contact-mode changes (seed, Problem 5): the controller keeps the current contact set; when it changes
 the layout (feet, frames, point names, friction matrix) and the swing-foot tasks are rebuilt, and
 ``Command.info["mode_switch"]`` says so. ``J_c`` and ``N_c`` are evaluated every step (they depend on
 ``q``) with the layout of the current set.
+
+Contact transitions (``"qp"``; :meth:`ContactProjectedID._force_bounds`). The rigid-contact model
+switches a foot's force from "anything >= 0" to "none" in one step, but the simulated (and a real)
+contact only opens once the foot's load is gone. So the QP is told about the planned switches
+(``schedule.next_contact_set``, ``phase_time``, ``phase_duration``) and shapes the foot's normal
+load: a foot that will lift at the end of the phase keeps at least ``transition_force`` per sole point
+during the phase (its sensed contact cannot flicker while it is nearly unloaded), its load is
+ramped to that small value over the last ``transition_time`` seconds and released in the last
+``release_time`` seconds, so it reaches 0 exactly at the planned lift; a foot that touched down is
+pressed with ``transition_force`` per point within ``release_time`` and takes over load gradually
+over ``transition_time`` (TSID's ``removeRigidContact`` / ``addRigidContact`` transition ramps, here as
+QP bounds). Measured on the G1 one-leg scenario (``wbsim/G1OneLeg-v0``): the sensed lift-off and
+touch-down happen within 2 and 6 ms of the planned switches, with no other contact event.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
@@ -499,7 +515,8 @@ def build_contact_qp(M: np.ndarray, h: np.ndarray, qdd_star: np.ndarray, Jc: np.
                      Jc_dot_v: np.ndarray, grasp: np.ndarray, friction: np.ndarray,
                      friction_rhs: np.ndarray, actuated_v: np.ndarray, tau_limit: np.ndarray,
                      force_weight: float = 1e-5, relax_weight: float | None = None,
-                     W: np.ndarray | None = None) -> ContactQP:
+                     W: np.ndarray | None = None,
+                     force_limits: tuple[np.ndarray, np.ndarray] | None = None) -> ContactQP:
     """Build (not solve) the inverse-dynamics QP of the ``"qp"`` variant (pure function).
 
     Exact problem (``relax_weight=None``), variables ``f (3 n_points,)``::
@@ -514,7 +531,9 @@ def build_contact_qp(M: np.ndarray, h: np.ndarray, qdd_star: np.ndarray, Jc: np.
         s.t. (M qdd + h - J_c^T G f)_u = 0,   J_c qdd + Jcdot_c v = 0,   C f <= d,   |tau| <= tau_limit
 
     Args: shapes as in :class:`ContactKinematics` and :class:`ContactLayout`; ``tau_limit
-    (n_joints,)`` N·m (``inf`` = none); ``W`` defaults to ``M``.
+    (n_joints,)`` N·m (``inf`` = none); ``W`` defaults to ``M``. ``force_limits``: optional extra
+    inequalities on the point forces ``(G_f (k, 3 n_points), h_f (k,))``,
+    ``G_f f <= h_f`` (e.g. an upper bound on the normal load of a foot being unloaded).
 
     In the exact problem the torque of a joint that no contact force reaches (a zero row of
     ``(J_c^T G)_a``, e.g. an arm joint) does not depend on ``f``; its limit is checked here instead
@@ -537,8 +556,12 @@ def build_contact_qp(M: np.ndarray, h: np.ndarray, qdd_star: np.ndarray, Jc: np.
         Aeq, beq = Au, bu
         reached = (Aa != 0.0).any(axis=1)
         rows = finite & reached
-        Gs = [friction, -Aa[rows], Aa[rows]]
+        Ar = Aa[rows]
+        Gs = [friction, -Ar, Ar]
         hs = [friction_rhs, (tau_limit - ba)[rows], (tau_limit + ba)[rows]]
+        if force_limits is not None:
+            Gs.append(force_limits[0])
+            hs.append(force_limits[1])
         tau_map, tau_offset = -Aa, ba
         over = np.flatnonzero(finite & ~reached & (np.abs(ba) > tau_limit))
         if over.size:
@@ -558,6 +581,9 @@ def build_contact_qp(M: np.ndarray, h: np.ndarray, qdd_star: np.ndarray, Jc: np.
         Fx = np.hstack([np.zeros((friction.shape[0], nv)), friction])
         Gs = [Fx, C[finite], -C[finite]]
         hs = [friction_rhs, (tau_limit - ha)[finite], (tau_limit + ha)[finite]]
+        if force_limits is not None:
+            Gs.append(np.hstack([np.zeros((force_limits[0].shape[0], nv)), force_limits[0]]))
+            hs.append(force_limits[1])
         tau_map, tau_offset = C, ha
     Gm, hm = np.vstack(Gs), np.concatenate(hs)
     problem = qpsolvers.Problem(P, q, Gm if len(hm) else None, hm if len(hm) else None, Aeq, beq)
@@ -620,11 +646,19 @@ class ProjectedIDGains:
         return cls(**{k: TaskGains.from_value(v) for k, v in value.items()})
 
 
+_ZERO3 = np.zeros(3)
+_ZERO3.setflags(write=False)  # shared "no feed-forward" value: never written to
+
+
 def _target3(value: Any, key: str) -> np.ndarray:
-    arr = np.asarray(value, dtype=float)
-    if arr.shape != (3,) or not np.all(np.isfinite(arr)):
+    try:
+        arr = np.array(value, dtype=float)  # a copy
+    except (TypeError, ValueError):
+        arr = None
+    # math.isfinite on 3 floats: a few times cheaper than np.isfinite + all (runs every step)
+    if arr is None or arr.shape != (3,) or not all(map(math.isfinite, arr.tolist())):
         raise WbsimError(f"schedule target {key!r} must be a finite (3,) array, got {value!r}")
-    return arr.copy()
+    return arr
 
 
 def _level_rotation(R: np.ndarray) -> np.ndarray:
@@ -654,16 +688,20 @@ class ContactProjectedID:
         solver: qpsolvers solver name; ``None`` picks the first installed of
             :data:`PREFERRED_SOLVERS`.
         gains: :class:`ProjectedIDGains` or a mapping of its fields.
-        force_weight: ``eps`` of the ``eps ||f||^2`` term. Set it to the gravity-compensation QP's
-            ``eps`` to get its solution in static double support. The default 1e-2 is larger than
-            that QP's 1e-5 on purpose: with 1e-5 the least-torque optimum loads only the outer sole
-            edges in double support (zero force on the inner points), and in MuJoCo the stance foot
-            then rocks after lift-off (exact QP infeasible ~40 % of the single-support steps); with
-            1e-2 the G1 one-leg lift runs with no infeasible step (torques differ from the least-torque
-            ones by ~1 N·m).
+        force_weight: ``eps`` of the ``eps ||f||^2`` term (N·m)² / N². Set it to the
+            gravity-compensation QP's ``eps`` to get its solution in static double support. The
+            default 1.0 is far larger than that QP's 1e-5 on purpose. With a small ``eps`` the
+            least-torque optimum, as soon as the CoM leaves the middle, puts each foot's centre of
+            pressure on a sole edge (zero force on the other edge's points) and uses friction up to
+            the pyramid to push the feet apart; in MuJoCo the unloaded edge then lifts (the foot
+            rolls), the stance foot rocks after lift-off and the lateral forces make the soft
+            contacts creep. On the G1 one-leg scenario with 1e-2: 2.8 s of infeasible exact QP,
+            ~190 complementarity and ~250 slip events; with 1.0: none. In quiet standing the torques
+            differ from the least-torque ones by < 0.2 N·m.
         relax_weight: weight of ``(qdd - qdd*)^T W (qdd - qdd*)`` in the relaxed QP (against
             ``||tau||^2``).
-        min_normal_force: lower bound of each point's normal force, N (``"qp"``).
+        min_normal_force: lower bound of each point's normal force, N (``"qp"``; a foot released by
+            a planned lift goes below it, to 0, at the switch).
         torque_limits: ``(n_joints,)`` N·m; default ``robot.effort_limits``.
         task_space: ``"nullspace"`` (tasks solved among contact-consistent accelerations, then
             projected; the projection is then the identity up to rounding) or ``"free"`` (tasks solved
@@ -675,6 +713,19 @@ class ContactProjectedID:
             joint, ``"pelvis"`` on the G1).
         pinv_forces: ``"points"`` (least-norm sole-point forces) or ``"wrench"`` (least-norm foot
             wrenches, the seed's form) for the ``"pinv"`` variant; see :func:`inverse_dynamics_pinv`.
+        transition_time: s, the load ramps of the contact transitions (module docstring; 0: none).
+        transition_force: N per sole point, the load a transitioning foot keeps (4 N: 8x the 0.5 N
+            at which :class:`wbsim.contacts.SensingThresholds` counts a point as loaded; with 2 N
+            the lightly pressed foot slipped at the G1's touch-down).
+        release_time: s, the final release of a lifting foot's last ``4 transition_force`` N. The
+            sensed lift-off (every point below 0.5 N) comes ``release_time * 0.5 /
+            transition_force`` before the planned switch: 2.5 ms with the defaults.
+        joint_damping: viscous joint damping ``D`` (N·m·s/rad, scalar or ``(n_joints,)``) that the
+            inverse dynamics compensates (``tau`` gains ``D qdot``). ``"model"`` (default): the
+            robot's own, ``robot.config.dynamics_of(joint).damping`` (what the MuJoCo model gets;
+            Pinocchio's ``model.damping`` if the robot has no config). The G1's 0.5 N·m·s/rad,
+            left uncompensated, lags the swing foot ~1.5 mm and pitches it ~0.02 rad while it moves,
+            enough to land it heel first and bounce it. 0 turns it off.
 
     Targets (``schedule.targets``): ``"com"`` ``(3,)`` world CoM (m), ``"com_velocity"`` ``(3,)`` m/s;
     ``"left_foot"`` / ``"right_foot"`` (or ``"swing_foot"`` when one foot swings) ``(3,)`` world position of
@@ -694,7 +745,8 @@ class ContactProjectedID:
       (``tau = g_a``) if there are none.
 
     ``Command.info``: ``qdd_des``, ``qdd_star``, ``qdd`` (realised by ``tau``), ``lambda`` (foot
-    wrenches), ``tau_id`` (inverse-dynamics torques before any clipping), ``solve_time``,
+    wrenches), ``tau_id`` (inverse-dynamics torques before any clipping, joint damping compensation
+    included: ``M qdd + h + S^T D qdot = S^T tau_id + J_c^T lambda``), ``solve_time``,
     ``compute_time`` (s), ``task_errors`` (name -> norm), ``event`` (when not ok), ``mode_switch``
     (``{"from": [...], "to": [...]}`` when the contact set changed), ``pulling`` (pinv).
 
@@ -706,11 +758,13 @@ class ContactProjectedID:
 
     def __init__(self, robot, variant: str = "qp", W: np.ndarray | str | None = None,
                  contact_source: str = "schedule", mu: float = 0.7, solver: str | None = None,
-                 gains: ProjectedIDGains | Mapping[str, Any] | None = None, force_weight: float = 1e-2,
+                 gains: ProjectedIDGains | Mapping[str, Any] | None = None, force_weight: float = 1.0,
                  relax_weight: float = 1e5, min_normal_force: float = 0.0,
                  torque_limits: np.ndarray | None = None, task_space: str = "nullspace",
                  regularization: float = 1e-6, check_targets: bool = True, com_margin: float = 0.01,
-                 base_frame: str | None = None, pinv_forces: str = "points"):
+                 base_frame: str | None = None, pinv_forces: str = "points",
+                 transition_time: float = 0.3, transition_force: float = 4.0,
+                 release_time: float = 0.02, joint_damping: float | np.ndarray | str = "model"):
         if variant not in VARIANTS:
             raise UnknownNameError("variant", variant, VARIANTS)
         if contact_source not in CONTACT_SOURCES:
@@ -723,6 +777,11 @@ class ContactProjectedID:
             raise WbsimError(f"mu must be > 0, got {mu!r}")
         if not (force_weight > 0 and relax_weight > 0 and regularization > 0):
             raise WbsimError("force_weight, relax_weight and regularization must be > 0")
+        for name, value in (("transition_time", transition_time),
+                            ("transition_force", transition_force), ("release_time", release_time),
+                            ("min_normal_force", min_normal_force)):
+            if not (np.isfinite(value) and value >= 0):
+                raise WbsimError(f"{name} must be finite and >= 0, got {value!r}")
         self.robot = robot
         self.model: pin.Model = robot.pin_model
         self.data: pin.Data = self.model.createData()
@@ -734,6 +793,10 @@ class ContactProjectedID:
         self.force_weight = float(force_weight)
         self.relax_weight = float(relax_weight)
         self.min_normal_force = float(min_normal_force)
+        self.transition_time = float(transition_time)
+        self.transition_force = float(transition_force)
+        self.release_time = min(float(release_time), self.transition_time)
+        self._weight = float(robot.total_mass) * float(np.linalg.norm(self.model.gravity.linear))
         self.task_space = task_space
         self.pinv_forces = pinv_forces
         self.regularization = float(regularization)
@@ -748,6 +811,8 @@ class ContactProjectedID:
         self.qidx = robot.converter.pin_qidx
         self.vidx = robot.converter.pin_vidx
         self._act = _as_slice(np.asarray(self.vidx))  # a slice for a free-flyer root
+        self.joint_damping = self._parse_damping(joint_damping)
+        self._damped = bool(np.any(self.joint_damping > 0))
         self._W_mode, self._W_factor, self._W = self._parse_W(W)
         self.base_frame_id = self._base_frame(base_frame)
         self._leg_reach = {f: self._leg_chain(f) for f in robot.feet}
@@ -770,6 +835,25 @@ class ContactProjectedID:
         if solver not in available:
             raise UnknownNameError("QP solver", solver, available)
         return solver
+
+    def _parse_damping(self, value) -> np.ndarray:
+        """``(n_joints,)`` viscous joint damping, N·m·s/rad (see the class docstring)."""
+        robot = self.robot
+        if isinstance(value, str):
+            if value != "model":
+                raise UnknownNameError("joint damping", value, ("model",))
+            config = getattr(robot, "config", None)
+            if config is not None and hasattr(config, "dynamics_of"):
+                value = [float(config.dynamics_of(n).damping) for n in robot.joint_names]
+            else:
+                value = np.asarray(self.model.damping)[self.vidx]
+        try:
+            d = np.broadcast_to(np.asarray(value, dtype=float), (robot.n_joints,)).copy()
+        except ValueError:
+            raise WbsimError(f"joint_damping must be a scalar or a ({robot.n_joints},) array") from None
+        if not (np.all(np.isfinite(d)) and np.all(d >= 0)):
+            raise WbsimError("joint_damping must be finite and >= 0")
+        return d
 
     def _parse_W(self, W):
         if W is None or (isinstance(W, str) and W == "M"):
@@ -824,11 +908,14 @@ class ContactProjectedID:
             f: FrameOrientationTask(ft.pin_frame_id, _level_rotation(self._feet0[f][1]),
                                     g.swing_foot_orientation, name=f"{f}_orientation")
             for f, ft in self.robot.feet.items()}
-        self._com_given, self._com_velocity_given = self._com0.copy(), np.zeros(3)
-        self._foot_given = {f: (p.copy(), np.zeros(3)) for f, (p, _) in self._feet0.items()}
+        self._com_given, self._com_velocity_given = self._com0.copy(), _ZERO3
+        self._foot_given = {f: (p.copy(), _ZERO3) for f, (p, _) in self._feet0.items()}
         self._contact_set = None
         self._layout = None
         self._last_feasible_tau = None
+        self._made_at: dict[str, float] = {}  # time a foot entered the contact set (not at reset)
+        self._unload_from: dict[str, float] = {}  # normal load (N) of a foot when its unloading began
+        self._foot_load: dict[str, float] = {}  # commanded normal load (N) per foot, last step
         self._reset_done = True
 
     def _contact_set_of(self, state: RobotState, schedule: ContactSchedule) -> frozenset[str]:
@@ -838,19 +925,30 @@ class ContactProjectedID:
             return frozenset(state.sensed_contacts)
         return frozenset(schedule.contact_set)
 
-    def _switch_mode(self, contact_set: frozenset[str], s: DynamicsSnapshot, info: dict) -> None:
+    def _switch_mode(self, contact_set: frozenset[str], s: DynamicsSnapshot, info: dict,
+                     t: float) -> None:
         """Rebuild the contact structures for a new contact set (seed, Problem 5)."""
         layout = build_contact_layout(self.robot, contact_set, self.mu, self.min_normal_force)
         if self._contact_set is not None:
             info["mode_switch"] = {"from": sorted(self._contact_set), "to": sorted(contact_set)}
+            for f in contact_set - self._contact_set:
+                self._made_at[f] = t
+            for f in self._contact_set - contact_set:
+                self._made_at.pop(f, None)
+                self._foot_load.pop(f, None)
+            self._unload_from.clear()
             for f in self.robot.feet:  # a foot that leaves contact holds its lift-off placement
                 if f in self._contact_set and f not in contact_set:
                     fk = s.frame(self.robot.feet[f].pin_frame_id)
-                    self._foot_given[f] = (fk.position.copy(), np.zeros(3))
+                    self._foot_given[f] = (fk.position.copy(), _ZERO3)
                     self.foot_orientation_tasks[f].set_target(_level_rotation(fk.rotation))
         self._contact_set = contact_set
         self._layout = layout
         self._hull_cache = None
+        n = layout.n_points
+        self._load_rows = np.zeros((len(layout.feet), 3 * n))  # row k: sum of foot k's f_z
+        for k in range(len(layout.feet)):
+            self._load_rows[k, 12 * k + 2:12 * k + 12:3] = 1.0
         self._swing = tuple(f for f in self.robot.feet if f not in contact_set)
 
     def _tasks(self) -> list[Task]:
@@ -869,14 +967,14 @@ class ContactProjectedID:
         if "com_velocity" in targets:
             self._com_velocity_given = _target3(targets["com_velocity"], "com_velocity")
         elif "com" in targets:
-            self._com_velocity_given = np.zeros(3)
+            self._com_velocity_given = _ZERO3
         for f in self._swing:
             key = f if f in targets else ("swing_foot" if len(self._swing) == 1 and "swing_foot" in
                                           targets else None)
             if key is not None:
                 vel = targets.get(f"{key}_velocity")
                 self._foot_given[f] = (_target3(targets[key], key),
-                                       np.zeros(3) if vel is None else _target3(vel, f"{key}_velocity"))
+                                       _ZERO3 if vel is None else _target3(vel, f"{key}_velocity"))
         com = self._com_given
         if self.check_targets and ck.point_positions.shape[0]:
             com = self._clamp_com(com, ck.point_positions[:, :2], events)
@@ -898,17 +996,23 @@ class ContactProjectedID:
         """``com`` if its x-y lies ``com_margin`` inside the support polygon of ``points_xy``; else the
         point of the segment from the polygon's vertex centroid to ``com`` that is last inside it.
         The polygon is recomputed when a sole point moved by more than 1 mm."""
+        # runs every step: the cache check and the inside test on Python floats (a few small-array
+        # numpy calls cost more than the arithmetic)
         cached = self._hull_cache
-        if (cached is None or cached[0].shape != points_xy.shape
-                or np.max(np.abs(cached[0] - points_xy)) > 1e-3):
+        pts = points_xy.ravel().tolist()
+        if (cached is None or len(cached[0]) != len(pts)
+                or max(map(abs, map(float.__sub__, cached[0], pts))) > 1e-3):
             hull = convex_hull(points_xy)
             edges = np.roll(hull, -1, axis=0) - hull
             normals = np.stack([-edges[:, 1], edges[:, 0]], axis=1)  # inward (counter-clockwise)
             normals /= np.linalg.norm(normals, axis=1, keepdims=True)
             offsets = np.einsum("ij,ij->i", normals, hull)
-            cached = self._hull_cache = (points_xy.copy(), hull, normals, offsets)
-        poly, normals, offsets = cached[1], cached[2], cached[3]
-        if len(poly) >= 3 and (normals @ com[:2] - offsets > self.com_margin).all():
+            planes = tuple(zip(normals[:, 0].tolist(), normals[:, 1].tolist(), offsets.tolist()))
+            cached = self._hull_cache = (pts, hull, planes)
+        poly, planes = cached[1], cached[2]
+        x, y = float(com[0]), float(com[1])
+        margin = self.com_margin
+        if len(poly) >= 3 and all(nx * x + ny * y - o > margin for nx, ny, o in planes):
             return com
         events.append("com_target_outside_support")
         centre = poly.mean(axis=0)
@@ -939,7 +1043,7 @@ class ContactProjectedID:
         s = compute_snapshot(self.model, self.data, state.q, state.v)
         info: dict[str, Any] = {"variant": self.variant}
         if contact_set != self._contact_set:
-            self._switch_mode(contact_set, s, info)
+            self._switch_mode(contact_set, s, info, float(state.t))
         layout = self._layout
         ck = self.contact = contact_kinematics(s, layout)
         events: list[str] = []
@@ -960,11 +1064,12 @@ class ContactProjectedID:
         qdd_des = solve_task_stack(rows, self.nv, self.regularization, nullspace)
         qdd_star = proj.project(qdd_des)
         info.update(qdd_des=qdd_des, qdd_star=qdd_star,
-                    task_errors={r.name: float(np.sqrt(r.error @ r.error)) for r in rows})
+                    task_errors={r.name: math.sqrt(float(r.error @ r.error)) for r in rows})
 
         fallback = "clamped_target" if clamped else ""
+        h = self._h(s)
         if self.variant == "pinv":
-            res = inverse_dynamics_pinv(s.M, s.h, qdd_star, ck.Jc, self._act, ck.grasp,
+            res = inverse_dynamics_pinv(s.M, h, qdd_star, ck.Jc, self._act, ck.grasp,
                                         (ck.foot_rotations, layout.distribution), self.pinv_forces)
             if not res.found:
                 return self._fallback(s, ck, info, events + ["pinv_unbalanced"], res.status, t0)
@@ -976,7 +1081,8 @@ class ContactProjectedID:
             if res.point_forces.size and float(res.point_forces[:, 2].min()) < 0.0:
                 info["pulling"] = True
         else:
-            res = self._solve_qp(s, ck, qdd_star)
+            bounds = self._force_bounds(schedule, float(state.t))
+            res = self._solve_qp(s, h, ck, qdd_star, bounds)
             if res is None:
                 return self._fallback(s, ck, info, events + ["no_contact"],
                                       "no contact: the base cannot be supported", t0)
@@ -986,6 +1092,9 @@ class ContactProjectedID:
                 events.append("exact_qp_infeasible")
                 fallback = fallback or "relaxed_qp"
             tau = res.tau
+            if layout.feet:
+                loads = self._load_rows[:, 2::3] @ res.point_forces[:, 2]
+                self._foot_load = dict(zip(layout.feet, loads.tolist()))
         feasible = not fallback
         if feasible:
             self._last_feasible_tau = tau.copy()
@@ -1003,24 +1112,121 @@ class ContactProjectedID:
             info=info,
         )
 
-    def _solve_qp(self, s: DynamicsSnapshot, ck: ContactKinematics, qdd_star: np.ndarray
+    def _h(self, s: DynamicsSnapshot) -> np.ndarray:
+        """``h`` plus the viscous joint damping ``D qdot`` on the actuated rows (``(nv,)``)."""
+        if not self._damped:
+            return s.h
+        h = s.h.copy()
+        h[self._act] += self.joint_damping * s.v[self._act]
+        return h
+
+    def _force_bounds(self, schedule: ContactSchedule, t: float
+                      ) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray] | None]:
+        """Normal-force bounds of the feet in contact for this step: ``(friction_rhs, force_limits)``
+        for :func:`build_contact_qp`. ``T = transition_time``, ``T_r = release_time``,
+        ``f_k = transition_force`` (N per sole point), ``f_min = min_normal_force``, ``m g`` the
+        robot's weight.
+
+        * Every point: ``f_z >= f_min``.
+        * A foot planned to leave contact at the end of the phase (in ``schedule.contact_set``, not
+          in ``schedule.next_contact_set``), ``tau`` seconds before the switch:
+
+          - every point keeps ``f_z >= max(f_min, f_k)`` while ``tau >= T_r``, then
+            ``f_k tau / T_r``: the foot stays clearly loaded during the whole phase, so its sensed
+            contact cannot flicker while the rest of its load is taken off, and lets go in the last
+            ``T_r`` seconds;
+          - in the last ``T`` seconds its total load is capped,
+            ``sum f_z <= 4 f_k min(tau / T_r, 1) + (F_0 - 4 f_k)^+ r``,
+            ``r = clip((tau - T_r) / (T - T_r), 0, 1)``, ``F_0`` the foot's commanded load when the
+            cap began: the load goes linearly to ``4 f_k``, then to 0 at the planned switch (the
+            contact-removal ramp of TSID's ``removeRigidContact(name, transition_duration)``, here
+            as a QP bound).
+        * A foot that entered the contact set ``dt`` seconds ago (a touch-down, not the contacts at
+          reset): ``f_min`` is scaled by ``min(dt / T, 1)``; if it touched down in the current phase
+          every point keeps ``f_z >= f_k min(dt / T_r, 1)`` until the phase ends (pressed within
+          ``T_r``; pressing at once drove a foot still in the air into the floor, so
+          the fresh contact does not bounce open, and kept pressed while the CoM moves over it);
+          while ``dt < T`` its total load is capped at ``max(m g dt / T, 4 f_k)``: it takes over
+          load gradually, not in one step, yet may keep from the first step the small load a foot
+          that touched a few milliseconds before the planned switch already carries (a cap of 0
+          there pulled such a foot off the floor again: a bounce).
+
+        With ``T = 0`` only ``f_min`` applies. Cost: a few microseconds; no bound at all (the
+        layout's own arrays) in steady contact.
+        """
+        layout = self._layout
+        rhs = layout.friction_rhs
+        T, Tr, fk = self.transition_time, self.release_time, self.transition_force
+        if T <= 0.0 or not layout.feet:
+            return rhs, None
+        nxt = schedule.next_contact_set
+        if not self._made_at and (nxt is None or self._contact_set <= nxt):
+            return rhs, None  # steady contact (the usual step): no transition bound
+        phase_start = t - schedule.phase_time - 1e-9
+        left = float("inf")
+        if nxt is not None and np.isfinite(schedule.phase_duration):
+            left = max(schedule.phase_duration - schedule.phase_time, 0.0)
+        caps: list[tuple[int, float]] = []
+        lows: list[tuple[int, float]] = []
+        for k, f in enumerate(layout.feet):
+            lo, cap = self.min_normal_force, None
+            made = self._made_at.get(f)
+            if made is not None:
+                dt = max(t - made, 0.0)
+                if dt < T:
+                    lo *= dt / T
+                if made >= phase_start:  # touched down in this phase: keep it pressed
+                    lo = max(lo, fk * (min(dt / Tr, 1.0) if Tr > 0 else 1.0))
+                if dt < T:
+                    cap = max(dt / T * self._weight, 4.0 * max(lo, fk))
+            if nxt is not None and f not in nxt:
+                r_keep = min(left / Tr, 1.0) if Tr > 0 else float(left > 0)
+                lo = max(lo, fk * r_keep) if r_keep >= 1.0 else fk * r_keep
+                if left < T:
+                    f0 = self._unload_from.get(f)
+                    if f0 is None:
+                        f0 = self._unload_from[f] = self._foot_load.get(
+                            f, self._weight / len(layout.feet))
+                    r = min(max((left - Tr) / (T - Tr), 0.0), 1.0) if T > Tr else 0.0
+                    c = 4.0 * fk * r_keep + max(f0 - 4.0 * fk, 0.0) * r
+                    cap = c if cap is None else min(cap, c)
+                    lo = min(lo, 0.25 * cap)
+            if lo != self.min_normal_force:
+                lows.append((k, lo))
+            if cap is not None:
+                caps.append((k, cap))
+        if lows:
+            rhs = rhs.copy()
+            for k, lo in lows:
+                rhs[20 * k:20 * k + 20:5] = -lo
+        limits = None
+        if caps:
+            ks = [k for k, _ in caps]
+            limits = (self._load_rows[ks], np.array([c for _, c in caps]))
+        return rhs, limits
+
+    def _solve_qp(self, s: DynamicsSnapshot, h: np.ndarray, ck: ContactKinematics,
+                  qdd_star: np.ndarray,
+                  bounds: tuple[np.ndarray, tuple[np.ndarray, np.ndarray] | None] | None = None
                   ) -> IDResult | None:
         layout = self._layout
+        rhs, limits = bounds if bounds is not None else (layout.friction_rhs, None)
         if not layout.feet:
             # exact problem without contact forces: feasible only if the base rows balance
-            res = inverse_dynamics_pinv(s.M, s.h, qdd_star, ck.Jc, self._act)
+            res = inverse_dynamics_pinv(s.M, h, qdd_star, ck.Jc, self._act)
             if res.found and np.all(np.abs(res.tau) <= self.tau_limit):
                 return res
             return None
-        qp = build_contact_qp(s.M, s.h, qdd_star, ck.Jc, ck.Jc_dot_v, ck.grasp, layout.friction,
-                              layout.friction_rhs, self._act, self.tau_limit, self.force_weight)
+        qp = build_contact_qp(s.M, h, qdd_star, ck.Jc, ck.Jc_dot_v, ck.grasp, layout.friction,
+                              rhs, self._act, self.tau_limit, self.force_weight,
+                              force_limits=limits)
         res = solve_contact_qp(qp, ck.grasp, self.solver)
         if res.found:
             return res
         W = s.M if self._W_mode == "M" else self._W
-        qp = build_contact_qp(s.M, s.h, qdd_star, ck.Jc, ck.Jc_dot_v, ck.grasp, layout.friction,
-                              layout.friction_rhs, self._act, self.tau_limit, self.force_weight,
-                              self.relax_weight, W)
+        qp = build_contact_qp(s.M, h, qdd_star, ck.Jc, ck.Jc_dot_v, ck.grasp, layout.friction,
+                              rhs, self._act, self.tau_limit, self.force_weight,
+                              self.relax_weight, W, force_limits=limits)
         res2 = solve_contact_qp(qp, ck.grasp, self.solver)
         res2.solve_time += res.solve_time
         return res2

@@ -29,6 +29,7 @@ velocity in the base frame).
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
@@ -517,7 +518,8 @@ def solve_task_stack(
         WbsimError: ``regularization <= 0`` with no rows, or non-finite task rows.
     """
     if rows:
-        sw = [np.sqrt(r.weight) for r in rows]
+        sw = [math.sqrt(r.weight) if isinstance(r.weight, (int, float)) else np.sqrt(r.weight)
+              for r in rows]
         A = np.vstack([(w[:, None] if np.ndim(w) else w) * r.jacobian for w, r in zip(sw, rows)])
         b = np.concatenate([w * (r.acceleration - r.drift) for w, r in zip(sw, rows)])
     else:

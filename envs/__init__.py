@@ -42,4 +42,19 @@ def make(env_id: str, **kwargs: Any) -> gym.Env:
 
     if env_id not in ENV_IDS:
         raise UnknownNameError("env", env_id, ENV_IDS)
+    from wbsim.envs.humanoid import HumanoidEnv, make_humanoid_env
+
+    accepted = {**{k: None for k in _params(HumanoidEnv)}, **{k: None for k in
+                                                            _params(make_humanoid_env)}}
+    for key in kwargs:
+        if key not in accepted:
+            raise UnknownNameError("option", key,
+                                   [k for k in accepted if k not in ("kwargs", "env_id")],
+                                   context=f"of env {env_id!r}")
     return gym.make(env_id, **kwargs)
+
+
+def _params(func) -> list[str]:
+    import inspect
+
+    return [p for p in inspect.signature(func).parameters if p != "self"]

@@ -134,9 +134,37 @@ def _lerp(a: np.ndarray, b: np.ndarray, s: float) -> np.ndarray:
     return a + (b - a) * smoothstep(s)
 
 
-def one_leg_plan(lift_height: float = 0.05) -> PhasePlan:
-    """The one-leg scenario: stand 1 s, shift the CoM over the left sole (1.5 s), lift the right foot
-    ``lift_height`` m (1 s), hold 2 s, lower it (1 s), stand on both feet 1 s (CoM back to the middle).
+def one_leg_plan(lift_height: float = 0.05, shift_margin: float = 0.01,
+                 touchdown_speed: float = 0.03, return_fraction: float = 0.5) -> PhasePlan:
+    """The one-leg scenario: stand 1 s, shift the CoM towards the left sole (1.5 s), lift the right foot
+    ``lift_height`` m (1 s), hold 2 s, lower it (1 s), stand on both feet 1 s (CoM back towards the
+    middle).
+
+    The CoM path keeps the centre of pressure (CoP) it needs well inside the support (linear inverted
+    pendulum: CoP = CoM - (z / g) CoM acceleration, ``z / g`` = 0.068 s² on the G1):
+
+    * ``shift`` (both feet): quintic to ``shift_margin`` m short of the left sole centre, on the
+      line from the start. The right foot then still carries a few percent of the weight, so a
+      controller has a load to ramp to zero at the planned lift (``ContactProjectedID`` does) rather
+      than a foot that is already almost unloaded and whose sensed contact flickers. Going all the
+      way, the braking at the end of the shift (0.3 m/s²) needs the CoP ~2 cm outside the CoM,
+      i.e. beyond the left sole centre, on the edge of the sole.
+    * ``lift`` (left foot only): the last ``shift_margin`` m, quintic over the phase (peak 0.06
+      m/s², the CoP moves ~4 mm).
+    * ``hold``: over the left sole centre.
+    * ``lower``: back to ``shift_margin`` m short of the centre (the ``lift`` move reversed), so that
+      the right foot takes load naturally once down.
+    * ``stand_again`` (both feet): quintic to ``return_fraction`` of the way from the left sole
+      centre to the initial CoM. Only the left sole can start the CoM towards the middle (the CoP
+      must lie on the far side of the CoM), so the start acceleration is bounded by the CoP room on
+      the left sole: a full return in 1 s with a quintic needs the CoP 2.7 cm beyond the left sole
+      centre (the sole's edge is 2.5-3 cm away); the slow-start profiles tried that stay within
+      ~1.2 cm brake at 1.3 m/s² or more at the end. Half-way (default) needs 7 mm and 0.3 m/s².
+
+    The right foot rises (quintic, ``lift``), holds ``lift_height`` and comes down on a cubic that
+    arrives at ``touchdown_speed`` m/s exactly at the planned switch: fast enough that the sensed
+    touch-down coincides with it (0.1 mm of tracking error is 3 ms at 3 cm/s) rather than creeping
+    in, slow enough that the impact does not bounce the foot (0.1 m/s did on the G1).
 
     Targets: ``"com"`` (world CoM, m) and ``"right_foot"`` (world position of the right foot link
     origin, m), each with its time derivative ``"com_velocity"``, ``"right_foot_velocity"`` (m/s) for
@@ -144,15 +172,40 @@ def one_leg_plan(lift_height: float = 0.05) -> PhasePlan:
 
     Context (set by the env at reset): ``com``, ``left_foot``, ``right_foot``, ``left_sole_centre``.
     """
+    points: dict = {}
+
+    def _points(c):
+        """The CoM way points of context ``c``, computed once per context (``at`` evaluates every
+        target three times per step)."""
+        if points.get("context") is not c:
+            over = np.array([c["left_sole_centre"][0], c["left_sole_centre"][1], c["com"][2]])
+            d = over - c["com"]
+            n = float(np.linalg.norm(d))
+            short = over - d * (min(shift_margin, n) / n) if n > 0 else over.copy()
+            back = over + return_fraction * (c["com"] - over)
+            points.update(context=c, over=over, short=short, back=back)
+        return points
+
+    def com_stand(s, c):
+        return c["com"].copy()
+
     def com_shift(s, c):
-        over_left = np.array([c["left_sole_centre"][0], c["left_sole_centre"][1], c["com"][2]])
-        return _lerp(c["com"], over_left, s)
+        return _lerp(c["com"], _points(c)["short"], s)
+
+    def com_finish(s, c):
+        p = _points(c)
+        return _lerp(p["short"], p["over"], s)
 
     def com_left(s, c):
-        return com_shift(1.0, c)
+        return _points(c)["over"].copy()
+
+    def com_unfinish(s, c):
+        p = _points(c)
+        return _lerp(p["over"], p["short"], s)
 
     def com_back(s, c):
-        return _lerp(com_left(1.0, c), c["com"], s)
+        p = _points(c)
+        return _lerp(p["short"], p["back"], s)
 
     def foot_rest(s, c):
         return c["right_foot"].copy()
@@ -164,18 +217,20 @@ def one_leg_plan(lift_height: float = 0.05) -> PhasePlan:
         return c["right_foot"] + np.array([0.0, 0.0, lift_height])
 
     def foot_down(s, c):
-        # z = h (1 - s^2): leaves the hold at rest and reaches the rest height exactly at s = 1 moving
-        # down at 2 h / T (0.1 m/s for 5 cm in 1 s), so the sensed touch-down coincides with the
-        # planned switch to double support instead of creeping in over the last 100 ms
-        return c["right_foot"] + np.array([0.0, 0.0, lift_height * (1.0 - s * s)])
+        # cubic Hermite from the hold (at rest) to the rest height at s = 1, arriving at
+        # touchdown_speed (docstring)
+        slope = -touchdown_speed * down_time / lift_height if lift_height > 0 else 0.0
+        z = (2.0 * s - 3.0) * s * s + 1.0 + slope * (s - 1.0) * s * s
+        return c["right_foot"] + np.array([0.0, 0.0, lift_height * z])
 
+    down_time = 1.0
     left = frozenset({"left_foot"})
     return PhasePlan([
-        Phase("stand", 1.0, BOTH_FEET, {"com": lambda s, c: c["com"].copy(), "right_foot": foot_rest}),
+        Phase("stand", 1.0, BOTH_FEET, {"com": com_stand, "right_foot": foot_rest}),
         Phase("shift", 1.5, BOTH_FEET, {"com": com_shift, "right_foot": foot_rest}),
-        Phase("lift", 1.0, left, {"com": com_left, "right_foot": foot_up}),
+        Phase("lift", 1.0, left, {"com": com_finish, "right_foot": foot_up}),
         Phase("hold", 2.0, left, {"com": com_left, "right_foot": foot_hold}),
-        Phase("lower", 1.0, left, {"com": com_left, "right_foot": foot_down}),
+        Phase("lower", down_time, left, {"com": com_unfinish, "right_foot": foot_down}),
         Phase("stand_again", 1.0, BOTH_FEET, {"com": com_back, "right_foot": foot_rest}),
     ])
 

@@ -28,10 +28,15 @@ def run_baseline(env: str, controller: str, episodes: int = 20, seed: int = 0,
 
     Returns (and writes to ``json_path`` if given) a dict with ``env``, ``controller``, ``episodes``,
     ``seconds``, ``return_mean``, ``return_std``, ``success_rate``, ``length_mean``, ``length_std``
-    (steps), ``fell``, ``violations`` (kind -> total count), ``per_episode``.
+    (steps), ``fell``, ``events`` (kind -> count summed over the episodes), ``per_episode``.
     """
     from wbsim.envs import ENV_IDS
+    from wbsim.errors import WbsimError
 
+    if episodes < 1:
+        raise WbsimError(f"episodes must be >= 1, got {episodes}")
+    if seconds is not None and not (np.isfinite(seconds) and seconds > 0):
+        raise WbsimError(f"seconds must be a positive number, got {seconds}")
     env_kwargs = {"reset_noise_scale": reset_noise_scale, **dict(env_options or {})}
     if seconds is None:
         seconds = float(ENV_IDS.get(env, {}).get("max_seconds", 10.0))
@@ -55,7 +60,7 @@ def run_baseline(env: str, controller: str, episodes: int = 20, seed: int = 0,
         "return_mean": float(returns.mean()), "return_std": float(returns.std()),
         "success_rate": float(np.mean(success)), "length_mean": float(lengths.mean()),
         "length_std": float(lengths.std()), "fell": int(sum(p["fell"] for p in per)),
-        "violations": violations, "per_episode": per,
+        "events": violations, "per_episode": per,
     }
     if json_path:
         Path(json_path).parent.mkdir(parents=True, exist_ok=True)

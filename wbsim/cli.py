@@ -62,7 +62,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         env_options=_parse_options(args.env_option), progress=not args.no_progress,
         viewer=args.viewer, tolerances=_parse_options(args.tolerance),
     )
-    summary = run_episode(cfg)
+    if not (np.isfinite(args.seconds) and args.seconds > 0):
+        raise WbsimError(f"--seconds must be a positive number, got {args.seconds}")
+    if not (np.isfinite(args.fps) and args.fps > 0):
+        raise WbsimError(f"--fps must be a positive number, got {args.fps}")
+    try:
+        summary = run_episode(cfg)
+    except KeyboardInterrupt:
+        print(f"wbsim run: interrupted; what was logged is in {args.log or '(no log)'} and the video "
+              f"in {args.video or '(no video)'}, closed and readable", file=sys.stderr)
+        return 130
     print(json.dumps(summary, indent=2))
     if summary["status"] == "stopped":
         print(f"wbsim run: stopped: {summary['stopped_reason']}", file=sys.stderr)
@@ -75,14 +84,29 @@ def _load_pose(robot, args: argparse.Namespace) -> np.ndarray:
         path = Path(args.config)
         if not path.is_file():
             raise WbsimError(f"pose file not found: {path}")
-        pose = json.loads(path.read_text())
+        try:
+            pose = json.loads(path.read_text())
+        except json.JSONDecodeError as exc:
+            raise WbsimError(f"{path}: not valid JSON ({exc})") from None
+        if not isinstance(pose, dict):
+            raise WbsimError(f"{path}: expected a JSON object")
         unknown = set(pose) - {"base_position", "base_quaternion_wxyz", "joints"}
         if unknown:
             raise WbsimError(f"{path}: unknown keys {sorted(unknown)}; known: base_position, "
                              "base_quaternion_wxyz, joints")
-        return robot.configuration(pose.get("base_position", [0, 0, 0]),
-                                   pose.get("base_quaternion_wxyz", [1, 0, 0, 0]),
-                                   pose.get("joints", {}))
+        stand = robot.pose("stand") if "stand" in robot.poses else None
+        try:
+            base = np.asarray(pose.get("base_position", stand.base_position if stand else [0, 0, 1]),
+                              dtype=float)
+            quat = np.asarray(pose.get("base_quaternion_wxyz", [1, 0, 0, 0]), dtype=float)
+            joints = {k: float(v) for k, v in pose.get("joints", {}).items()}
+        except (TypeError, ValueError) as exc:
+            raise WbsimError(f"{path}: values must be numbers ({exc})") from None
+        if base.shape != (3,) or quat.shape != (4,) or not np.all(np.isfinite(base)) or not (
+                np.all(np.isfinite(quat)) and np.linalg.norm(quat) > 0):
+            raise WbsimError(f"{path}: base_position needs 3 numbers and base_quaternion_wxyz 4 "
+                             "(non-zero)")
+        return robot.configuration(base, quat, joints)
     return robot.pose_q(args.pose)
 
 
@@ -91,7 +115,9 @@ def cmd_statics(args: argparse.Namespace) -> int:
 
     robot = wbsim.load_robot(args.robot)
     q = _load_pose(robot, args)
-    support = [s for s in args.support.split(",") if s]
+    support = list(dict.fromkeys(s.strip() for s in args.support.split(",") if s.strip()))
+    if not support:
+        raise WbsimError("--support needs at least one foot, e.g. left_foot,right_foot")
     for foot in support:
         robot.foot(foot)  # unknown foot names list the known ones
     solver_cls = controller_class("gravity_qp")
@@ -103,12 +129,16 @@ def cmd_statics(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(data, indent=2))
     else:
+        residual = data["residual"]
         print(f"method {data['method']}  feasible {data['feasible']}  residual "
-              f"{data['residual']:.2e} N·m")
+              + (f"{residual:.2e} N·m" if residual is not None else "-"))
+        if not data["feasible"]:
+            print(f"  {data.get('status', 'infeasible')}")
         for name, value in data["tau"].items():
-            print(f"  tau {name:<28} {value:9.3f} N·m")
+            print(f"  tau {name:<28} " + (f"{value:9.3f} N·m" if value is not None else "-"))
         for name, value in data["contact_forces"].items():
-            print(f"  f   {name:<28} " + " ".join(f"{x:9.3f}" for x in value))
+            print(f"  f   {name:<28} " + " ".join(f"{x:9.3f}" if x is not None else "-"
+                                                  for x in value))
     return 0 if data["feasible"] else 1
 
 
@@ -134,7 +164,7 @@ def cmd_baseline(args: argparse.Namespace) -> int:
     print(f"  return        {out['return_mean']:.2f} ± {out['return_std']:.2f}")
     print(f"  success rate  {out['success_rate']:.2f}  (fell {out['fell']})")
     print(f"  length        {out['length_mean']:.1f} ± {out['length_std']:.1f} steps")
-    print(f"  events        {json.dumps(out['violations'])}")
+    print(f"  events (sum over episodes) {json.dumps(out['events'])}")
     return 0
 
 
@@ -145,14 +175,15 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="wbsim", description=wbsim.__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="wbsim", description=wbsim.__doc__.splitlines()[0],
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     parser.add_argument("--version", action="version", version=f"wbsim {wbsim.__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("list", help="known robots (DoF, mass, feet), envs and controllers")
+    p = sub.add_parser("list", formatter_class=argparse.ArgumentDefaultsHelpFormatter, help="known robots (DoF, mass, feet), envs and controllers")
     p.set_defaults(func=cmd_list)
 
-    p = sub.add_parser("run", help="run one episode headless, write a video and a log")
+    p = sub.add_parser("run", formatter_class=argparse.ArgumentDefaultsHelpFormatter, help="run one episode headless, write a video and a log")
     p.add_argument("--env", default="wbsim/G1Stand-v0")
     p.add_argument("--controller", default="gravity_qp")
     p.add_argument("--seconds", type=float, default=10.0, help="simulated time, s")
@@ -174,7 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_run)
 
-    p = sub.add_parser("statics", help="one static (gravity compensation) solve")
+    p = sub.add_parser("statics", formatter_class=argparse.ArgumentDefaultsHelpFormatter, help="one static (gravity compensation) solve")
     p.add_argument("--robot", default="g1")
     p.add_argument("--config", help="pose JSON: base_position, base_quaternion_wxyz, joints")
     p.add_argument("--pose", default="stand", help="named pose when --config is not given")
@@ -185,7 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_statics)
 
-    p = sub.add_parser("baseline", help="a controller's statistics over seeded episodes")
+    p = sub.add_parser("baseline", formatter_class=argparse.ArgumentDefaultsHelpFormatter, help="a controller's statistics over seeded episodes")
     p.add_argument("--env", default="wbsim/G1Stand-v0")
     p.add_argument("--controller", default="gravity_qp")
     p.add_argument("--episodes", type=int, default=20)
@@ -197,13 +228,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=cmd_baseline)
 
-    p = sub.add_parser("bench", help="speed against raw mj_step and Humanoid-v5, in one run")
+    p = sub.add_parser("bench", formatter_class=argparse.ArgumentDefaultsHelpFormatter, help="speed against raw mj_step and Humanoid-v5, in one run")
     p.add_argument("--robot", default="g1")
     p.add_argument("--json", help="write the figures as JSON")
     p.add_argument("--quick", action="store_true", help="few repetitions (a smoke test, not figures)")
     p.set_defaults(func=cmd_bench)
 
-    p = sub.add_parser("report", help="table of runs and a normal-force plot per run")
+    p = sub.add_parser("report", formatter_class=argparse.ArgumentDefaultsHelpFormatter, help="table of runs and a normal-force plot per run")
     p.add_argument("runs", nargs="+", metavar="RUN_DIR")
     p.set_defaults(func=cmd_report)
     return parser
@@ -215,6 +246,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.func(args)
     except WbsimError as exc:
+        print(f"wbsim {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # an output path that cannot be written, a full disk
         print(f"wbsim {args.command}: error: {exc}", file=sys.stderr)
         return 2
 

@@ -62,7 +62,8 @@ class EpisodeLog:
     """Writes one episode folder (see the module docstring). Use as a context manager.
 
     Args:
-        run_dir: the episode folder (created; existing log files in it are replaced).
+        run_dir: the episode folder (created; a previous run's files in it are replaced or removed,
+            so a folder never mixes two runs).
         columns: names of the step table's columns (``t`` first by convention).
         units: column name -> unit string, stored in ``columns.json``.
         config: the run's configuration, stored in ``config.json`` at once.
@@ -86,7 +87,7 @@ class EpisodeLog:
         (self.dir / CONFIG_FILE).write_text(json.dumps(_jsonable(config or {}), indent=2))
         (self.dir / COLUMNS_FILE).write_text(json.dumps(
             {"columns": list(self.columns), "units": dict(units or {}), "dtype": "<f8"}, indent=1))
-        for stale in (SUMMARY_FILE,):
+        for stale in (SUMMARY_FILE, "normal_forces.png"):  # a previous run's outputs
             (self.dir / stale).unlink(missing_ok=True)
         self._steps = open(self.dir / STEPS_FILE, "wb")
         self._events = open(self.dir / EVENTS_FILE, "w")

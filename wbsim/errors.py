@@ -22,12 +22,14 @@ class UnknownNameError(WbsimError, KeyError):
         known: the valid names, sorted.
     """
 
-    def __init__(self, kind: str, name: object, known: Iterable[str]):
+    def __init__(self, kind: str, name: object, known: Iterable[str], context: str = ""):
         self.kind = kind
         self.name = name
         self.known = sorted(known)
         plural = {"foot": "feet"}.get(kind, f"{kind}s")
-        super().__init__(f"unknown {kind} {name!r}; known {plural}: {', '.join(self.known) or '(none)'}")
+        where = f" {context}" if context else ""
+        super().__init__(f"unknown {kind} {name!r}{where}; known {plural}: "
+                         f"{', '.join(self.known) or '(none)'}")
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0])

@@ -38,6 +38,7 @@ def report_rows(runs: Sequence[RunData]) -> list[dict[str, Any]]:
             "max_joint_error_rad": s.get("max_joint_error_rad", float("nan")),
             "com_tracking_rms_m": s.get("com_tracking_rms_m", float("nan")),
             "fell": bool(s.get("fell", False)),
+            "status": s.get("status", "no summary (killed?)"),
         })
     return rows
 
@@ -58,14 +59,19 @@ def format_table(rows: Sequence[dict[str, Any]]) -> str:
              "planar_complementarity": "slip", "contact_mismatch": "mism",
              "non_sole_contact": "body", "fallback": "fallb", "solver_failure": "fail"}
     head = ["run", "controller", "env", "s", "switch", *[short[k] for k in VIOLATION_KINDS],
-            "max qerr rad", "CoM rms m", "fell"]
+            "max qerr rad", "CoM rms m", "fell", "status"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         cells = [r["run"], r["controller"], r["env"], f"{r['seconds']:.2f}", str(r["switches"]),
-                 *[str(r[k]) for k in VIOLATION_KINDS], f"{r['max_joint_error_rad']:.4f}",
-                 f"{r['com_tracking_rms_m']:.4f}", "yes" if r["fell"] else "no"]
+                 *[str(r[k]) for k in VIOLATION_KINDS], _num(r["max_joint_error_rad"]),
+                 _num(r["com_tracking_rms_m"]), "yes" if r["fell"] else "no", r["status"]]
         lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    legend = ", ".join(f"{v} = {k}" for k, v in short.items())
+    return "\n".join(lines) + f"\n\nviolation columns: {legend}; switch = mode_switch events"
+
+
+def _num(x: float) -> str:
+    return f"{x:.4f}" if isinstance(x, (int, float)) and np.isfinite(x) else "-"
 
 
 def plot_run(run: RunData, out: str | Path | None = None) -> Path:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import platform
 import signal
+import sys
 import time
 from collections import Counter
 from collections.abc import Mapping
@@ -145,8 +146,8 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
         if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
             raise WbsimError(NO_DISPLAY_MESSAGE)
     render_mode = "human" if cfg.viewer else ("rgb_array" if cfg.video else None)
-    env = make_env(cfg.env, max_seconds=cfg.seconds, render_mode=render_mode, width=cfg.width,
-                   height=cfg.height, **dict(cfg.env_options))
+    env = make_env(cfg.env, **{"max_seconds": cfg.seconds, "render_mode": render_mode,
+                               "width": cfg.width, "height": cfg.height, **dict(cfg.env_options)})
     uenv = env.unwrapped
     robot = uenv.robot
     controller = make_controller(cfg.controller, robot, **dict(cfg.controller_options))
@@ -205,7 +206,7 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
         n_steps = int(round(cfg.seconds / uenv.dt))
         frame_period = 1.0 / (60.0 if cfg.viewer else cfg.fps)
         next_frame = 0.0
-        if cfg.progress:
+        if cfg.progress and sys.stderr.isatty():
             from tqdm import tqdm
 
             bar = tqdm(total=n_steps, unit="step", desc=f"{cfg.env} {cfg.controller}",
@@ -317,7 +318,7 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
         if video is not None and summary["steps"] and summary["status"] == "running":
             video.append(env.render())
         if summary["status"] == "running":
-            summary["status"] = "completed"
+            summary["status"] = "fell" if summary["fell"] else "completed"
     except KeyboardInterrupt:
         summary["status"], summary["stopped_reason"] = "interrupted", "KeyboardInterrupt"
         raise
@@ -330,7 +331,7 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
         counts = {k: 0 for k in EVENT_KINDS}
         counts.update(detector.counts())
         counts.update(own_counts)
-        summary["seconds"] = float(uenv.data.time)
+        summary["seconds"] = round(float(uenv.data.time), 9)
         summary["events"] = counts
         summary["diagnostics"] = {k: v for k, v in detector.summary().items() if k != "counts"}
         if com_err_n:
@@ -361,8 +362,13 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
 
 
 def _install_sigint_as_keyboard_interrupt() -> None:
-    """Make ``kill -INT`` raise KeyboardInterrupt (the default handler) even under runners that
-    ignore SIGINT, so :func:`run_episode`'s ``finally`` closes the files."""
+    """Make ``kill -INT`` and ``kill -TERM`` (e.g. from ``timeout``) raise KeyboardInterrupt, so
+    :func:`run_episode`'s ``finally`` closes the log and the video and writes the summary."""
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    def _term(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, _term)
 
 
