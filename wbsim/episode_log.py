@@ -55,7 +55,9 @@ def _jsonable(value: Any) -> Any:
         return int(value)
     if isinstance(value, (np.bool_,)):
         return bool(value)
-    return value
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return repr(value)  # e.g. a plan function passed as an env option: recorded by name
 
 
 class EpisodeLog:
