@@ -31,6 +31,7 @@ import pinocchio as pin
 from scipy.linalg import cho_factor, cho_solve
 
 from wbsim.controllers.base import Command, ContactSchedule, RobotState
+from wbsim.errors import WbsimError
 
 __all__ = ["JointPD", "PDController", "PDGains", "ZeroController", "inertia_scaled_gains",
            "joint_space_inertia"]
@@ -42,6 +43,12 @@ class PDGains:
 
     frequency_hz: float = 3.0
     damping_ratio: float = 1.0
+
+    def __post_init__(self):
+        if not (np.isfinite(self.frequency_hz) and self.frequency_hz > 0):
+            raise WbsimError(f"frequency_hz must be > 0, got {self.frequency_hz}")
+        if not (np.isfinite(self.damping_ratio) and self.damping_ratio >= 0):
+            raise WbsimError(f"damping_ratio must be >= 0, got {self.damping_ratio}")
 
 
 def joint_space_inertia(robot, q: np.ndarray) -> np.ndarray:

@@ -99,7 +99,8 @@ def _load_pose(robot, args: argparse.Namespace) -> np.ndarray:
             base = np.asarray(pose.get("base_position", stand.base_position if stand else [0, 0, 1]),
                               dtype=float)
             quat = np.asarray(pose.get("base_quaternion_wxyz", [1, 0, 0, 0]), dtype=float)
-            joints = {k: float(v) for k, v in pose.get("joints", {}).items()}
+            joints = {**(dict(stand.joints) if stand else {}),
+                      **{k: float(v) for k, v in pose.get("joints", {}).items()}}
         except (TypeError, ValueError) as exc:
             raise WbsimError(f"{path}: values must be numbers ({exc})") from None
         if base.shape != (3,) or quat.shape != (4,) or not np.all(np.isfinite(base)) or not (
@@ -207,7 +208,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("statics", formatter_class=argparse.ArgumentDefaultsHelpFormatter, help="one static (gravity compensation) solve")
     p.add_argument("--robot", default="g1")
-    p.add_argument("--config", help="pose JSON: base_position, base_quaternion_wxyz, joints")
+    p.add_argument("--config", help="pose JSON: base_position (m, world), base_quaternion_wxyz, "
+                   "joints (name -> rad); what it leaves out is taken from the stand pose")
     p.add_argument("--pose", default="stand", help="named pose when --config is not given")
     p.add_argument("--support", default="left_foot,right_foot")
     p.add_argument("--contact-model", default="points", choices=["points", "wrench"])

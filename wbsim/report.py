@@ -117,6 +117,17 @@ def plot_run(run: RunData, out: str | Path | None = None) -> Path:
 
 
 def report(run_dirs: Sequence[str | Path]) -> tuple[str, list[Path]]:
-    """Load the runs, return the table text and the written plot paths."""
-    runs = [load_run(d) for d in run_dirs]
+    """Load the runs, return the table text and the written plot paths. A folder that is not a run
+    but holds runs (``runs/``) stands for every run in it."""
+    from wbsim.episode_log import COLUMNS_FILE
+
+    expanded: list[Path] = []
+    for d in map(Path, run_dirs):
+        if not (d / COLUMNS_FILE).is_file() and d.is_dir():
+            children = sorted(c for c in d.iterdir() if (c / COLUMNS_FILE).is_file())
+            if children:
+                expanded += children
+                continue
+        expanded.append(d)
+    runs = [load_run(d) for d in expanded]
     return format_table(report_rows(runs)), [plot_run(r) for r in runs]
