@@ -29,7 +29,7 @@ import pinocchio as pin
 
 from wbsim.assets import SCENE_XML
 from wbsim.conventions import StateConverter, quat_wxyz_to_xyzw
-from wbsim.errors import NoFeetError, RobotLoadError, UnknownNameError, WbsimError
+from wbsim.errors import NoFeetError, RobotLoadError, UnknownNameError
 from wbsim.robot_config import CORNER_NAMES, FOOT_NAMES, ROBOTS, FootConfig, RobotConfig
 
 __all__ = ["Robot", "Foot", "Pose", "load_robot", "example_robot_data_dir", "FREE_JOINT"]
