@@ -31,7 +31,7 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from wbsim.errors import UnknownNameError, WbsimError
+from wbsim.errors import UnknownNameError, WbsimError, check_keys
 
 __all__ = [
     "MODE_NAMES",
@@ -140,10 +140,7 @@ class SensingThresholds:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> SensingThresholds:
         """Build from a mapping; unknown keys raise :class:`WbsimError` listing the known ones."""
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = set(data) - known
-        if unknown:
-            raise WbsimError(f"SensingThresholds: unknown keys {sorted(unknown)}; known: {sorted(known)}")
+        check_keys("SensingThresholds", data, (f.name for f in dataclasses.fields(cls)))
         return cls(**data)
 
 

@@ -67,7 +67,7 @@ import numpy as np
 import pinocchio as pin
 
 from wbsim.contacts import ContactSensing
-from wbsim.errors import UnknownNameError, WbsimError
+from wbsim.errors import UnknownNameError, WbsimError, check_keys
 
 __all__ = [
     "EVENT_KINDS",
@@ -141,10 +141,7 @@ class Tolerances:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Tolerances:
         """Build from a mapping; unknown keys raise :class:`WbsimError` listing the known ones."""
-        known = [f.name for f in dataclasses.fields(cls)]
-        unknown = sorted(set(data) - set(known))
-        if unknown:
-            raise WbsimError(f"Tolerances: unknown keys {unknown}; known: {known}")
+        check_keys("Tolerances", data, (f.name for f in dataclasses.fields(cls)))
         return cls(**data)
 
     def replace(self, **changes: float) -> Tolerances:

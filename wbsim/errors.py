@@ -35,6 +35,15 @@ class UnknownNameError(WbsimError, KeyError):
         return str(self.args[0])
 
 
+def check_keys(owner: str, data, known: Iterable[str]) -> None:
+    """Raise :class:`WbsimError` naming ``owner`` if ``data`` (a mapping) has keys not in ``known``;
+    the message lists the unknown and the known keys. The one key check of every ``from_dict``."""
+    known = sorted(known)
+    unknown = sorted(set(data) - set(known))
+    if unknown:
+        raise WbsimError(f"{owner}: unknown keys {unknown}; known: {known}")
+
+
 class RobotLoadError(WbsimError):
     """A robot description could not be found, downloaded or parsed."""
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from wbsim.errors import UnknownNameError, WbsimError
+from wbsim.errors import UnknownNameError, WbsimError, check_keys
 
 __all__ = ["FootConfig", "JointDynamics", "RobotConfig", "ROBOTS", "FOOT_NAMES", "CORNER_NAMES"]
 
@@ -29,10 +29,7 @@ CORNER_NAMES = ("front_left", "back_left", "back_right", "front_right")
 
 
 def _reject_unknown(cls, data: Mapping[str, Any]) -> None:
-    known = {f.name for f in dataclasses.fields(cls)}
-    unknown = set(data) - known
-    if unknown:
-        raise WbsimError(f"{cls.__name__}: unknown keys {sorted(unknown)}; known: {sorted(known)}")
+    check_keys(cls.__name__, data, (f.name for f in dataclasses.fields(cls)))
 
 
 @dataclass(frozen=True)

@@ -39,8 +39,8 @@ class EpisodeConfig:
     Attributes:
         env: a registered env id (``wbsim/G1Stand-v0``).
         controller: a registered controller name (``gravity_qp``, ``pd``, ...).
-        seconds: simulated time, s (at most the env's time limit is not enforced: the env is built
-            with ``max_seconds=seconds``).
+        seconds: simulated time, s (the env is built with ``max_seconds=seconds``, so its time
+            limit never cuts the episode short).
         video: MP4 path, or ``None`` for no video.
         log: episode folder, or ``None`` for no log.
         seed: reset seed.
