@@ -39,7 +39,8 @@ the actuated joints in ``robot.joint_names`` order). Below, ``h`` always include
   ``"points"`` form keeps the G1 standing and shifts its CoM most of the way to one foot; the
   ``"wrench"`` form gives each foot half the weight wherever the CoM is, so the unloading foot tips
   early in a weight shift.
-* ``"qp"`` (qpsolvers): variables the point forces ``f`` (4 per foot in contact, world frame);
+* ``"qp"`` (DAQP called directly on the problem's two-sided arrays; qpsolvers for any other
+  solver): variables the point forces ``f`` (4 per foot in contact, world frame);
   ``tau`` is eliminated through the actuated rows of the dynamics, ``tau = (M qdd + h - J_c^T G f)_a``,
   so the problem is exactly the one over ``[qdd, tau, f]`` with the dynamics as equality. Constraints:
   the unactuated rows of the dynamics (equality), unilateral normal force ``f_z >= f_min`` and the
@@ -93,10 +94,11 @@ from wbsim.controllers.tasks import (
     PostureTask,
     Task,
     TaskGains,
+    TaskStack,
+    _scaled_identity,
     cholesky,
     cholesky_solve,
     compute_snapshot,
-    solve_task_stack,
 )
 
 from wbsim.contacts import convex_hull, point_in_polygon
@@ -110,6 +112,7 @@ __all__ = [
     "ContactProjectedID",
     "ContactProjection",
     "ContactQP",
+    "ContactQPBuilder",
     "IDResult",
     "ProjectedIDGains",
     "build_contact_layout",
@@ -167,6 +170,7 @@ class ContactLayout:
             both in the foot link frame (``np.linalg.pinv`` of the constant grasp map in that frame).
         grasp_template: ``(6 n_feet, 3 n_points)`` the constant part of the grasp map (identity
             blocks); grasp_index: ``(rows, cols, components, signs)`` where the ``[p_i - o]x`` entries go.
+        grasp_flat: ``rows * 3 n_points + cols``: the same entries as flat indices of the grasp map.
     """
 
     feet: tuple[str, ...]
@@ -178,6 +182,7 @@ class ContactLayout:
     distribution: np.ndarray
     grasp_template: np.ndarray
     grasp_index: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+    grasp_flat: np.ndarray | None = None
 
     @property
     def n_rows(self) -> int:
@@ -228,6 +233,7 @@ def build_contact_layout(robot, contact_set: Iterable[str], mu: float = 0.7,
         grasp_template=template,
         grasp_index=(np.array(rows, dtype=int), np.array(cols, dtype=int), np.array(comp, dtype=int),
                      np.array(sign)),
+        grasp_flat=np.array(rows, dtype=int) * (3 * n_points) + np.array(cols, dtype=int),
     )
 
 
@@ -269,24 +275,26 @@ def _grasp_foot(rel: np.ndarray) -> np.ndarray:
 
 
 def contact_kinematics(s: DynamicsSnapshot, layout: ContactLayout) -> ContactKinematics:
-    """Contact Jacobian, drift, sole points and grasp map of ``layout`` at snapshot ``s``."""
+    """Contact Jacobian, drift, sole points and grasp map of ``layout`` at snapshot ``s``.
+
+    The sole-point offsets of all feet at once: ``p_i - o = R_k p_i^foot`` (one batched product);
+    the point Jacobians are ``(J_c^T G)^T`` (:func:`build_contact_qp`), not stacked here.
+    """
     nf = len(layout.feet)
-    Jc = np.empty((6 * nf, s.nv))
-    Jc_dot_v = np.empty(6 * nf)
-    foot_pos = np.empty((nf, 3))
-    rel = np.empty((4 * nf, 3))
-    rotations = np.empty((nf, 3, 3))
-    for k, fid in enumerate(layout.frame_ids):
-        fk = s.frame(fid)
-        Jc[6 * k:6 * k + 6] = fk.jacobian
-        Jc_dot_v[6 * k:6 * k + 6] = fk.drift
-        foot_pos[k] = fk.position
-        rotations[k] = fk.rotation
-        rel[4 * k:4 * k + 4] = layout.points_in_foot[k] @ fk.rotation.T  # p_i - o, world axes
+    if nf == 0:
+        return ContactKinematics(np.zeros((0, s.nv)), np.zeros(0), np.zeros((0, 3)), np.zeros((0, 3)),
+                                 layout.grasp_template.copy(), np.zeros((0, 3, 3)))
+    fks = [s.frame(fid) for fid in layout.frame_ids]
+    Jc = np.concatenate([fk.jacobian for fk in fks])
+    Jc_dot_v = np.concatenate([fk.drift for fk in fks])
+    foot_pos = np.array([fk.position for fk in fks])
+    rotations = np.array([fk.rotation for fk in fks])
+    rel = np.matmul(layout.points_in_foot, rotations.transpose(0, 2, 1))  # (nf, 4, 3) world axes
+    flat_rel = rel.reshape(-1)
     G = layout.grasp_template.copy()
-    rows, cols, comp, sign = layout.grasp_index
-    G[rows, cols] = sign * rel.ravel()[comp]
-    points = rel + np.repeat(foot_pos, 4, axis=0)
+    _, _, comp, sign = layout.grasp_index
+    G.reshape(-1)[layout.grasp_flat] = sign * flat_rel[comp]  # a view: G is a fresh C-order copy
+    points = (rel + foot_pos[:, None, :]).reshape(-1, 3)
     return ContactKinematics(Jc, Jc_dot_v, foot_pos, points, G, rotations)
 
 
@@ -302,6 +310,8 @@ class ContactProjection:
         Jc_pinv: ``(nv, nc)`` ``J_c^#W = W^-1 J_c^T (J_c W^-1 J_c^T)^-1``.
         Nc: ``(nv, nv)`` ``I - J_c^#W J_c``.
         particular: ``(nv,)`` ``-J_c^#W Jcdot_c v`` (the contact-consistent acceleration closest to 0).
+        augmented: ``(nv, nv + 1)`` ``[N_c | particular]`` (Fortran order; ``Nc`` and ``particular``
+            are views of it), what :class:`~wbsim.controllers.tasks.TaskStack` multiplies at once.
     """
 
     Jc: np.ndarray
@@ -309,6 +319,7 @@ class ContactProjection:
     Jc_pinv: np.ndarray
     Nc: np.ndarray
     particular: np.ndarray
+    augmented: np.ndarray | None = None
 
     def project(self, qdd_des: np.ndarray) -> np.ndarray:
         """``qdd* = N_c qdd_des - J_c^#W Jcdot_c v`` (``(nv,)``, seed Section 3)."""
@@ -333,14 +344,17 @@ def contact_projection(Jc: np.ndarray, Jc_dot_v: np.ndarray, W: np.ndarray | Non
             raise WbsimError("contact_projection needs W or W_cholesky")
         W_cholesky = cholesky(np.asarray(W, dtype=float), "W")
     nv = Jc.shape[1]
+    augmented = np.zeros((nv, nv + 1), order="F")
+    Nc, particular = augmented[:, :nv], augmented[:, nv]  # contiguous in Fortran order
     if Jc.shape[0] == 0:
-        return ContactProjection(Jc, Jc_dot_v, np.zeros((nv, 0)), np.eye(nv), np.zeros(nv))
+        Nc[...] = _identity(nv)
+        return ContactProjection(Jc, Jc_dot_v, np.zeros((nv, 0)), Nc, particular, augmented)
     Winv_JcT = cholesky_solve(W_cholesky, Jc.T)  # (nv, nc)
     L = cholesky(Jc @ Winv_JcT, "J_c W^-1 J_c^T (contact Jacobian rank-deficient?)")
     Jc_pinv = cholesky_solve(L, Winv_JcT.T).T  # (nv, nc); J_c W^-1 J_c^T is symmetric
-    Nc = -Jc_pinv @ Jc
-    Nc.flat[::nv + 1] += 1.0
-    return ContactProjection(Jc, Jc_dot_v, Jc_pinv, Nc, -Jc_pinv @ Jc_dot_v)
+    np.subtract(_identity(nv), Jc_pinv @ Jc, out=Nc)
+    np.negative(Jc_pinv @ Jc_dot_v, out=particular)
+    return ContactProjection(Jc, Jc_dot_v, Jc_pinv, Nc, particular, augmented)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -373,6 +387,11 @@ class IDResult:
 
 
 _SPLIT_CACHE: dict[tuple, np.ndarray | slice] = {}
+
+
+def _identity(n: int) -> np.ndarray:
+    """Read-only cached ``(n, n)`` identity."""
+    return _scaled_identity(n, 1.0)
 
 
 def _split_rows(nv: int, actuated_v: np.ndarray | slice) -> np.ndarray | slice:
@@ -493,22 +512,163 @@ def inverse_dynamics_pinv(M: np.ndarray, h: np.ndarray, qdd: np.ndarray, Jc: np.
 class ContactQP:
     """A built inverse-dynamics QP and how to read its solution.
 
+    The problem, in the two-sided form DAQP takes natively::
+
+        min 1/2 x^T P x + q^T x   s.t.   lower <= C x <= upper,
+
+    the first ``n_eq`` rows of ``C`` being equalities (``lower == upper`` there); an infinite bound is
+    no constraint on that side.
+
     Attributes:
-        problem: the ``qpsolvers.Problem`` (``min 1/2 x^T P x + q^T x``, ``A x = b``, ``G x <= h``).
+        P: ``(n, n)``; q: ``(n,)``; C: ``(m, n)``; lower, upper: ``(m,)``; n_eq: equality rows.
         relaxed: ``False``: ``x = f``; ``True``: ``x = [qdd, f]``.
         qdd_star: ``(nv,)``; tau_map: ``(n_joints, dim x)`` and tau_offset ``(n_joints,)`` with
             ``tau = tau_map x + tau_offset``.
         infeasible: non-empty when the problem is infeasible before solving (a joint that no contact
             force reaches needs more than its torque limit); the text says which.
+        problem: (property) the same problem as a ``qpsolvers.Problem`` (``A x = b`` for the
+            equalities, one-sided ``G x <= h`` rows for each finite inequality bound), for solvers
+            other than DAQP.
+
+    A :class:`ContactQPBuilder` reuses its arrays: its ``ContactQP`` is valid until its next build.
     """
 
-    problem: qpsolvers.Problem
+    P: np.ndarray
+    q: np.ndarray
+    C: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    n_eq: int
     relaxed: bool
     nv: int
     qdd_star: np.ndarray
     tau_map: np.ndarray
     tau_offset: np.ndarray
     infeasible: str = ""
+    sense: np.ndarray | None = None  # DAQP constraint types (5: equality), built on demand
+    _problem: qpsolvers.Problem | None = field(default=None, repr=False)
+
+    @property
+    def problem(self) -> qpsolvers.Problem:
+        """The ``qpsolvers.Problem`` ``min 1/2 x^T P x + q^T x, G x <= h, A x = b`` (built once)."""
+        if self._problem is None:
+            ne = self.n_eq
+            C, lo, up = self.C[ne:], self.lower[ne:], self.upper[ne:]
+            has_up, has_lo = np.isfinite(up), np.isfinite(lo)
+            G = np.vstack([C[has_up], -C[has_lo]])
+            h = np.concatenate([up[has_up], -lo[has_lo]])
+            A, b = (self.C[:ne], self.upper[:ne]) if ne else (None, None)
+            self._problem = qpsolvers.Problem(self.P, self.q, G if len(h) else None,
+                                              h if len(h) else None, A, b)
+        return self._problem
+
+    def daqp_sense(self) -> np.ndarray:
+        """``(m,)`` DAQP constraint types: 5 (equality) for the first ``n_eq`` rows, else 0."""
+        if self.sense is None or self.sense.shape[0] != self.C.shape[0]:
+            self.sense = np.zeros(self.C.shape[0], dtype=np.intc)
+            self.sense[:self.n_eq] = 5
+        return self.sense
+
+
+_any = np.logical_or.reduce  # ndarray.any without its Python-level wrapper
+
+
+def _append_rows(C: np.ndarray, lower: np.ndarray, upper: np.ndarray, G_f: np.ndarray,
+                 h_f: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``C``, ``lower``, ``upper`` with the rows ``G_f x <= h_f`` appended (new arrays)."""
+    return (np.vstack([C, G_f]), np.concatenate([lower, np.full(len(h_f), -np.inf)]),
+            np.concatenate([upper, h_f]))
+
+
+class ContactQPBuilder:
+    """The constant part of the exact inverse-dynamics QP of one contact layout, built once per
+    contact set; :meth:`build` fills in the state-dependent part each step.
+
+    Which joints a contact force reaches (the non-zero rows of ``(J_c^T G)_a``: the joints of the
+    legs in contact, whose Jacobian columns have the joint axis as their angular part and are never
+    zero) depends only on the contact set, so the torque-limit rows, the friction rows, the DAQP
+    constraint types and the constraint arrays are set up here. The cost ``||tau||^2`` is built from
+    those rows only (the other rows of ``(J_c^T G)_a`` are zero: same ``P`` and ``q``).
+
+    Args:
+        nv: dimension of ``v``; actuated_v: ``(n_joints,)`` indices (or a slice) of the actuated joints
+            in ``v``; friction: ``(5 n_points, 3 n_points)`` (:func:`friction_pyramid`);
+        reached: ``(n_joints,)`` bool, the joints some contact force reaches;
+        tau_limit: ``(n_joints,)`` N·m (``inf`` = none).
+    """
+
+    def __init__(self, nv: int, actuated_v: np.ndarray | slice, friction: np.ndarray,
+                 reached: np.ndarray, tau_limit: np.ndarray):
+        self.nv = int(nv)
+        self.act = actuated_v
+        self.unact = _split_rows(nv, actuated_v)
+        finite = np.isfinite(tau_limit)
+        reached = np.asarray(reached, dtype=bool)
+        tau_limit = np.asarray(tau_limit, dtype=float)
+        rows = np.flatnonzero(finite & reached)
+        unreached = np.flatnonzero(finite & ~reached)
+        self.lim_rows = tau_limit[rows]
+        self.lim_unreached = tau_limit[unreached]
+        # index arrays as slices where contiguous (the legs, the upper body): views, not copies
+        self.rows, self.unreached = _as_slice(rows), _as_slice(unreached)
+        self.n_unreached = len(unreached)
+        self._unreached_idx = unreached
+        # the cost needs all reached rows; when they all have finite limits they are the torque rows
+        self.reached = None if np.array_equal(rows, np.flatnonzero(reached)) else \
+            _as_slice(np.flatnonzero(reached))
+        self.n_eq = nv - len(np.arange(nv)[actuated_v])
+        self.n_points3 = friction.shape[1]
+        nfr = friction.shape[0]
+        m = self.n_eq + nfr + len(rows)
+        self._fr = slice(self.n_eq, self.n_eq + nfr)
+        self._tq = slice(self.n_eq + nfr, m)
+        self.C = np.empty((m, self.n_points3))
+        self.C[self._fr] = friction
+        self.lower = np.full(m, -np.inf)
+        self.upper = np.empty(m)
+        self.sense = np.zeros(m, dtype=np.intc)
+        self.sense[:self.n_eq] = 5
+
+    def build(self, M: np.ndarray, h: np.ndarray, qdd_star: np.ndarray, Jc: np.ndarray,
+              grasp: np.ndarray, friction_rhs: np.ndarray, force_weight: float,
+              force_limits: tuple[np.ndarray, np.ndarray] | None = None) -> ContactQP:
+        """The exact QP (``x = f``) at this state; see :func:`build_contact_qp` for the arguments."""
+        ne, npf = self.n_eq, self.n_points3
+        A_f = Jc.T @ grasp  # (nv, 3 np): generalised force of the point forces
+        Aa, Au = A_f[self.act], A_f[self.unact]
+        b = M @ qdd_star
+        b += h
+        ba, bu = b[self.act], b[self.unact]
+        C, lower, upper = self.C, self.lower, self.upper
+        C[:ne] = Au
+        lower[:ne] = bu
+        upper[:ne] = bu
+        upper[self._fr] = friction_rhs
+        # |ba - Aa f| <= tau_limit  <=>  ba - lim <= Aa f <= ba + lim
+        tq = self._tq
+        Ar = C[tq]
+        Ar[...] = Aa[self.rows]
+        bar = ba[self.rows]
+        np.subtract(bar, self.lim_rows, out=lower[tq])
+        np.add(bar, self.lim_rows, out=upper[tq])
+        if self.reached is not None:  # a reached joint without torque limit
+            Ar, bar = Aa[self.reached], ba[self.reached]
+        # tau = ba - Aa f: ||tau||^2 + eps ||f||^2 = f^T (Ar^T Ar + eps I) f - 2 (Ar^T bar)^T f + c
+        P = Ar.T @ Ar
+        P += _scaled_identity(npf, force_weight)
+        q = -Ar.T @ bar
+        sense = self.sense
+        if force_limits is not None:
+            C, lower, upper = _append_rows(C, lower, upper, *force_limits)
+            sense = np.concatenate([sense, np.zeros(len(force_limits[1]), dtype=np.intc)])
+        infeasible = ""
+        if self.n_unreached:
+            over = np.abs(ba[self.unreached]) > self.lim_unreached
+            if _any(over):
+                rows_v = np.arange(self.nv)[self.act][self._unreached_idx[over]]
+                infeasible = f"torque limit exceeded on joints (v-rows) {rows_v.tolist()}"
+        return ContactQP(P, q, C, lower, upper, ne, False, self.nv, np.asarray(qdd_star, dtype=float),
+                         -Aa, ba, infeasible, sense)
 
 
 def build_contact_qp(M: np.ndarray, h: np.ndarray, qdd_star: np.ndarray, Jc: np.ndarray,
@@ -530,6 +690,9 @@ def build_contact_qp(M: np.ndarray, h: np.ndarray, qdd_star: np.ndarray, Jc: np.
             tau = (M qdd + h - J_c^T G f)_a
         s.t. (M qdd + h - J_c^T G f)_u = 0,   J_c qdd + Jcdot_c v = 0,   C f <= d,   |tau| <= tau_limit
 
+    (``1/2 x^T P x + q^T x`` is half the cost, up to a constant.) Each torque limit is one two-sided
+    row ``-tau_limit <= tau <= tau_limit``.
+
     Args: shapes as in :class:`ContactKinematics` and :class:`ContactLayout`; ``tau_limit
     (n_joints,)`` N·m (``inf`` = none); ``W`` defaults to ``M``. ``force_limits``: optional extra
     inequalities on the point forces ``(G_f (k, 3 n_points), h_f (k,))``,
@@ -537,62 +700,51 @@ def build_contact_qp(M: np.ndarray, h: np.ndarray, qdd_star: np.ndarray, Jc: np.
 
     In the exact problem the torque of a joint that no contact force reaches (a zero row of
     ``(J_c^T G)_a``, e.g. an arm joint) does not depend on ``f``; its limit is checked here instead
-    of entering the QP as a constant row (:attr:`ContactQP.infeasible`).
+    of entering the QP as a constant row (:attr:`ContactQP.infeasible`). The controller keeps a
+    :class:`ContactQPBuilder` per contact set instead of calling this function.
     """
     nv = M.shape[0]
+    if relax_weight is None:
+        A_f = Jc.T @ grasp
+        reached = (A_f[actuated_v] != 0.0).any(axis=1)
+        builder = ContactQPBuilder(nv, actuated_v, friction, reached, tau_limit)
+        return builder.build(M, h, qdd_star, Jc, grasp, friction_rhs, force_weight, force_limits)
     unact = _split_rows(nv, actuated_v)
-    infeasible = ""
     A_f = Jc.T @ grasp  # (nv, 3 np): generalised force of the point forces
     Aa, Au = A_f[actuated_v], A_f[unact]
     npf = A_f.shape[1]
     finite = np.isfinite(tau_limit)
-    if relax_weight is None:
-        b = M @ qdd_star + h
-        ba, bu = b[actuated_v], b[unact]
-        # tau = ba - Aa f
-        P = Aa.T @ Aa
-        P.flat[::npf + 1] += force_weight
-        q = -Aa.T @ ba
-        Aeq, beq = Au, bu
-        reached = (Aa != 0.0).any(axis=1)
-        rows = finite & reached
-        Ar = Aa[rows]
-        Gs = [friction, -Ar, Ar]
-        hs = [friction_rhs, (tau_limit - ba)[rows], (tau_limit + ba)[rows]]
-        if force_limits is not None:
-            Gs.append(force_limits[0])
-            hs.append(force_limits[1])
-        tau_map, tau_offset = -Aa, ba
-        over = np.flatnonzero(finite & ~reached & (np.abs(ba) > tau_limit))
-        if over.size:
-            rows_v = np.arange(nv)[actuated_v][over]
-            infeasible = f"torque limit exceeded on joints (v-rows) {rows_v.tolist()}"
-    else:
-        Wd = M if W is None else W
-        ha, hu = h[actuated_v], h[unact]
-        C = np.hstack([M[actuated_v], -Aa])  # tau = C x + ha
-        P = C.T @ C
-        P[:nv, :nv] += relax_weight * Wd
-        P.flat[nv * (nv + npf) + nv::nv + npf + 1] += force_weight
-        q = C.T @ ha
-        q[:nv] -= relax_weight * (Wd @ qdd_star)
-        Aeq = np.vstack([np.hstack([M[unact], -Au]), np.hstack([Jc, np.zeros((Jc.shape[0], npf))])])
-        beq = np.concatenate([-hu, -Jc_dot_v])
-        Fx = np.hstack([np.zeros((friction.shape[0], nv)), friction])
-        Gs = [Fx, C[finite], -C[finite]]
-        hs = [friction_rhs, (tau_limit - ha)[finite], (tau_limit + ha)[finite]]
-        if force_limits is not None:
-            Gs.append(np.hstack([np.zeros((force_limits[0].shape[0], nv)), force_limits[0]]))
-            hs.append(force_limits[1])
-        tau_map, tau_offset = C, ha
-    Gm, hm = np.vstack(Gs), np.concatenate(hs)
-    problem = qpsolvers.Problem(P, q, Gm if len(hm) else None, hm if len(hm) else None, Aeq, beq)
-    return ContactQP(problem, relax_weight is not None, nv, np.asarray(qdd_star, dtype=float),
-                     tau_map, tau_offset, infeasible)
+    Wd = M if W is None else W
+    ha, hu = h[actuated_v], h[unact]
+    Ct = np.hstack([M[actuated_v], -Aa])  # tau = Ct x + ha
+    P = Ct.T @ Ct
+    P[:nv, :nv] += relax_weight * Wd
+    P.flat[nv * (nv + npf) + nv::nv + npf + 1] += force_weight
+    q = Ct.T @ ha
+    q[:nv] -= relax_weight * (Wd @ qdd_star)
+    Aeq = np.vstack([np.hstack([M[unact], -Au]), np.hstack([Jc, np.zeros((Jc.shape[0], npf))])])
+    beq = np.concatenate([-hu, -Jc_dot_v])
+    Fx = np.hstack([np.zeros((friction.shape[0], nv)), friction])
+    Cf = Ct[finite]
+    C = np.vstack([Aeq, Fx, Cf])
+    lower = np.concatenate([beq, np.full(friction.shape[0], -np.inf), (-tau_limit - ha)[finite]])
+    upper = np.concatenate([beq, friction_rhs, (tau_limit - ha)[finite]])
+    if force_limits is not None:
+        C, lower, upper = _append_rows(C, lower, upper,
+                                       np.hstack([np.zeros((force_limits[0].shape[0], nv)),
+                                                  force_limits[0]]), force_limits[1])
+    return ContactQP(P, q, C, lower, upper, Aeq.shape[0], True, nv,
+                     np.asarray(qdd_star, dtype=float), Ct, ha)
 
 
-def solve_contact_qp(qp: ContactQP, grasp: np.ndarray, solver: str) -> IDResult:
-    """Solve a :class:`ContactQP` with ``qpsolvers.solve_problem(..., solver=solver)``.
+def solve_contact_qp(qp: ContactQP, grasp: np.ndarray, solver: str, direct: bool = True
+                     ) -> IDResult:
+    """Solve a :class:`ContactQP`.
+
+    ``solver="daqp"`` with ``direct`` (the default): ``daqp.solve`` on the problem's own two-sided
+    arrays (DAQP's native form; the qpsolvers wrapper would convert them on every call). Any other
+    solver, or ``direct=False``: ``qpsolvers.solve_problem(qp.problem, solver=solver)``. Both solve
+    the same strictly convex problem (``tests/test_contact_projected_id.py`` checks they agree).
 
     Returns an :class:`IDResult` (``found=False`` with zero arrays if the solver finds no solution).
     """
@@ -601,8 +753,14 @@ def solve_contact_qp(qp: ContactQP, grasp: np.ndarray, solver: str) -> IDResult:
         ok, x, status = False, None, qp.infeasible
     else:
         try:
-            sol = qpsolvers.solve_problem(qp.problem, solver=solver)
-            ok, x = bool(sol.found) and sol.x is not None and bool(np.isfinite(sol.x).all()), sol.x
+            if direct and solver == "daqp" and _daqp is not None:
+                x, _, exitflag, _ = _daqp.solve(qp.P, qp.q, qp.C, qp.upper, qp.lower,
+                                                qp.daqp_sense())
+                ok = exitflag > 0 and math.isfinite(x.sum())
+            else:
+                sol = qpsolvers.solve_problem(qp.problem, solver=solver)
+                x = sol.x
+                ok = bool(sol.found) and x is not None and bool(np.isfinite(x).all())
             status = "ok" if ok else f"{solver}: no solution (infeasible)"
         except Exception as exc:  # noqa: BLE001  solvers raise various types on bad problems
             ok, x, status = False, None, f"{solver} error: {exc}"
@@ -616,6 +774,12 @@ def solve_contact_qp(qp: ContactQP, grasp: np.ndarray, solver: str) -> IDResult:
     qdd = x[:qp.nv].copy() if qp.relaxed else qp.qdd_star.copy()
     tau = qp.tau_map @ x + qp.tau_offset
     return IDResult(True, qdd, tau, grasp @ f, f.reshape(-1, 3), status, qp.relaxed, dt)
+
+
+try:  # DAQP called directly (the default solver); qpsolvers covers every other solver
+    import daqp as _daqp
+except ImportError:  # pragma: no cover - qpsolvers then reports daqp as unavailable
+    _daqp = None
 
 
 # ------------------------------------------------------------------------------------------------
@@ -817,6 +981,7 @@ class ContactProjectedID:
         self.base_frame_id = self._base_frame(base_frame)
         self._leg_reach = {f: self._leg_chain(f) for f in robot.feet}
         self._reset_done = False
+        self._snapshot: DynamicsSnapshot | None = None  # refilled in place every step
         self._contact_set: frozenset[str] | None = None
         self._layout: ContactLayout | None = None
         self._last_feasible_tau: np.ndarray | None = None
@@ -890,7 +1055,7 @@ class ContactProjectedID:
     # -- protocol ---------------------------------------------------------------------------------
     def reset(self, state: RobotState) -> None:
         """Store the reference posture, CoM, base orientation and foot placements of ``state``."""
-        s = compute_snapshot(self.model, self.data, state.q, state.v)
+        s = self._snapshot = compute_snapshot(self.model, self.data, state.q, state.v, self._snapshot)
         self._com0 = s.com.copy()
         self._base_R0 = s.frame(self.base_frame_id).rotation.copy()
         self._posture0 = np.asarray(state.q)[self.qidx].copy()
@@ -916,6 +1081,7 @@ class ContactProjectedID:
         self._made_at: dict[str, float] = {}  # time a foot entered the contact set (not at reset)
         self._unload_from: dict[str, float] = {}  # normal load (N) of a foot when its unloading began
         self._foot_load: dict[str, float] = {}  # commanded normal load (N) per foot, last step
+        self._loads_from: tuple | None = None  # (feet, load rows, normal forces) not yet summed
         self._reset_done = True
 
     def _contact_set_of(self, state: RobotState, schedule: ContactSchedule) -> frozenset[str]:
@@ -933,9 +1099,10 @@ class ContactProjectedID:
             info["mode_switch"] = {"from": sorted(self._contact_set), "to": sorted(contact_set)}
             for f in contact_set - self._contact_set:
                 self._made_at[f] = t
+            loads = self._foot_loads()
             for f in self._contact_set - contact_set:
                 self._made_at.pop(f, None)
-                self._foot_load.pop(f, None)
+                loads.pop(f, None)
             self._unload_from.clear()
             for f in self.robot.feet:  # a foot that leaves contact holds its lift-off placement
                 if f in self._contact_set and f not in contact_set:
@@ -950,6 +1117,15 @@ class ContactProjectedID:
         for k in range(len(layout.feet)):
             self._load_rows[k, 12 * k + 2:12 * k + 12:3] = 1.0
         self._swing = tuple(f for f in self.robot.feet if f not in contact_set)
+        self._stack = TaskStack(self._tasks(), self.nv, self.regularization)
+        self._qp_builder = None
+        if layout.feet and self.variant == "qp":
+            # the joints a contact force reaches: non-zero columns of J_c (structural: the legs in
+            # contact), the rows of (J_c^T G)_a that build_contact_qp finds non-zero
+            Jc = contact_kinematics(s, layout).Jc
+            reached = (Jc != 0.0).any(axis=0)[self._act]
+            self._qp_builder = ContactQPBuilder(self.nv, self._act, layout.friction, reached,
+                                                self.tau_limit)
 
     def _tasks(self) -> list[Task]:
         tasks: list[Task] = [self.com_task, self.base_task]
@@ -1040,7 +1216,7 @@ class ContactProjectedID:
         if not self._reset_done:
             self.reset(state)
         contact_set = self._contact_set_of(state, schedule)
-        s = compute_snapshot(self.model, self.data, state.q, state.v)
+        s = self._snapshot = compute_snapshot(self.model, self.data, state.q, state.v, self._snapshot)
         info: dict[str, Any] = {"variant": self.variant}
         if contact_set != self._contact_set:
             self._switch_mode(contact_set, s, info, float(state.t))
@@ -1058,13 +1234,14 @@ class ContactProjectedID:
             return self._fallback(s, ck, info, events + ["projection_failed"], str(exc), t0)
 
         self.projection = proj
-        tasks = self._tasks()
-        rows = [t.rows(s) for t in tasks]
-        nullspace = (proj.Nc, proj.particular) if self.task_space == "nullspace" else None
-        qdd_des = solve_task_stack(rows, self.nv, self.regularization, nullspace)
+        # the task stack: the rows solve_task_stack([t.rows(s) for t in self._tasks()], ...) builds,
+        # written in place (TaskStack, rebuilt with the contact set)
+        if self.task_space == "nullspace":
+            qdd_des = self._stack.solve(s, (proj.Nc, proj.particular), proj.augmented)
+        else:
+            qdd_des = self._stack.solve(s)
         qdd_star = proj.project(qdd_des)
-        info.update(qdd_des=qdd_des, qdd_star=qdd_star,
-                    task_errors={r.name: math.sqrt(float(r.error @ r.error)) for r in rows})
+        info.update(qdd_des=qdd_des, qdd_star=qdd_star, task_errors=self._stack.error_norms())
 
         fallback = "clamped_target" if clamped else ""
         h = self._h(s)
@@ -1074,11 +1251,11 @@ class ContactProjectedID:
             if not res.found:
                 return self._fallback(s, ck, info, events + ["pinv_unbalanced"], res.status, t0)
             tau = res.tau
-            if (np.abs(tau) > self.tau_limit).any():
+            if _any(np.abs(tau) > self.tau_limit):
                 tau = np.clip(tau, -self.tau_limit, self.tau_limit)
                 events.append("torque_limit")
                 fallback = fallback or "clipped"
-            if res.point_forces.size and float(res.point_forces[:, 2].min()) < 0.0:
+            if res.point_forces.size and np.minimum.reduce(res.point_forces[:, 2]) < 0.0:
                 info["pulling"] = True
         else:
             bounds = self._force_bounds(schedule, float(state.t))
@@ -1092,9 +1269,8 @@ class ContactProjectedID:
                 events.append("exact_qp_infeasible")
                 fallback = fallback or "relaxed_qp"
             tau = res.tau
-            if layout.feet:
-                loads = self._load_rows[:, 2::3] @ res.point_forces[:, 2]
-                self._foot_load = dict(zip(layout.feet, loads.tolist()))
+            if layout.feet:  # the per-foot loads are summed only when a transition needs them
+                self._loads_from = (layout.feet, self._load_rows, res.point_forces[:, 2].copy())
         feasible = not fallback
         if feasible:
             self._last_feasible_tau = tau.copy()
@@ -1111,6 +1287,15 @@ class ContactProjectedID:
             status="ok" if feasible else ("; ".join(events) or res.status),
             info=info,
         )
+
+    def _foot_loads(self) -> dict[str, float]:
+        """Commanded normal load (N) per foot in contact at the last solved QP step."""
+        src = self._loads_from
+        if src is not None:
+            feet, load_rows, fz = src
+            self._foot_load = dict(zip(feet, (load_rows[:, 2::3] @ fz).tolist()))
+            self._loads_from = None
+        return self._foot_load
 
     def _h(self, s: DynamicsSnapshot) -> np.ndarray:
         """``h`` plus the viscous joint damping ``D qdot`` on the actuated rows (``(nv,)``)."""
@@ -1185,7 +1370,7 @@ class ContactProjectedID:
                 if left < T:
                     f0 = self._unload_from.get(f)
                     if f0 is None:
-                        f0 = self._unload_from[f] = self._foot_load.get(
+                        f0 = self._unload_from[f] = self._foot_loads().get(
                             f, self._weight / len(layout.feet))
                     r = min(max((left - Tr) / (T - Tr), 0.0), 1.0) if T > Tr else 0.0
                     c = 4.0 * fk * r_keep + max(f0 - 4.0 * fk, 0.0) * r
@@ -1217,9 +1402,8 @@ class ContactProjectedID:
             if res.found and np.all(np.abs(res.tau) <= self.tau_limit):
                 return res
             return None
-        qp = build_contact_qp(s.M, h, qdd_star, ck.Jc, ck.Jc_dot_v, ck.grasp, layout.friction,
-                              rhs, self._act, self.tau_limit, self.force_weight,
-                              force_limits=limits)
+        qp = self._qp_builder.build(s.M, h, qdd_star, ck.Jc, ck.grasp, rhs, self.force_weight,
+                                    limits)  # = build_contact_qp(..., force_limits=limits)
         res = solve_contact_qp(qp, ck.grasp, self.solver)
         if res.found:
             return res

@@ -51,11 +51,15 @@ __all__ = [
     "Task",
     "TaskGains",
     "TaskRows",
+    "TaskStack",
     "cholesky",
     "cholesky_solve",
     "compute_snapshot",
     "solve_task_stack",
 ]
+
+
+_amin, _amax = np.minimum.reduce, np.maximum.reduce
 
 
 def cholesky(A: np.ndarray, what: str = "matrix", pivot_rtol: float | None = 1e-13) -> np.ndarray:
@@ -73,7 +77,8 @@ def cholesky(A: np.ndarray, what: str = "matrix", pivot_rtol: float | None = 1e-
     if pivot_rtol is None:
         return L
     d = L.diagonal()
-    if d.size and d.min() ** 2 <= pivot_rtol * A.diagonal().max():
+    # ufunc reductions: ndarray.min / max add a Python-level wrapper (this runs every step)
+    if d.size and _amin(d) ** 2 <= pivot_rtol * _amax(A.diagonal()):
         raise WbsimError(f"{what} is (numerically) singular: smallest Cholesky pivot "
                          f"{d.min() ** 2:.3g}")
     return L
@@ -146,7 +151,6 @@ class TaskGains:
 # ------------------------------------------------------------------------------------------------
 # snapshot of the model at (q, v)
 # ------------------------------------------------------------------------------------------------
-@dataclass
 class FrameKinematics:
     """Kinematics of one Pinocchio frame at ``(q, v)``.
 
@@ -156,14 +160,29 @@ class FrameKinematics:
         jacobian: ``(6, nv)`` LOCAL_WORLD_ALIGNED Jacobian, rows ``[linear (m/s), angular (rad/s)]``.
         drift: ``(6,)`` ``Jdot v``: classical acceleration of the frame at zero ``qdd``, LOCAL_WORLD_ALIGNED,
             ``[linear (m/s^2), angular (rad/s^2)]`` (``pin.getFrameClassicalAcceleration``).
-        velocity: ``(6,)`` ``J v``, LOCAL_WORLD_ALIGNED ``[linear (m/s), angular (rad/s)]``.
+        velocity: ``(6,)`` ``J v``, LOCAL_WORLD_ALIGNED ``[linear (m/s), angular (rad/s)]`` (computed on
+            first access: the contact feet never need it).
     """
 
-    position: np.ndarray
-    rotation: np.ndarray
-    jacobian: np.ndarray
-    drift: np.ndarray
-    velocity: np.ndarray
+    __slots__ = ("_v", "_velocity", "drift", "jacobian", "position", "rotation")
+
+    def __init__(self, position: np.ndarray, rotation: np.ndarray, jacobian: np.ndarray,
+                 drift: np.ndarray, v: np.ndarray):
+        self.position = position
+        self.rotation = rotation
+        self.jacobian = jacobian
+        self.drift = drift
+        self._v = v
+        self._velocity: np.ndarray | None = None
+
+    @property
+    def velocity(self) -> np.ndarray:
+        if self._velocity is None:
+            self._velocity = self.jacobian @ self._v
+        return self._velocity
+
+    def __repr__(self) -> str:
+        return f"FrameKinematics(position={self.position!r})"
 
 
 @dataclass
@@ -212,22 +231,26 @@ class DynamicsSnapshot:
             drift = pin.getFrameClassicalAcceleration(
                 model, data, frame_id, pin.LOCAL_WORLD_ALIGNED).vector
             fk = FrameKinematics(placement.translation.copy(), placement.rotation.copy(), J,
-                                 drift.copy(), J @ self.v)
+                                 drift.copy(), self.v)
             self._frames[frame_id] = fk
         return fk
 
 
-_LOWER: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+_MIRROR: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
 
-def _lower_indices(n: int) -> tuple[np.ndarray, np.ndarray]:
-    idx = _LOWER.get(n)
+def _mirror_indices(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Flat indices ``(lower, upper)`` of the strict lower triangle of an ``(n, n)`` C-ordered matrix
+    and of the transposed (upper) entries."""
+    idx = _MIRROR.get(n)
     if idx is None:
-        idx = _LOWER[n] = np.tril_indices(n, -1)
+        rows, cols = np.tril_indices(n, -1)
+        idx = _MIRROR[n] = (rows * n + cols, cols * n + rows)
     return idx
 
 
-def compute_snapshot(model: pin.Model, data: pin.Data, q: np.ndarray, v: np.ndarray) -> DynamicsSnapshot:
+def compute_snapshot(model: pin.Model, data: pin.Data, q: np.ndarray, v: np.ndarray,
+                     out: DynamicsSnapshot | None = None) -> DynamicsSnapshot:
     """One dynamics pass at ``(q (nq,), v (nv,))``.
 
     Calls ``pin.computeAllTerms`` (M, nle, g, joint Jacobians, CoM and its Jacobian; it also leaves in
@@ -236,22 +259,41 @@ def compute_snapshot(model: pin.Model, data: pin.Data, q: np.ndarray, v: np.ndar
     ``pin.centerOfMass(model, data, ACCELERATION)`` for the CoM drift from those accelerations.
     ``tests/test_contact_projected_id.py`` checks the drifts against
     ``getFrameJacobianTimeVariation`` and finite differences.
+
+    ``out``: a snapshot of the same ``model`` and ``data`` from an earlier call, refilled in place (its
+    ``M`` buffer is reused, its frame cache cleared) and returned: a controller's per-step pass
+    without allocating a new snapshot. Without it the result owns fresh arrays.
     """
     q = np.asarray(q, dtype=float)
     v = np.asarray(v, dtype=float)
     if q.shape != (model.nq,) or v.shape != (model.nv,):
         raise WbsimError(f"state shapes must be q ({model.nq},), v ({model.nv},); got {q.shape}, {v.shape}")
+    if out is not None and (out.model is not model or out.data is not data):
+        raise WbsimError("compute_snapshot: out belongs to another model or data")
     pin.computeAllTerms(model, data, q, v)
-    M = data.M.copy()  # crba fills (at least) the upper triangle: mirror it
-    lower = _lower_indices(model.nv)
-    M[lower] = M.T[lower]
+    # crba fills (at least) the upper triangle: mirror it (flat take/put: cheaper than 2-D fancy
+    # indexing or triu)
+    if out is None:
+        M = data.M.copy()
+    else:
+        M = out.M
+        np.copyto(M, data.M)
+    lower, upper = _mirror_indices(model.nv)
+    flat = M.reshape(-1)
+    flat[lower] = flat[upper]
     com = data.com[0].copy()
     com_velocity = data.vcom[0].copy()
     pin.centerOfMass(model, data, pin.KinematicLevel.ACCELERATION, False)
-    return DynamicsSnapshot(
-        model=model, data=data, q=q, v=v, M=M, h=data.nle, g=data.g, com=com,
-        com_velocity=com_velocity, com_jacobian=data.Jcom, com_drift=data.acom[0].copy(),
-    )
+    if out is None:
+        return DynamicsSnapshot(
+            model=model, data=data, q=q, v=v, M=M, h=data.nle, g=data.g, com=com,
+            com_velocity=com_velocity, com_jacobian=data.Jcom, com_drift=data.acom[0].copy(),
+        )
+    out.q, out.v, out.h, out.g = q, v, data.nle, data.g
+    out.com, out.com_velocity, out.com_jacobian = com, com_velocity, data.Jcom
+    out.com_drift = data.acom[0].copy()
+    out._frames.clear()
+    return out
 
 
 # ------------------------------------------------------------------------------------------------
@@ -323,6 +365,37 @@ class Task(ABC):
         return TaskRows(self.name, self.jacobian(s), self.drift(s), self.desired_acceleration(s, e),
                         e, self.gains.weight)
 
+    #: Number of rows ``k`` (3 for the point and orientation tasks).
+    dim: int = 3
+    #: ``True`` when :meth:`jacobian` does not depend on the state (:class:`TaskStack` then writes
+    #: its rows only when the weight changes).
+    constant_jacobian: bool = False
+    #: ``v`` indices (a slice or an index array) when :meth:`jacobian` is the rows of the identity at
+    #: them (the posture): :class:`TaskStack` then reads ``J N`` as rows of ``N`` instead of a product.
+    selection: slice | np.ndarray | None = None
+
+    def fill(self, s: DynamicsSnapshot, A: np.ndarray, b: np.ndarray, jacobian: bool = True
+             ) -> np.ndarray:
+        """Write this task's weighted rows of the stack in place and return its error ``e (k,)``.
+
+        ``A (k, nv) = sqrt(w) J`` (skipped when ``jacobian`` is ``False``) and
+        ``b (k,) = sqrt(w) (a - Jdot v)``, ``a`` the PD law of :meth:`desired_acceleration`: the
+        rows :func:`solve_task_stack` builds from :meth:`rows`, with the same arithmetic.
+        """
+        g = self.gains
+        sw = math.sqrt(g.weight)
+        e = self.error(s)
+        if jacobian:
+            np.multiply(self.jacobian(s), sw, out=A)
+        ra = self.reference_acceleration()
+        kpe = g.kp * e
+        if not (isinstance(ra, float) and ra == 0.0):
+            kpe = ra + kpe
+        np.subtract(kpe + g.kd * (self.reference_velocity() - self.velocity(s)), self.drift(s),
+                    out=b)
+        b *= sw
+        return e
+
 
 def _vec3(value, what: str) -> np.ndarray:
     arr = np.asarray(value, dtype=float)
@@ -369,6 +442,17 @@ class ComTask(Task):
     def reference_velocity(self):
         return self.target_velocity
 
+    def fill(self, s, A, b, jacobian=True):
+        """:meth:`Task.fill` with the snapshot's CoM terms read directly (same arithmetic)."""
+        g = self.gains
+        sw = math.sqrt(g.weight)
+        e = self.target - s.com
+        if jacobian:
+            np.multiply(s.com_jacobian, sw, out=A)
+        np.subtract(g.kp * e + g.kd * (self.target_velocity - s.com_velocity), s.com_drift, out=b)
+        b *= sw
+        return e
+
 
 class FramePositionTask(Task):
     """Position of a frame origin, world frame.
@@ -407,6 +491,18 @@ class FramePositionTask(Task):
 
     def reference_velocity(self):
         return self.target_velocity
+
+    def fill(self, s, A, b, jacobian=True):
+        """:meth:`Task.fill` reading the frame once (same arithmetic)."""
+        g = self.gains
+        sw = math.sqrt(g.weight)
+        fk = s.frame(self.frame_id)
+        e = self.target - fk.position
+        if jacobian:
+            np.multiply(fk.jacobian[0:3], sw, out=A)
+        np.subtract(g.kp * e + g.kd * (self.target_velocity - fk.velocity[0:3]), fk.drift[0:3], out=b)
+        b *= sw
+        return e
 
 
 class FrameOrientationTask(Task):
@@ -449,6 +545,18 @@ class FrameOrientationTask(Task):
     def velocity(self, s):
         return s.frame(self.frame_id).velocity[3:6]
 
+    def fill(self, s, A, b, jacobian=True):
+        """:meth:`Task.fill` reading the frame once (same arithmetic; zero reference velocity)."""
+        g = self.gains
+        sw = math.sqrt(g.weight)
+        fk = s.frame(self.frame_id)
+        e = pin.log3(self.target @ fk.rotation.T)
+        if jacobian:
+            np.multiply(fk.jacobian[3:6], sw, out=A)
+        np.subtract(g.kp * e + g.kd * (0.0 - fk.velocity[3:6]), fk.drift[3:6], out=b)
+        b *= sw
+        return e
+
 
 class PostureTask(Task):
     """Actuated joint positions.
@@ -463,11 +571,18 @@ class PostureTask(Task):
         gains: PD gains and weight.
     """
 
+    constant_jacobian = True
+
     def __init__(self, q_index: np.ndarray, v_index: np.ndarray, target: np.ndarray, gains, nv: int,
                  name: str = "posture"):
         super().__init__(name, gains)
         self.q_index = np.asarray(q_index, dtype=int)
         self.v_index = np.asarray(v_index, dtype=int)
+        # contiguous indices (a free-flyer root): slices give views, not fancy-indexed copies
+        self._q_sel = _as_slice(self.q_index)
+        self._v_sel = _as_slice(self.v_index)
+        self.dim = len(self.v_index)
+        self.selection = self._v_sel
         self._J = np.zeros((len(self.v_index), nv))
         self._J[np.arange(len(self.v_index)), self.v_index] = 1.0
         self._drift = np.zeros(len(self.v_index))
@@ -481,7 +596,7 @@ class PostureTask(Task):
         self.target = t.copy()
 
     def error(self, s):
-        return self.target - s.q[self.q_index]
+        return self.target - s.q[self._q_sel]
 
     def jacobian(self, s):
         return self._J
@@ -490,7 +605,24 @@ class PostureTask(Task):
         return self._drift
 
     def velocity(self, s):
-        return s.v[self.v_index]
+        return s.v[self._v_sel]
+
+    def fill(self, s, A, b, jacobian=True):
+        """:meth:`Task.fill` without the zero drift (``a - 0 = a`` exactly)."""
+        g = self.gains
+        sw = math.sqrt(g.weight)
+        e = self.target - s.q[self._q_sel]
+        if jacobian:
+            np.multiply(self._J, sw, out=A)
+        np.multiply(g.kp * e + g.kd * (0.0 - s.v[self._v_sel]), sw, out=b)
+        return e
+
+
+def _as_slice(idx: np.ndarray) -> np.ndarray | slice:
+    """``idx`` as a slice when it is a contiguous increasing range, else ``idx``."""
+    if idx.ndim == 1 and idx.size and np.array_equal(idx, np.arange(idx[0], idx[0] + idx.size)):
+        return slice(int(idx[0]), int(idx[0]) + idx.size)
+    return idx
 
 
 # ------------------------------------------------------------------------------------------------
@@ -524,16 +656,125 @@ def solve_task_stack(
         b = np.concatenate([w * (r.acceleration - r.drift) for w, r in zip(sw, rows)])
     else:
         A, b = np.zeros((0, nv)), np.zeros(0)
+    return _solve_stack(A, b, nv, regularization, nullspace)
+
+
+def _solve_stack(A: np.ndarray, b: np.ndarray, nv: int, regularization: float,
+                 nullspace: tuple[np.ndarray, np.ndarray] | None) -> np.ndarray:
+    """The regularised normal equations of the stacked weighted rows ``A (k, nv)``, ``b (k,)`` (see
+    :func:`solve_task_stack`); ``A`` and ``b`` are not modified."""
     if nullspace is not None:
         N, qdd_p = nullspace
         b = b - A @ qdd_p
         A = A @ N
     H = A.T @ A
-    H.flat[::nv + 1] += regularization
+    H += _scaled_identity(nv, regularization)  # + reg I (x + 0.0 = x off the diagonal)
     rhs = A.T @ b
-    if not (np.isfinite(H).all() and np.isfinite(rhs).all()):
+    # one finiteness test: a NaN or inf anywhere in H or rhs makes the sum non-finite
+    if not math.isfinite(H.sum() + rhs.sum()):
         raise WbsimError("non-finite task Jacobian or acceleration in the task stack")
     z = cholesky_solve(cholesky(H, "task-stack normal matrix", None), rhs)  # SPD: reg > 0
     if nullspace is not None:
         return qdd_p + nullspace[0] @ z
     return z
+
+
+_SCALED_IDENTITY: dict[tuple[int, float], np.ndarray] = {}
+
+
+def _scaled_identity(n: int, scale: float) -> np.ndarray:
+    """``scale * I (n, n)``, cached read-only (adding it beats a strided diagonal update)."""
+    key = (n, scale)
+    out = _SCALED_IDENTITY.get(key)
+    if out is None:
+        out = np.eye(n) * scale
+        out.setflags(write=False)
+        if len(_SCALED_IDENTITY) < 64:
+            _SCALED_IDENTITY[key] = out
+    return out
+
+
+class TaskStack:
+    """The weighted least-squares stack of a fixed list of tasks with preallocated rows: the per-step
+    form of :func:`solve_task_stack` for a controller whose tasks change only with the contact set.
+
+    :meth:`solve` writes each task's rows in place (:meth:`Task.fill`; a task with a constant
+    Jacobian, the posture, only when its weight changed) and solves the same regularised normal
+    equations as ``solve_task_stack([t.rows(s) for t in tasks], ...)`` (same result up to rounding;
+    ``tests/test_contact_projected_id.py`` compares them). In the null space
+    (``qdd = qdd_p + N z``) it works on ``[N | qdd_p]`` at once: ``A [N | qdd_p]`` in one product
+    (the rows of a selection task, the posture, are rows of ``[N | qdd_p]``: no product), then
+    ``[A N | b - A qdd_p]^T (A N)`` gives the normal matrix and its right-hand side together.
+
+    Args:
+        tasks: the tasks, in stack order.
+        nv: dimension of ``qdd``.
+        regularization: Tikhonov term (> 0).
+
+    Attributes:
+        errors: after :meth:`solve`, each task's error ``e_i (k_i,)``, in ``tasks`` order.
+    """
+
+    def __init__(self, tasks: Sequence[Task], nv: int, regularization: float = 1e-6):
+        self.tasks = tuple(tasks)
+        self.nv = int(nv)
+        self.regularization = float(regularization)
+        dims = [int(t.dim) for t in self.tasks]
+        k = sum(dims)
+        self.A = np.zeros((k, self.nv))
+        self.b = np.zeros(k)
+        ends = np.cumsum(dims).tolist()
+        starts = [0] + ends[:-1]
+        self._views = [(self.A[i:j], self.b[i:j]) for i, j in zip(starts, ends)]
+        # [A N | A qdd_p] by blocks: runs of ordinary tasks (one product each), selection tasks
+        self._ANb = np.empty((k, self.nv + 1))
+        runs: list[list] = []  # [first row, end row, task or None]
+        for task, i, j in zip(self.tasks, starts, ends):
+            if task.selection is None and runs and runs[-1][2] is None:
+                runs[-1][1] = j
+            else:
+                runs.append([i, j, None if task.selection is None else task])
+        self._blocks = [(self._ANb[i:j], self.A[i:j] if task is None else task.selection, task)
+                        for i, j, task in runs]
+        self._written: list[float | None] = [None] * len(self.tasks)
+        self.errors: list[np.ndarray | None] = [None] * len(self.tasks)
+
+    def solve(self, s: DynamicsSnapshot, nullspace: tuple[np.ndarray, np.ndarray] | None = None,
+              augmented: np.ndarray | None = None) -> np.ndarray:
+        """``qdd_des (nv,)`` at snapshot ``s`` (see :func:`solve_task_stack` for ``nullspace`` and the
+        errors raised). ``augmented``: ``[N | qdd_p]`` ``(nv, nv + 1)`` if the caller has it
+        (:attr:`~wbsim.controllers.contact_projected_id.ContactProjection.augmented`); else it is
+        stacked from ``nullspace``."""
+        errors, written = self.errors, self._written
+        for i, (task, (A, b)) in enumerate(zip(self.tasks, self._views)):
+            if task.constant_jacobian:
+                w = task.gains.weight
+                errors[i] = task.fill(s, A, b, written[i] != w)
+                written[i] = w
+            else:
+                errors[i] = task.fill(s, A, b)
+        if nullspace is None:
+            return _solve_stack(self.A, self.b, self.nv, self.regularization, None)
+        nv = self.nv
+        if augmented is None:
+            augmented = np.column_stack(nullspace)
+        ANb = self._ANb
+        for out, rows, task in self._blocks:
+            if task is None:
+                np.matmul(rows, augmented, out=out)
+            else:  # sqrt(w) S [N | qdd_p] = sqrt(w) [N | qdd_p][selection]
+                np.multiply(augmented[rows], math.sqrt(task.gains.weight), out=out)
+        col = ANb[:, nv]
+        np.subtract(self.b, col, out=col)  # b - A qdd_p
+        HrT = ANb.T @ ANb[:, :nv]  # (nv + 1, nv): [(A N)^T (A N); (b - A qdd_p)^T (A N)]
+        H = HrT[:nv]
+        H += _scaled_identity(nv, self.regularization)
+        if not math.isfinite(HrT.sum()):
+            raise WbsimError("non-finite task Jacobian or acceleration in the task stack")
+        # H is symmetric: its transpose is the same matrix in Fortran order (no copy for LAPACK)
+        z = cholesky_solve(cholesky(H.T, "task-stack normal matrix", None), HrT[nv])
+        return augmented[:, nv] + augmented[:, :nv] @ z
+
+    def error_norms(self) -> dict[str, float]:
+        """``{task name: ||e_i||}`` of the last :meth:`solve`."""
+        return {t.name: math.sqrt(float(e @ e)) for t, e in zip(self.tasks, self.errors)}

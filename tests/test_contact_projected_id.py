@@ -13,6 +13,7 @@ import mujoco
 import numpy as np
 import pinocchio as pin
 import pytest
+import qpsolvers
 from conftest import random_state
 from wbsim.controllers import ContactSchedule, RobotState, make_controller
 from wbsim.controllers import contact_projected_id as cpid
@@ -398,6 +399,183 @@ def test_static_double_support_equals_gravity_qp(robot, eps):
         forces_ref = np.array([ref.contact_forces[n] for n in cmd.contact_forces])
         forces = np.array(list(cmd.contact_forces.values()))
         assert np.abs(forces - forces_ref).max() < 1e-3
+
+
+# ------------------------------------------------------------------------------------------------
+# the per-step fast paths against the general ones
+# ------------------------------------------------------------------------------------------------
+def test_snapshot_refilled_in_place_equals_a_fresh_one(g1):
+    model = g1.pin_model
+    data = model.createData()
+    states = _states(g1, 20, 3)
+    s = T.compute_snapshot(model, data, *states[0])
+    fid = g1.feet["left_foot"].pin_frame_id
+    s.frame(fid)
+    for q, v in states[1:]:
+        out = T.compute_snapshot(model, data, q, v, out=s)
+        ref = T.compute_snapshot(model, model.createData(), q, v)
+        assert out is s
+        for name in ("M", "h", "g", "com", "com_velocity", "com_jacobian", "com_drift"):
+            assert np.array_equal(getattr(out, name), getattr(ref, name)), name
+        for attr in ("position", "rotation", "jacobian", "drift", "velocity"):  # cache cleared
+            assert np.array_equal(getattr(out.frame(fid), attr), getattr(ref.frame(fid), attr)), attr
+    with pytest.raises(WbsimError):
+        T.compute_snapshot(model, model.createData(), *states[0], out=s)
+
+
+def test_sole_points_and_grasp_map_match_pinocchio_frames(g1):
+    """``contact_kinematics``' batched sole points against Pinocchio's own frames at the sole
+    corners, and its grasp map against the per-point definition ``[I; [p_i - o]x]``."""
+    model = g1.pin_model
+    for q, v in _states(g1, 21, 3):
+        data = model.createData()
+        s = T.compute_snapshot(model, data, q, v)
+        for feet in (BOTH, RIGHT):
+            layout = cpid.build_contact_layout(g1, feet)
+            ck = cpid.contact_kinematics(s, layout)
+            pin.updateFramePlacements(model, data)
+            ids = [i for f in g1.feet if f in feet for i in g1.feet[f].pin_point_frame_ids]
+            ref = np.array([data.oMf[i].translation for i in ids])
+            assert np.allclose(ck.point_positions, ref, atol=1e-12)
+            for k in range(len(layout.feet)):
+                for i in range(4):
+                    r = ck.point_positions[4 * k + i] - ck.foot_positions[k]
+                    skew = np.array([[0, -r[2], r[1]], [r[2], 0, -r[0]], [-r[1], r[0], 0]])
+                    block = ck.grasp[6 * k:6 * k + 6, 12 * k + 3 * i:12 * k + 3 * i + 3]
+                    assert np.allclose(block, np.vstack([np.eye(3), skew]), atol=1e-14)
+
+
+def _controller_tasks(g1, swing):
+    ctrl = ContactProjectedID(g1)
+    ctrl.reset(RobotState(0.0, g1.pose_q("stand"), np.zeros(g1.pin_model.nv)))
+    tasks = [ctrl.com_task, ctrl.base_task]
+    for f in swing:
+        tasks += [ctrl.foot_position_tasks[f], ctrl.foot_orientation_tasks[f]]
+    return tasks + [ctrl.posture_task]
+
+
+@pytest.mark.parametrize("swing", [(), ("right_foot",)], ids=["double", "single"])
+def test_task_stack_equals_solve_task_stack(g1, swing):
+    """``TaskStack`` (rows written in place, ``[N | qdd_p]`` products, posture rows read from N)
+    against ``solve_task_stack`` on the tasks' own rows, in the null space and free."""
+    model = g1.pin_model
+    nv = model.nv
+    rng = np.random.default_rng(22)
+    tasks = _controller_tasks(g1, swing)
+    tasks[0].set_target(tasks[0].target + [0.02, -0.01, 0.01], [0.1, 0.0, -0.05])
+    feet = BOTH - frozenset(swing)
+    stack = T.TaskStack(tasks, nv, 1e-6)
+    for i, (q, v) in enumerate(_states(g1, 23, 4)):
+        s, _, _, proj = _projection_at(g1, q, v, feet)
+        if i == 3:  # a weight change must reach the constant (posture) rows too
+            tasks[-1].gains = T.TaskGains(2.0, 1.0, 0.5)
+        rows = [t.rows(s) for t in tasks]
+        ns = (proj.Nc, proj.particular)
+        for nullspace, augmented in ((ns, proj.augmented), (ns, None), (None, None)):
+            ref = T.solve_task_stack(rows, nv, 1e-6, nullspace)
+            got = stack.solve(s, nullspace, augmented)
+            assert np.allclose(got, ref, rtol=1e-9, atol=1e-9 * (1 + np.abs(ref).max()))
+            assert stack.error_norms() == {r.name: pytest.approx(np.linalg.norm(r.error))
+                                           for r in rows}
+        qdd = stack.solve(s, ns, proj.augmented)
+        Jc, dJv = _reference_contact(g1, q, v, feet)
+        assert np.linalg.norm(Jc @ qdd + dJv) < 1e-8
+    del rng
+
+
+def _one_sided_reference(qp):
+    """The QP of a :class:`ContactQP` rebuilt in one-sided form by hand (``G x <= h`` with
+    ``-C x <= -lower`` and ``C x <= upper``, ``A x = b``) and solved by ProxQP."""
+    ne = qp.n_eq
+    C, lo, up = qp.C[ne:], qp.lower[ne:], qp.upper[ne:]
+    G = np.vstack([C[np.isfinite(up)], -C[np.isfinite(lo)]])
+    h = np.concatenate([up[np.isfinite(up)], -lo[np.isfinite(lo)]])
+    return qpsolvers.solve_qp(qp.P, qp.q, G, h, qp.C[:ne], qp.upper[:ne], solver="proxqp",
+                              eps_abs=1e-9, eps_rel=0.0, max_iter=100000)
+
+
+def _reference_exact_qp(M, h, qdd_star, Jc, grasp, friction, friction_rhs, vidx, tau_limit, eps):
+    """The exact problem built from its definition, independently of ``build_contact_qp``:
+    ``min ||tau||^2 + eps ||f||^2`` with ``tau = (M qdd* + h - J_c^T G f)_a`` over all actuated
+    rows, base rows as equality, friction, ``-lim <= tau <= lim`` as two one-sided blocks; ProxQP."""
+    nv = M.shape[0]
+    unact = np.setdiff1d(np.arange(nv), vidx)
+    A_f = Jc.T @ grasp
+    b = M @ qdd_star + h
+    Aa, ba = A_f[vidx], b[vidx]
+    P = 2 * (Aa.T @ Aa + eps * np.eye(A_f.shape[1]))
+    q = -2 * Aa.T @ ba
+    G = np.vstack([friction, -Aa, Aa])  # tau <= lim: -Aa f <= lim - ba; -tau <= lim: Aa f <= lim + ba
+    hh = np.concatenate([friction_rhs, tau_limit - ba, tau_limit + ba])
+    keep = np.isfinite(hh) & (np.abs(G).sum(axis=1) > 0)
+    return qpsolvers.solve_qp(P, q, G[keep], hh[keep], A_f[unact], b[unact], solver="proxqp",
+                              eps_abs=1e-9, eps_rel=0.0, max_iter=100000)
+
+
+def test_direct_daqp_equals_qpsolvers(g1):
+    """``solve_contact_qp`` calling ``daqp.solve`` on the two-sided arrays against the general
+    qpsolvers path (DAQP through qpsolvers, and ProxQP on a hand-built one-sided problem), for
+    exact and relaxed problems, with and without extra force bounds and torque limits."""
+    rng = np.random.default_rng(24)
+    vidx = g1.converter.pin_vidx
+    nv = g1.pin_model.nv
+    q0 = g1.pose_q("stand")
+    states = [(q0 + np.r_[np.zeros(7), rng.normal(scale=0.05, size=g1.n_joints)],
+               rng.normal(scale=0.1, size=nv)) for _ in range(6)]
+    states += [(q, 0.2 * v) for q, v in _states(g1, 25, 6)]
+    checked = {False: 0, True: 0}
+    for i, (q, v) in enumerate(states):
+        feet = BOTH if i % 2 else LEFT
+        s, layout, ck, proj = _projection_at(g1, q, v, feet)
+        qdd_star = proj.project(rng.normal(scale=0.2 if i < 6 else 1.0, size=nv))
+        limits = None
+        if i % 4 == 3:  # a cap on the first foot's load, as in a contact transition
+            rows = np.zeros((1, ck.grasp.shape[1]))
+            rows[0, 2:12:3] = 1.0
+            limits = (rows, np.array([150.0]))
+        # no limits, the robot's, or tight ones (upper and lower torque bounds active)
+        tau_limit = (np.full(g1.n_joints, np.inf), g1.effort_limits, 0.2 * g1.effort_limits)[i % 3]
+        args = (s.M, s.h, qdd_star, ck.Jc, ck.Jc_dot_v, ck.grasp, layout.friction,
+                layout.friction_rhs, vidx, tau_limit, 1.0)
+        for relax in (None, 1e5):
+            qp = cpid.build_contact_qp(*args, relax_weight=relax, force_limits=limits)
+            fast = cpid.solve_contact_qp(qp, ck.grasp, "daqp")
+            slow = cpid.solve_contact_qp(qp, ck.grasp, "daqp", direct=False)
+            assert fast.found == slow.found
+            if not fast.found:
+                continue
+            scale = 1 + np.abs(slow.point_forces).max()
+            assert np.allclose(fast.point_forces, slow.point_forces, atol=1e-7 * scale)
+            assert np.allclose(fast.tau, slow.tau, atol=1e-7 * scale)
+            assert np.array_equal(fast.qdd, slow.qdd) or np.allclose(fast.qdd, slow.qdd, atol=1e-7)
+            ref = _one_sided_reference(qp)
+            assert ref is not None
+            f_ref = ref[nv:] if relax else ref
+            assert np.abs(fast.point_forces.ravel() - f_ref).max() < 1e-5 * scale
+            if relax is None and limits is None:
+                ref = _reference_exact_qp(s.M, s.h, qdd_star, ck.Jc, ck.grasp, layout.friction,
+                                          layout.friction_rhs, vidx, tau_limit, 1.0)
+                assert np.abs(fast.point_forces.ravel() - ref).max() < 1e-5 * scale
+            checked[relax is not None] += 1
+    assert checked[False] >= 3 and checked[True] >= 3, checked
+
+
+def test_controller_qp_builder_equals_build_contact_qp(g1):
+    """The controller's per-contact-set builder (reached joints from the layout) builds the same
+    exact QP as the pure ``build_contact_qp`` (reached joints from the data)."""
+    ctrl = ContactProjectedID(g1, variant="qp")
+    ctrl.reset(RobotState(0.0, g1.pose_q("stand"), np.zeros(g1.pin_model.nv)))
+    for i, (q, v) in enumerate(_states(g1, 26, 4)):
+        feet = BOTH if i % 2 else RIGHT
+        ctrl.compute(RobotState(0.0, q, v), ContactSchedule(contact_set=feet))
+        s, layout, ck, proj = _projection_at(g1, q, v, feet)
+        qdd = proj.project(np.zeros(g1.pin_model.nv))
+        a = ctrl._qp_builder.build(s.M, s.h, qdd, ck.Jc, ck.grasp, layout.friction_rhs, 1.0)
+        b = cpid.build_contact_qp(s.M, s.h, qdd, ck.Jc, ck.Jc_dot_v, ck.grasp, layout.friction,
+                                  layout.friction_rhs, ctrl._act, ctrl.tau_limit, 1.0)
+        for name in ("P", "q", "C", "lower", "upper", "tau_map", "tau_offset"):
+            assert np.allclose(getattr(a, name), getattr(b, name), rtol=1e-12, atol=1e-9), name
+        assert a.n_eq == b.n_eq == 6 and a.infeasible == b.infeasible
 
 
 # ------------------------------------------------------------------------------------------------

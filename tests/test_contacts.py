@@ -357,3 +357,202 @@ def test_thresholds_and_bad_input():
     s = box_sensor(m, thresholds={"normal_force": 1e3}).sense(d)
     assert np.all(s.mode == OPEN)
     assert isinstance(s, ContactSensing)
+
+
+# ------------------------------------------------------------------------------------------------
+# the vectorised sensing against a slow per-contact, per-point reference
+# ------------------------------------------------------------------------------------------------
+def reference_sensing(sensor, m, d):
+    """What :meth:`PointContactSensor.sense` must return, the slow way: ``mj_contactForce`` for each
+    contact, ``mj_objectVelocity`` for each site (or the sphere's geom), Python loops over contacts
+    and points. Returns a dict of the :class:`ContactSensing` fields."""
+    n = len(sensor.names)
+    fid = sensor.floor_geom_id
+    normal = d.geom_xmat[fid].reshape(3, 3)[:, 2].copy()
+    top = m.geom_size[fid, 2] if m.geom_type[fid] == mujoco.mjtGeom.mjGEOM_BOX else 0.0
+    c = float(d.geom_xpos[fid] @ normal) + top
+    pos = np.zeros((n, 3))
+    vel = np.zeros((n, 3))
+    res = np.zeros(6)
+    for i, g in enumerate(sensor.point_geom_ids):
+        if sensor.point_site_ids is not None:
+            s = sensor.point_site_ids[i]
+            pos[i] = d.site_xpos[s]
+            mujoco.mj_objectVelocity(m, d, mujoco.mjtObj.mjOBJ_SITE, s, res, 0)
+            vel[i] = res[3:]
+        else:
+            pos[i] = d.geom_xpos[g] - m.geom_size[g, 0] * normal
+            mujoco.mj_objectVelocity(m, d, mujoco.mjtObj.mjOBJ_GEOM, g, res, 0)
+            vel[i] = res[3:] + np.cross(res[:3], pos[i] - d.geom_xpos[g])
+    gap = pos @ normal - c
+    touched = np.full(n, np.inf)
+    force = np.zeros((n, 3))
+    c_pos, c_force, non_sole = [], [], {}
+    point_of = {int(g): i for i, g in enumerate(sensor.point_geom_ids)}
+    f6 = np.zeros(6)
+    for k in range(d.ncon):
+        con = d.contact[k]
+        g1, g2 = int(con.geom[0]), int(con.geom[1])
+        r1, r2 = sensor.robot_geom_mask[g1], sensor.robot_geom_mask[g2]
+        if r1 == r2:
+            continue  # robot-robot or environment-environment
+        f6[:] = 0.0
+        if con.efc_address >= 0:
+            mujoco.mj_contactForce(m, d, k, f6)
+        f = con.frame.reshape(3, 3).T @ f6[:3] * (1.0 if r2 else -1.0)  # on the robot
+        g = g2 if r2 else g1
+        c_pos.append(con.pos.copy())
+        c_force.append(f)
+        if g in point_of:
+            force[point_of[g]] += f
+            touched[point_of[g]] = min(touched[point_of[g]], con.dist)
+        elif con.efc_address >= 0 and (con.dist <= 0 or f @ normal > sensor.thresholds.normal_force):
+            name = m.geom(g).name or f"{m.body(m.geom_bodyid[g]).name}/geom{g}"
+            non_sole[name] = non_sole.get(name, 0.0) + f @ normal
+    gap = np.where(np.isfinite(touched), touched, gap)
+    fn = force @ normal
+    ft = np.linalg.norm(force - np.outer(fn, normal), axis=1)
+    vt = vel - np.outer(vel @ normal, normal)
+    slip = np.linalg.norm(vt, axis=1)
+    loaded = fn > sensor.thresholds.normal_force
+    mode = np.where(loaded, np.where(slip > sensor.thresholds.slip_speed, SLIDING, STICKING), OPEN)
+    feet = frozenset(f for f, on in zip(sensor.point_feet, loaded) if on and f)
+    return {"position_world": pos, "gap": gap, "floor_normal_world": normal, "force_world": force,
+            "normal_force": fn, "tangential_force": ft, "tangential_velocity_world": vt,
+            "slip_velocity": slip, "mode": mode, "feet_in_contact": feet,
+            "non_sole_contacts": non_sole, "contact_position_world": np.reshape(c_pos, (-1, 3)),
+            "contact_force_world": np.reshape(c_force, (-1, 3))}
+
+
+def assert_matches_reference(s, ref, scale):
+    """Every field of the sensing ``s`` equals the reference (forces to 1e-10 of ``scale`` N)."""
+    for name, want in ref.items():
+        got = getattr(s, name)
+        if name in ("feet_in_contact", "mode"):
+            np.testing.assert_array_equal(np.asarray(got) if name == "mode" else got, want, name)
+        elif name == "non_sole_contacts":
+            assert got.keys() == want.keys()
+            for k in want:
+                assert got[k] == pytest.approx(want[k], abs=1e-10 * scale)
+        else:
+            tol = 1e-10 * scale if "force" in name else 1e-12
+            np.testing.assert_allclose(got, want, rtol=0, atol=tol, err_msg=name)
+    assert s.mode.dtype == np.int8
+
+
+def check_states(sensor, m, d, scale, steps, every=1, step=None):
+    """Step ``steps`` times (``step(k)`` may change ``d`` before each step); at every ``every``-th
+    step sense twice (the second call of a contact list uses the fast path) and compare both, and
+    the general path, with the reference. Returns how many comparisons used the fast path."""
+    general = sensor._sense_general
+    calls = []
+    sensor._sense_general = lambda data: calls.append(1) or general(data)  # counts the fallbacks
+    fast = 0
+    try:
+        for k in range(steps):
+            if step is not None:
+                step(k)
+            mujoco.mj_step(m, d)
+            if k % every:
+                continue
+            ref = reference_sensing(sensor, m, d)
+            for _ in range(2):
+                before = len(calls)
+                assert_matches_reference(sensor.sense(d), ref, scale)
+                fast += len(calls) == before
+            assert_matches_reference(general(d), ref, scale)
+    finally:
+        del sensor._sense_general
+    return fast
+
+
+BOX_CASES = {
+    "plane-pyramidal": {},
+    "plane-elliptic": {"cone": "elliptic"},
+    "box-pyramidal": {"floor": "box"},
+    "box-elliptic": {"floor": "box", "cone": "elliptic"},
+    "tilted-plane": {"tilt_deg": 12.0},
+    "tilted-box": {"floor": "box", "tilt_deg": 12.0},
+    "hover-gap": {"gap": 0.01, "gravity": False, "z0": R_SPHERE + 0.005},
+}
+
+
+@pytest.mark.parametrize("case", list(BOX_CASES))
+def test_box_sensing_equals_the_reference(case):
+    """The box in every contact situation the tests above use, pushed past its friction limit half
+    way (sliding, hopping: contact lists change): every sensed field equals the slow reference, and
+    the fast path is taken where it applies (not for contacts inside the gap: no constraint rows)."""
+    m = box_model(**BOX_CASES[case])
+    d = mujoco.MjData(m)
+    if case.startswith("tilted"):  # the box tilted like the floor, 2 mm up
+        a = np.deg2rad(12.0)
+        d.qpos[3:7] = [np.cos(a / 2), np.sin(a / 2), 0, 0]
+        d.qpos[0:3] = [0, -0.012 * np.sin(a), 0.012 * np.cos(a)]
+    sensor = box_sensor(m)
+    b = m.body("box").id
+    weight = m.body_subtreemass[b] * G
+
+    def push(k):
+        if k == 60:
+            d.xfrc_applied[b, :3] = [1.5 * 0.8 * weight, 0.4 * weight, 0.0]
+
+    fast = check_states(sensor, m, d, weight, 160, every=4, step=push)
+    if case == "hover-gap":
+        assert fast == 0
+    else:
+        assert fast >= 40
+
+
+def test_g1_sensing_equals_the_reference(g1):
+    """The G1 dropped 2 cm, tilted, with zero torque (one foot lands first, contact lists of 1 to 8
+    sole points, then it crumples), lying on its side (non-sole contacts) and in the air (no
+    contact): every sensed field equals the slow reference; the fast path is taken wherever the
+    contacts are sole points."""
+    m = g1.mj_model
+    sensor = ContactSensor(g1)
+    d = mujoco.MjData(m)
+    q = g1.pose_q("stand")
+    q[2] += 0.02
+    q[3:7] = [0.04, 0.02, 0.0, 1.0]  # x, y, z, w: about 4.6 deg of roll, 2.3 of pitch
+    q[3:7] /= np.linalg.norm(q[3:7])
+    d.qpos[:] = g1.pin_to_mj(q)[0]
+    weight = g1.total_mass * G
+    counts = set()
+    fast = check_states(sensor, m, d, weight, 90, step=lambda k: counts.add(d.ncon))
+    assert fast >= 100 and 8 in counts and len(counts) >= 3, counts
+    # lying on its side: non-sole contacts (general path)
+    d = mujoco.MjData(m)
+    q = g1.pose_q("stand")
+    q[2] = 0.15
+    q[3:7] = [np.sin(np.pi / 4), 0, 0, np.cos(np.pi / 4)]
+    d.qpos[:] = g1.pin_to_mj(q)[0]
+    for _ in range(150):
+        mujoco.mj_step(m, d)
+    check_states(sensor, m, d, weight, 20, every=5)
+    assert sensor.sense(d).non_sole_contacts
+    # in the air
+    d = g1.make_data("stand")
+    d.qpos[2] += 0.5
+    assert check_states(sensor, m, d, weight, 3) == 6 and d.ncon == 0
+
+
+def test_copied_sensor_senses_the_same(g1):
+    """A copy (or unpickled copy) of a sensor that has built its fast-path caches senses the same as
+    the original (the caches' shared scratch buffers are rebuilt, not copied apart)."""
+    import pickle
+
+    m = g1.mj_model
+    feet = list(g1.feet.values())
+    sensor = PointContactSensor(m, g1.floor_geom_id, [g for f in feet for g in f.mj_geom_ids],
+                                point_site_ids=[s for f in feet for s in f.mj_site_ids])
+    d = g1.make_data("stand")
+    mujoco.mj_step(m, d)
+    for _ in range(3):  # the first sighting of a contact list takes the general path
+        sensor.sense(d)
+    twins = [copy.deepcopy(sensor), pickle.loads(pickle.dumps(sensor))]
+    d.qvel[:] = np.random.default_rng(0).normal(size=m.nv)  # a new state: nothing stale fits
+    mujoco.mj_step(m, d)
+    want = sensor.sense(d)
+    assert np.all(want.slip_velocity > 0.01)
+    for twin in twins:
+        assert twin.sense(d) == want  # bit for bit: the same fast path

@@ -437,3 +437,135 @@ def test_acceleration_matches_the_velocity_map(g1):
         qacc = rng.normal(size=g1.mj_model.nv)
         expect = np.linalg.solve(conv.velocity_map(q), qacc - conv.velocity_map_dot_times_v(q, v))
         np.testing.assert_allclose(mb.acceleration(q, v, qacc), expect, atol=1e-12)
+
+
+# ------------------------------------------------------------------------------------------------
+# the quick screen of the usual step against the exact checks
+# ------------------------------------------------------------------------------------------------
+#: tolerances that are powers of two, so that values exactly on a boundary are representable
+EDGE_TOL = Tolerances(force_sign=2**-7, friction_cone=2**-7, complementarity=2**-7,
+                      planar_complementarity=2**-6)
+
+
+def _edge_values(rng, p_bad, mu):
+    """Per-point ``(f_n, |f_t|, gap, slip)`` for friction ``mu`` on the edges of :data:`EDGE_TOL`:
+    most on the allowed side of a boundary or exactly on it, each past one with probability
+    ``p_bad`` (by one ulp, by far, or NaN / inf / 1e200): where a screen that differs from the
+    exact checks would show."""
+    n, tol, nxt = len(NAMES), EDGE_TOL, np.nextafter
+    fn = rng.choice([32.0, 16.0, 0.375, 0.0, -tol.force_sign], n)
+    excess = rng.choice([0.0, tol.friction_cone, -1.0], n)
+    gap = rng.choice([-1e-4, 0.0, tol.complementarity / 32.0], n)  # h f_n <= tol, = at 32 N
+    slip = rng.choice([0.0, 2.0**-12], n)  # |v_t| |f_t| < tol
+    for i in np.flatnonzero(rng.random(n) < p_bad):
+        what = rng.integers(5)
+        if what == 0:
+            fn[i] = rng.choice([nxt(-tol.force_sign, -1.0), -5.0])
+        elif what == 1:
+            excess[i] = rng.choice([nxt(tol.friction_cone, 1.0), 3.0])
+        elif what == 2:
+            gap[i] = rng.choice([nxt(tol.complementarity / 32.0, 1.0), 0.05])
+        elif what == 3:
+            slip[i] = 0.1
+        else:
+            fn[i] = rng.choice([np.nan, np.inf, 1e200])
+    ft = np.maximum(mu * fn + excess, 0.0)
+    return fn, np.where(np.isnan(ft), 1.0, ft), gap, slip
+
+
+def _as_json(events):
+    """Events as JSON text (NaN magnitudes compare equal)."""
+    return json.dumps([e.to_dict() for e in events], sort_keys=True)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the NaN, inf and 1e200 forces
+def test_screen_never_hides_an_event():
+    """Random steps with sensed and commanded values on the tolerances' edges (and NaN, inf,
+    1e200): the detector with its quick screen gives exactly the events and summary of one that
+    always runs the exact checks. Foot wrenches, tilted floors and missing forces included."""
+    rng = np.random.default_rng(7)
+    fast, exact = EventDetector(EDGE_TOL, dt=DT), EventDetector(EDGE_TOL, dt=DT)
+    exact._screen = lambda sensing, forces: None  # always the exact checks
+    tilted = np.array([0.0, np.sin(0.1), np.cos(0.1)])
+    screened = 0
+    for k in range(3000):
+        mu = rng.choice([0.0, 0.5, 1.0], len(NAMES))
+        fn, ft, gap, slip = _edge_values(rng, 0.01, mu)
+        s = fake_sensing(gap=gap, normal=np.abs(fn), tangential=ft, slip=slip, mu=mu)
+        if k % 97 == 5:
+            s = dataclasses.replace(s, floor_normal_world=tilted)
+        cfn, cft, _, _ = _edge_values(rng, 0.01, mu)
+        forces = {nm: np.array([cft[i], 0.0, cfn[i]]) for i, nm in enumerate(NAMES)}
+        if k % 7 == 0:
+            forces = {nm: f for nm, f in forces.items() if nm.startswith("right")}
+        if k % 11 == 0:
+            bad = rng.choice(NAMES)
+            forces[bad] = np.array([rng.choice([np.nan, np.inf, 1e200]), 0.0, 1e200])
+        if k % 13 == 0:
+            forces = {"left_foot": np.r_[cft[0], 0.0, cfn[0], 0, 0, 0]}
+        if k % 17 == 0:
+            forces = {}
+        cmd = standing_command(forces, contact_set=FEET if k % 5 else ["right_foot"])
+        a = fast.update(s, cmd, k * DT, k)
+        b = exact.update(s, cmd, k * DT, k)
+        assert _as_json(a) == _as_json(b), k
+        screened += fast._screen(s, forces) is not None
+    fast.finish()
+    exact.finish()
+    assert _as_json(fast.events) == _as_json(exact.events)
+    assert json.dumps(fast.summary()) == json.dumps(exact.summary())
+    assert len(fast.events) > 300 and screened > 1000, (len(fast.events), screened)
+
+
+def test_momentum_residual_matches_a_direct_sum(g1):
+    """At random states, accelerations, contact forces and pushes the residual equals the balance
+    written out directly: ``dh_G/dt`` with ``vdot = solve(velocity_map, qacc - Tdot v)``, the CoM
+    from ``pinocchio.centerOfMass``, moments with ``np.cross``."""
+    from conftest import random_state
+
+    mb = MomentumBalance(g1)
+    model, data = g1.pin_model, g1.pin_model.createData()
+    conv = g1.converter
+    rng = np.random.default_rng(11)
+    nbody = g1.mj_model.nbody
+    for k in range(6):
+        q, v = random_state(g1, rng)
+        qacc = rng.normal(size=g1.mj_model.nv) * 5
+        npts = [0, 1, 8][k % 3]
+        s = dataclasses.replace(fake_sensing(), contact_position_world=rng.normal(size=(npts, 3)),
+                                contact_force_world=rng.normal(size=(npts, 3)) * 100)
+        xfrc = np.zeros((nbody, 6))
+        xipos = rng.normal(size=(nbody, 3))
+        if k % 2:
+            xfrc[rng.integers(1, nbody)] = rng.normal(size=6) * 20
+        a = np.linalg.solve(conv.velocity_map(q), qacc - conv.velocity_map_dot_times_v(q, v))
+        dh = pin.computeCentroidalMomentumTimeVariation(model, data, q, v, a)
+        c = pin.centerOfMass(model, data, q)
+        p, f = s.contact_position_world, s.contact_force_world
+        force = f.sum(axis=0) + g1.total_mass * g1.mj_model.opt.gravity + xfrc[:, :3].sum(axis=0)
+        moment = (np.cross(p - c, f).sum(axis=0) + np.cross(xipos - c, xfrc[:, :3]).sum(axis=0)
+                  + xfrc[:, 3:].sum(axis=0))
+        expect = np.concatenate([dh.linear - force, dh.angular - moment])
+        got = mb.residual(q, v, qacc, s, xfrc, xipos)
+        np.testing.assert_allclose(got, expect, atol=1e-9 * (1 + np.abs(expect).max()))
+        assert mb.relative(got) == pytest.approx(np.linalg.norm(expect) / mb.weight, rel=1e-12)
+    with pytest.raises(WbsimError, match="xipos"):
+        mb.residual(q, v, qacc, s, np.ones((nbody, 6)))
+
+
+def test_copied_detector_detects_the_same():
+    """A detector copied in the middle of a run (its screens built) goes on exactly like the
+    original: a pulling force after the copy is one event in both."""
+    import copy
+    import pickle
+
+    det = EventDetector(dt=DT)
+    run(det, [(fake_sensing(), standing_command())] * 5)
+    twins = [det, copy.deepcopy(det), pickle.loads(pickle.dumps(det))]
+    pull = {**{nm: np.array([0.0, 0.0, 40.0]) for nm in NAMES}, NAMES[3]: np.array([0, 0, -2.0])}
+    for d in twins:
+        for k in range(5, 10):
+            d.update(fake_sensing(), standing_command(pull if k == 7 else None), k * DT, k)
+        d.finish()
+    assert [(e.kind, e.step, e.where) for e in twins[0].events] == [("force_sign", 7, NAMES[3])]
+    assert _as_json(twins[1].events) == _as_json(twins[0].events) == _as_json(twins[2].events)

@@ -15,9 +15,12 @@ timed unit is):
   step + the rollout's diagnostics + the episode log, or none; no video): ``loop_wall_seconds /
   steps`` of a run of ``seconds`` simulated seconds.
 * ``env_step/wbsim``: one ``env.step`` of the robot's stand env (``gym.make``; torque actions, the
-  constant gravity-compensation action); ``env_step/humanoid_v5``: one ``env.step`` of
-  Gymnasium's ``Humanoid-v5`` (zero torque action); ``env_step/<env>/mj_step``: one raw ``mj_step``
-  on that env's own model and data, replaying the same trajectory (same start state, controls).
+  constant gravity-compensation action) at Humanoid-v5's ``frame_skip`` (5), so both wrappers
+  spread their per-step Python over the same number of ``mj_step``; ``env_step/wbsim/fs1``: the
+  same at wbsim's default ``frame_skip`` 1 (one env step per 2 ms physics step, what the
+  controllers in the loop use); ``env_step/humanoid_v5``: one ``env.step`` of Gymnasium's
+  ``Humanoid-v5`` (zero torque action); ``env_step/<env>/mj_step``: one raw ``mj_step`` on that
+  env's own model and data, replaying the same trajectory (same start state, controls).
 * ``vec/async_<k>``: one env step of ``gym.make_vec(env, num_envs=k, vectorization_mode="async")``
   (total env steps over wall time).
 * ``render/<w>x<h>``: one off-screen frame of :class:`wbsim.render.FrameRenderer` with the
@@ -108,7 +111,7 @@ class BenchSettings:
     loop_seconds: float = 2.0
     loop_repeats: int = 5
     env_blocks: int = 20
-    env_steps: int = 200            # wbsim env steps per block (frame_skip 1)
+    env_steps: int = 200            # wbsim mj_steps per block (env steps x frame_skip)
     humanoid_steps: int = 40        # Humanoid-v5 env steps per block (frame_skip 5: 200 mj_steps)
     vec_blocks: int = 6
     vec_steps: int = 150
@@ -622,18 +625,11 @@ def _collect(robot_name: str, s: BenchSettings) -> dict[str, Any]:
                     result[key] = e
 
     # -- env.step against Humanoid-v5 -----------------------------------------------------------
+    # Humanoid-v5 first, for its frame_skip: the target compares wbsim at the same frame_skip
+    # (the Python cost of one env step is spread over the same number of mj_steps); wbsim's own
+    # default (frame_skip 1, one env step per 2 ms physics step) is measured too.
     _note("env.step")
     from wbsim.envs import make as make_env
-
-    env = make_env(env_id, max_seconds=1e6)
-    try:
-        action = env.unwrapped.torque_to_action(tau)
-        if np.any(np.abs(action) > 1.0):
-            _note("the holding torque exceeds an effort limit; its action is clipped")
-        result["env_step/wbsim"], result["env_step/wbsim/mj_step"] = bench_env_pair(
-            env, action, s.env_steps, s.env_blocks)
-    finally:
-        env.close()
 
     def humanoid():
         henv = gym.make("Humanoid-v5")
@@ -644,6 +640,19 @@ def _collect(robot_name: str, s: BenchSettings) -> dict[str, Any]:
             henv.close()
 
     pair = optional("env_step/humanoid_v5", humanoid)
+    peer_fs = int(pair[0]["frame_skip"]) if pair is not None else 5
+    action = None
+    for fs in sorted({1, peer_fs}):
+        env = make_env(env_id, max_seconds=1e6, frame_skip=fs)
+        try:
+            action = env.unwrapped.torque_to_action(tau)
+            if fs == 1 and np.any(np.abs(action) > 1.0):
+                _note("the holding torque exceeds an effort limit; its action is clipped")
+            key = "env_step/wbsim" if fs == peer_fs else f"env_step/wbsim/fs{fs}"
+            result[key], result[f"{key}/mj_step"] = bench_env_pair(
+                env, action, max(1, s.env_steps // fs), s.env_blocks)
+        finally:
+            env.close()
     if pair is not None:
         result["env_step/humanoid_v5"], result["env_step/humanoid_v5/mj_step"] = pair
         _target(result["env_step/wbsim"], "env_step_overhead", value=pair[0]["ratio"],

@@ -150,8 +150,9 @@ class ContactSensing:
     ``k`` = number of contacts between the robot and the environment.
 
     All vectors are in the WORLD frame; forces are the forces ON THE ROBOT. Arrays are fresh (not
-    views of ``MjData``). Treat it as read-only (it is not frozen only because a frozen dataclass
-    costs microseconds to build, every step).
+    views of ``MjData``; several may be views of one fresh buffer of this step). Treat it as
+    read-only (it is not frozen only because a frozen dataclass costs microseconds to build, every
+    step).
 
     Attributes:
         names: ``(n,)`` point names (left foot first for a robot).
@@ -272,9 +273,10 @@ class PointContactSensor:
     """Senses point geoms (e.g. sole spheres) against a floor, for any MuJoCo model.
 
     Everything that depends only on the model (geom -> point map, which geoms belong to the robot,
-    names, friction) is computed once here; :meth:`sense` loops in Python only over the ``d.ncon``
-    contacts (and over the points for their velocities, with ``mj_objectVelocity``) and is otherwise
-    vectorised. Contacts of a point with any non-robot geom count, not only with the floor.
+    names, friction) is computed once here, and what depends only on a contact list (which contact
+    is at which point, the contact frames and friction) once per list; :meth:`sense` has no Python
+    loop over contacts or points (see its comments). Contacts of a point with any non-robot geom
+    count, not only with the floor.
 
     Args:
         model: the ``mujoco.MjModel``.
@@ -341,7 +343,6 @@ class PointContactSensor:
             if np.any((self.point_site_ids < 0) | (self.point_site_ids >= m.nsite)):
                 raise WbsimError(f"point_site_ids has ids outside 0..{m.nsite - 1}")
             self._radius = None
-            self._sites = [int(s) for s in self.point_site_ids]
         else:
             self.point_site_ids = None
             not_spheres = [int(g) for g in self.point_geom_ids
@@ -368,7 +369,6 @@ class PointContactSensor:
         self._geom_to_point = np.full(m.ngeom, -1, dtype=int)
         self._geom_to_point[self.point_geom_ids] = np.arange(n)
         self._point_body = m.geom_bodyid[self.point_geom_ids].copy()
-        self._point_root = m.body_rootid[self._point_body].copy()
         self._floor_body = int(m.geom_bodyid[self.floor_geom_id])
         self._floor_root = int(m.body_rootid[self._floor_body])
         #: the floor does not move (world body or welded to it): its frame is cached at first use
@@ -392,7 +392,26 @@ class PointContactSensor:
                 name = f"{mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, b) or f'body{b}'}/geom{g}"
             self._geom_names.append(name)
         self._buf = np.zeros(6)
-        self._vel = np.zeros((n, 6))
+        # the body whose motion each point follows (the site's, else the geom's) and its root, whose
+        # subtree CoM is the point ``d.cvel`` is expressed at
+        self._vel_body = (m.site_bodyid[self.point_site_ids] if self.point_site_ids is not None
+                          else self._point_body).copy()
+        self._vel_root = m.body_rootid[self._vel_body].copy()
+        # fast path (see :meth:`sense`): set up at the first call, once the floor's frame is known
+        self._fast: _FastSetup | None = None
+        self._fast_checked = False
+        self._plans: dict[tuple, Any] = {}  # contact-list key -> _Plan, None (general), _SEEN_ONCE
+        self._last_key: tuple | None = None
+        self._last_plan: Any = None
+        self._feet_cache: dict[bytes, frozenset[str]] = {}
+
+    def __getstate__(self) -> dict:
+        """For copy and pickle: without the fast path's caches, whose scratch buffers are shared
+        by views (a copy would break the sharing); they are rebuilt at the next :meth:`sense`."""
+        state = self.__dict__.copy()
+        state.update(_fast=None, _fast_checked=False, _plans={}, _last_key=None, _last_plan=None,
+                     _feet_cache={})
+        return state
 
     # ------------------------------------------------------------------------------------------
     def floor_normal_and_height(self, data: mujoco.MjData) -> tuple[np.ndarray, float]:
@@ -412,17 +431,20 @@ class PointContactSensor:
             self._z_up = bool(np.array_equal(normal, [0.0, 0.0, 1.0]))
         return normal, c
 
-    def _point_velocity(self, data: mujoco.MjData, p: np.ndarray) -> np.ndarray:
-        """World linear velocity ``(n, 3)`` of the points ``p (n, 3)`` relative to the floor."""
+    def _positions(self, data: mujoco.MjData, floor_n: np.ndarray) -> np.ndarray:
+        """World positions ``(n, 3)`` of the points (fresh): the sites, or the spheres' lowest points."""
         if self.point_site_ids is not None:
-            vel, m = self._vel, self.model
-            for k, s in enumerate(self._sites):  # rotation first, world frame (flg_local=0)
-                mujoco.mj_objectVelocity(m, data, _OBJ_SITE, s, vel[k], 0)
-            v = vel[:, 3:6].copy()
-        else:  # d.cvel: rotation first, about the subtree CoM of each body's root, world frame
-            cvel = data.cvel.take(self._point_body, axis=0)
-            v = cvel[:, 3:6] + _cross3(cvel[:, 0:3],
-                                       p - data.subtree_com.take(self._point_root, axis=0))
+            return data.site_xpos.take(self.point_site_ids, axis=0)
+        pos = data.geom_xpos.take(self.point_geom_ids, axis=0)
+        pos -= self._radius[:, None] * floor_n
+        return pos
+
+    def _point_velocity(self, data: mujoco.MjData, p: np.ndarray) -> np.ndarray:
+        """World linear velocity ``(n, 3)`` of the points ``p (n, 3)`` relative to the floor, from
+        ``d.cvel`` (rotation first, world frame, at the subtree CoM of each body's root):
+        ``v = v_c + omega x (p - c)``, what ``mj_objectVelocity`` computes point by point."""
+        cvel = data.cvel.take(self._vel_body, axis=0)
+        v = cvel[:, 3:6] + _cross3(cvel[:, 0:3], p - data.subtree_com.take(self._vel_root, axis=0))
         if not self.floor_static:
             fc = data.cvel[self._floor_body]
             v -= fc[3:6] + _cross3(fc[0:3], p - data.subtree_com[self._floor_root])
@@ -465,17 +487,222 @@ class PointContactSensor:
         Returns:
             A :class:`ContactSensing`.
         """
-        # Runs every step: written for few numpy calls (each costs microseconds), ``take`` rather
-        # than fancy indexing, views of ``d.contact`` fields used at once rather than copied, and
-        # fast paths for the usual case (a level floor, each point with at most one contact, the
-        # robot's geom second in every pair).
-        d, n = data, self._n
-        floor_n, floor_c = self._floor(d)
-        z_up = self._z_up
+        # Runs every step. The usual case (a floor that does not move, every robot-environment
+        # contact at a sole point, at most one per point, all active with condim 3) takes a fast
+        # path: a handful of numpy calls on precomputed matrices, see _sense_fast. Anything else,
+        # and the same values to round-off (tests/test_contacts.py), comes from _sense_general.
+        fast = self._fast
+        if fast is None or fast.threshold_source is not self.thresholds:
+            if self._fast_checked and fast is None:
+                return self._sense_general(data)
+            fast = self._setup_fast(data)
+            if fast is None:
+                return self._sense_general(data)
+        ncon = data.ncon
+        if ncon:
+            con = data.contact
+            key = (con.geom.tobytes(), con.frame.tobytes(), con.friction.tobytes())
+        else:
+            con, key = None, ()
+        if key == self._last_key:
+            plan = self._last_plan
+        else:
+            plan = self._plans.get(key, _MISSING)
+            if plan is _MISSING:
+                # a plan is made the second time a contact list is seen, so contacts whose frames
+                # change at every step (a curved or uneven floor) do not make one per step
+                if len(self._plans) >= _MAX_CACHE:
+                    self._plans.clear()
+                plan = self._plans[key] = _SEEN_ONCE
+                self._last_key, self._last_plan = key, plan
+                return self._sense_general(data)
+        if plan is _SEEN_ONCE:
+            plan = self._plans[key] = self._make_plan(data, con, ncon)
+        self._last_key, self._last_plan = key, plan
+        if plan is None:
+            return self._sense_general(data)
+        return self._sense_fast(data, con, plan, fast)
+
+    __call__ = sense
+
+    # ------------------------------------------------------------------------------------------
+    # fast path
+    # ------------------------------------------------------------------------------------------
+    def _setup_fast(self, data: mujoco.MjData) -> _FastSetup | None:
+        """Model- and floor-only data of the fast path (``None``: the floor moves)."""
+        self._fast_checked = True
+        floor_n, floor_c = self._floor(data)
+        if not self.floor_static:
+            return None
+        n = self._n
+        if self._z_up:
+            t1, t2 = np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0])
+            proj = np.diag([1.0, 1.0, 0.0])
+        else:  # any orthonormal tangent basis of the floor
+            a = np.eye(3)[int(np.argmin(np.abs(floor_n)))]
+            t1 = np.cross(floor_n, a)
+            t1 /= np.linalg.norm(t1)
+            t2 = np.cross(floor_n, t1)
+            proj = np.eye(3) - np.outer(floor_n, floor_n)
+        # Point velocity v_i = v_c + omega x r_i (cvel of the point's body: omega = cvel[0:3], v_c =
+        # cvel[3:6] at the subtree CoM c of its root; r_i = p_i - c). The 6 products of the cross
+        # product, (omega x r)_a = omega_a+1 r_a+2 - omega_a+2 r_a+1, are taken elementwise from two
+        # gathers (cvel entries, r entries); with v_c they form z = [products (6n) | v_c (3n)], and
+        # one matrix maps z to the outputs [v . t1 (n) | v . t2 (n) | tangential v (n, 3)].
+        w_idx, r_idx, vc_idx = [], [], []
+        G = np.zeros((3 * n, 9 * n))
+        for i, b in enumerate(self._vel_body.tolist()):
+            for a_ in range(3):
+                j, k = (a_ + 1) % 3, (a_ + 2) % 3
+                w_idx += [6 * b + j, 6 * b + k]
+                r_idx += [3 * i + k, 3 * i + j]
+                G[3 * i + a_, 6 * i + 2 * a_] = 1.0
+                G[3 * i + a_, 6 * i + 2 * a_ + 1] = -1.0
+                G[3 * i + a_, 6 * n + 3 * i + a_] = 1.0
+                vc_idx.append(6 * b + 3 + a_)
+        Q = np.zeros((5 * n, 3 * n))
+        for i in range(n):
+            Q[i, 3 * i:3 * i + 3] = t1
+            Q[n + i, 3 * i:3 * i + 3] = t2
+            Q[2 * n + 3 * i:2 * n + 3 * i + 3, 3 * i:3 * i + 3] = proj
+        z = np.zeros(9 * n)
+        fast = _FastSetup(
+            floor_n=floor_n, floor_c=floor_c, basis=np.vstack([floor_n, t1, t2]).T,
+            vel_matrix=(Q @ G).T.copy(), w_idx=np.array(w_idx), r_idx=np.array(r_idx),
+            vc_idx=np.array(vc_idx), z=z, z_prod=z[:6 * n], z_vc=z[6 * n:],
+            f_threshold=np.full(n, self.thresholds.normal_force),
+            v_threshold=np.full(n, self.thresholds.slip_speed),
+            threshold_source=self.thresholds)
+        self._fast = fast
+        return fast
+
+    def _make_plan(self, data: mujoco.MjData, con, ncon: int) -> _Plan | None:
+        """The fast path's plan for this contact list (geom pairs, frames, friction), or ``None``
+        when the list needs the general path (non-sole contacts, two contacts at one point, a
+        condim other than 3)."""
+        n = self._n
+        rows = 4 if self._pyramidal else 3
+        if ncon == 0:
+            ext = np.zeros(0, dtype=int)
+            rgeom, sign = ext, np.zeros(0)
+        else:
+            if not (self._all_condim3 and np.all(con.dim == 3)):
+                return None
+            geom = con.geom.copy()
+            mg = self.robot_geom_mask[geom]
+            ext = np.flatnonzero(mg[:, 0] != mg[:, 1])
+            r2 = mg[ext, 1]
+            sign = np.where(r2, 1.0, -1.0)
+            rgeom = np.where(r2, geom[ext, 1], geom[ext, 0])
+        pidx = self._geom_to_point[rgeom]
+        if np.any(pidx < 0) or len(set(pidx.tolist())) != len(pidx):
+            return None  # a non-sole contact, or two contacts at one point
+        ke = len(ext)
+        N0 = 3 * n + 3 * ke
+        # efc_force rows of the k contacts -> F = [force at each point (n, 3) | force of each
+        # robot-environment contact (ke, 3) | f . normal (n) | f . t1 (n) | f . t2 (n)]
+        B = np.zeros((rows * ncon, N0 + 3 * n))
+        basis = self._fast.basis
+        for e, (i, p, s) in enumerate(zip(ext.tolist(), pidx.tolist(), sign.tolist())):
+            frame = con.frame[i].reshape(3, 3)  # rows: the contact frame's axes, normal first
+            if rows == 4:  # pyramid edge forces -> contact-frame force (f_n, f_t1, f_t2)
+                D = (_PYR_DECODE * np.r_[1.0, con.friction[i, :2]]) @ frame
+            else:
+                D = frame.copy()
+            D *= s  # the force geom1 exerts on geom2; on geom1 it is the opposite
+            r0 = rows * i
+            B[r0:r0 + rows, 3 * p:3 * p + 3] = D
+            B[r0:r0 + rows, 3 * n + 3 * e:3 * n + 3 * e + 3] = D
+            DB = D @ basis
+            for c in range(3):
+                B[r0:r0 + rows, N0 + c * n + p] = DB[:, c]
+        if ke == ncon and ke == n:  # every point has its contact: the gap is the contact distance
+            order = np.empty(n, dtype=int)
+            order[pidx] = np.arange(n)
+            gap_order = None if np.array_equal(order, np.arange(n)) else order
+            gap_points = gap_rows = None
+        elif ke:
+            gap_order, gap_points, gap_rows = None, pidx.copy(), ext.copy()
+        else:
+            gap_order = gap_points = gap_rows = None
+        return _Plan(k=ncon, n_rows=rows * ncon, last_row=rows * (ncon - 1), B=B, N0=N0,
+                     ext=None if ke == ncon else ext, ke=ke, gap_all=ke == ncon == n,
+                     gap_order=gap_order, gap_points=gap_points, gap_rows=gap_rows)
+
+    def _sense_fast(self, d: mujoco.MjData, con, plan: _Plan, fast: _FastSetup) -> ContactSensing:
+        n = self._n
+        N0 = plan.N0
+        if plan.k:
+            ea = con.efc_address
+            e0 = int(ea[0])
+            if e0 < 0 or int(ea[-1]) - e0 != plan.last_row:
+                return self._sense_general(d)  # inactive contacts, or rows not consecutive
+            F = d.efc_force[e0:e0 + plan.n_rows].dot(plan.B)
+        else:
+            F = np.zeros(N0 + 3 * n)
         if self.point_site_ids is not None:
             pos = d.site_xpos.take(self.point_site_ids, axis=0)
         else:
-            pos = d.geom_xpos.take(self.point_geom_ids, axis=0) - self._radius[:, None] * floor_n
+            pos = self._positions(d, fast.floor_n)
+        V = self._velocities(d, pos, fast)
+        ft = np.hypot(F[N0 + n:N0 + 2 * n], F[N0 + 2 * n:])
+        slip = np.hypot(V[:n], V[n:2 * n])
+        fn = F[N0:N0 + n]
+        loaded = fn > fast.f_threshold
+        mode = (loaded & (slip > fast.v_threshold)).view(np.int8)  # 1 if loaded and sliding ...
+        mode += loaded.view(np.int8)  # ... plus 1 if loaded: OPEN 0, STICKING 1, SLIDING 2
+        # gap: the contact distance at points with a contact, else the height above the floor
+        if plan.gap_all:
+            gap = con.dist.copy() if plan.gap_order is None else con.dist.take(plan.gap_order)
+        else:
+            if self._z_up:
+                gap = pos[:, 2] - fast.floor_c
+            else:
+                gap = pos @ fast.floor_n
+                gap -= fast.floor_c
+            if plan.gap_points is not None:
+                gap[plan.gap_points] = con.dist.take(plan.gap_rows)
+        if plan.k:
+            c_pos = con.pos.copy() if plan.ext is None else con.pos.take(plan.ext, axis=0)
+        else:
+            c_pos = _EMPTY3
+        key = loaded.tobytes()
+        feet = self._feet_cache.get(key)
+        if feet is None:
+            feet = self._feet_of(loaded)
+            if len(self._feet_cache) < _MAX_CACHE:
+                self._feet_cache[key] = feet
+        return ContactSensing(
+            self.names, self.point_feet, pos, gap, fast.floor_n, F[:3 * n].reshape(n, 3), fn, ft,
+            V[2 * n:].reshape(n, 3), slip, self.friction, mode, feet, {}, c_pos,
+            F[3 * n:N0].reshape(plan.ke, 3))
+
+    def _velocities(self, d: mujoco.MjData, pos: np.ndarray, fast: _FastSetup) -> np.ndarray:
+        """``(5 n,)`` ``[v . t1 (n) | v . t2 (n) | tangential v (n, 3)]`` of the points ``pos (n,
+        3)``, from the bodies' ``d.cvel`` (see :meth:`_setup_fast`)."""
+        r = pos - d.subtree_com.take(self._vel_root, axis=0)
+        cvel = d.cvel
+        np.multiply(cvel.take(fast.w_idx), r.take(fast.r_idx), out=fast.z_prod)
+        cvel.take(fast.vc_idx, out=fast.z_vc)
+        return fast.z.dot(fast.vel_matrix)
+
+    def _feet_of(self, loaded: np.ndarray) -> frozenset[str]:
+        """Feet with a loaded point."""
+        if not self._foot_index_list:
+            return frozenset()
+        return frozenset(self.foot_names[i] for i, on in zip(self._foot_index_list, loaded.tolist())
+                         if on and i >= 0)
+
+    # ------------------------------------------------------------------------------------------
+    # general path
+    # ------------------------------------------------------------------------------------------
+    def _sense_general(self, data: mujoco.MjData) -> ContactSensing:
+        """:meth:`sense` for any contact list and floor (non-sole contacts, several contacts at one
+        point, inactive contacts, any condim, a moving floor)."""
+        d, n = data, self._n
+        floor_n, floor_c = self._floor(d)
+        z_up = self._z_up
+        pos = self._positions(d, floor_n)
         if z_up:
             gap = pos[:, 2] - floor_c
         else:
@@ -491,7 +718,7 @@ class PointContactSensor:
             geom = con.geom  # (ncon, 2) view
             mg = self.robot_geom_mask.take(geom)
             n1, n2 = mg.sum(axis=0).tolist()
-            if n1 == 0 and n2 == ncon:  # usual: every contact is robot (geom2) vs environment
+            if n1 == 0 and n2 == ncon:  # every contact is robot (geom2) vs environment
                 ext, sign, rgeom = None, 1.0, geom[:, 1]
             elif n2 == 0 and n1 == ncon:  # every contact is robot (geom1) vs environment
                 ext, sign, rgeom = None, -1.0, geom[:, 0]
@@ -531,36 +758,31 @@ class PointContactSensor:
                                                   floor_n)
 
         # normal and tangential parts of the force and of the point velocity
-        vel = self._point_velocity(d, pos)
         if z_up:
             fn = force[:, 2].copy()
             ft = np.hypot(force[:, 0], force[:, 1])
-            vel[:, 2] = 0.0
-            vt = vel
-            slip = np.hypot(vt[:, 0], vt[:, 1])
         else:
-            fv = np.concatenate([force, vel])
-            along = fv @ floor_n
-            across = fv - along[:, None] * floor_n
-            norms = np.sqrt(np.add.reduce(across * across, 1))
-            fn, ft, slip, vt = along[:n], norms[:n], norms[n:], across[n:]
+            fn = force @ floor_n
+            across = force - fn[:, None] * floor_n
+            ft = np.sqrt(np.add.reduce(across * across, 1))
+        fast = self._fast
+        if fast is not None:  # a static floor: the fast path's velocities
+            V = self._velocities(d, pos, fast)
+            vt, slip = V[2 * n:].reshape(n, 3), np.hypot(V[:n], V[n:2 * n])
+        else:
+            vel = self._point_velocity(d, pos)
+            vt = vel - (vel @ floor_n)[:, None] * floor_n
+            slip = np.sqrt(np.add.reduce(vt * vt, 1))
         loaded = fn > self.thresholds.normal_force
         mode = np.add(slip > self.thresholds.slip_speed, 1, dtype=np.int8)  # STICKING 1, SLIDING 2
         mode *= loaded  # OPEN = 0
-        if self._foot_index_list:
-            feet = frozenset(self.foot_names[i] for i, on in zip(self._foot_index_list,
-                                                                  loaded.tolist()) if on and i >= 0)
-        else:
-            feet = frozenset()
         return ContactSensing(
             names=self.names, point_foot=self.point_feet, position_world=pos, gap=gap,
             floor_normal_world=floor_n, force_world=force, normal_force=fn, tangential_force=ft,
             tangential_velocity_world=vt, slip_velocity=slip, friction=self.friction,
-            mode=mode, feet_in_contact=feet, non_sole_contacts=non_sole,
+            mode=mode, feet_in_contact=self._feet_of(loaded), non_sole_contacts=non_sole,
             contact_position_world=c_pos, contact_force_world=c_force,
         )
-
-    __call__ = sense
 
     def _non_sole(self, sel, rgeom, efc, dist, f_world, floor_n) -> Mapping[str, float]:
         fn = f_world[sel] @ floor_n
@@ -572,7 +794,45 @@ class PointContactSensor:
         return out  # a plain dict: sensings travel through pickles (async vector envs)
 
 
-_OBJ_SITE = int(mujoco.mjtObj.mjOBJ_SITE)
+@dataclass(frozen=True, slots=True)
+class _FastSetup:
+    """Model- and floor-only data of the fast path (see :meth:`PointContactSensor._setup_fast`)."""
+
+    floor_n: np.ndarray  # (3,) floor normal
+    floor_c: float  # floor offset along it
+    basis: np.ndarray  # (3, 3) columns: normal, tangent 1, tangent 2
+    vel_matrix: np.ndarray  # (9 n, 5 n): z -> [v . t1 | v . t2 | tangential v (n, 3)]
+    w_idx: np.ndarray  # (6 n,) flat cvel indices of the omega factor of each cross-product term
+    r_idx: np.ndarray  # (6 n,) flat indices into r (n, 3) of its lever-arm factor
+    vc_idx: np.ndarray  # (3 n,) flat cvel indices of each point's v_c
+    z: np.ndarray  # (9 n,) scratch [products | v_c]
+    z_prod: np.ndarray  # view z[:6 n]
+    z_vc: np.ndarray  # view z[6 n:]
+    f_threshold: np.ndarray  # (n,) SensingThresholds.normal_force
+    v_threshold: np.ndarray  # (n,) SensingThresholds.slip_speed
+    threshold_source: SensingThresholds  # the sensor's thresholds these were taken from
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """How the fast path reads one contact list (see :meth:`PointContactSensor._make_plan`)."""
+
+    k: int  # contacts listed
+    n_rows: int  # efc rows of the k contacts (4 or 3 each)
+    last_row: int  # offset of the last contact's rows from the first's
+    B: np.ndarray  # (n_rows, 3 n + 3 ke + 3 n) efc_force rows -> F
+    N0: int  # offset of f . normal in F (3 n + 3 ke)
+    ext: np.ndarray | None  # rows of the robot-environment contacts (None: all)
+    ke: int  # their number
+    gap_all: bool  # every point has one contact (the gap is its distance) ...
+    gap_order: np.ndarray | None  # ... the contact of each point (None: the same order)
+    gap_points: np.ndarray | None  # else the points with a contact ...
+    gap_rows: np.ndarray | None  # ... and their contacts
+
+
+_MISSING = object()
+_SEEN_ONCE = object()
+_MAX_CACHE = 256
 
 
 def _sel(a: np.ndarray, rows: np.ndarray | None) -> np.ndarray:

@@ -255,6 +255,16 @@ class EventDetector:
         self._point_index: dict[str, int] | None = None
         self._foot_points: dict[str, np.ndarray] = {}
         self._names: tuple[str, ...] | None = None
+        self._up_normal: np.ndarray | None = None  # a floor normal known to be exactly +z
+        self._screens: dict[tuple[str, ...], tuple] = {}
+        self._failed_status: dict[str, bool] = {}
+
+    def __getstate__(self) -> dict:
+        """For copy and pickle: without the screens' scratch buffers, which are shared by views (a
+        copy would break the sharing); they are rebuilt at the next :meth:`update`."""
+        state = self.__dict__.copy()
+        state["_screens"] = {}
+        return state
 
     # ------------------------------------------------------------------------------------------
     def reset(self) -> None:
@@ -271,6 +281,8 @@ class EventDetector:
             if f:
                 feet.setdefault(f, []).append(i)
         self._foot_points = {f: np.array(ix) for f, ix in feet.items()}
+        self._cmd_layouts.clear()
+        self._screens.clear()
 
     def update(self, sensing: ContactSensing, command, t: float, step: int,
                assumed_contacts: Iterable[str] | None = None) -> list[Event]:
@@ -304,12 +316,139 @@ class EventDetector:
             if self.dt is None:
                 self.dt = (t - self._last_t) / (step - self._last_step)
         self._layout(sensing)
-        tol = self.tolerances
         new: list[Event] = []
         hits: list[tuple[str, str, str, float, dict]] = []  # kind, where, source, magnitude, detail
-
-        # --- commanded forces ---------------------------------------------------------------
         forces = command.contact_forces
+        # the usual step: a quick screen of the force checks finds nothing to look at
+        cmd = self._screen(sensing, forces)
+        if cmd is None:
+            cmd = self._check_forces(sensing, forces, hits)
+
+        # --- non-sole contacts --------------------------------------------------------------
+        for name, f in sensing.non_sole_contacts.items():
+            hits.append(("non_sole_contact", name, "simulated", float(f), {}))
+
+        # --- controller status --------------------------------------------------------------
+        if command.fallback:
+            hits.append(("fallback", str(command.fallback), "commanded", 0.0,
+                         {"status": str(command.status)}))
+        if (not command.feasible) or self._is_failed(command.status):
+            hits.append(("solver_failure", "controller", "commanded", 0.0,
+                         {"status": str(command.status), "feasible": bool(command.feasible),
+                          "fallback": str(command.fallback)}))
+
+        # --- contact sets -------------------------------------------------------------------
+        if command.contact_set or forces:
+            assumed = frozenset(command.contact_set)
+        elif assumed_contacts is not None:
+            assumed = frozenset(assumed_contacts)
+        else:
+            assumed = None
+        sim = sensing.feet_in_contact
+        if sim != self._sim_feet or self._sim_pending or assumed != self._assumed_feet:
+            new += self._mode_switches(sensing, sim, assumed, cmd, t, step)
+        if assumed is not None and assumed != sim:
+            for foot in sorted(assumed ^ sim):
+                hits.append(("contact_mismatch", foot, "simulated", 0.0,
+                             {"assumed": foot in assumed, "simulated": foot in sim}))
+
+        if hits or self._episodes:
+            new += self._track(hits, t, step)
+        self._last_t, self._last_step = t, step
+        self._prev_sensing = sensing
+        self._prev_cmd = cmd
+        return new
+
+    def _is_failed(self, status) -> bool:
+        """:func:`_is_failed_status`, remembered per status text."""
+        failed = self._failed_status.get(status) if isinstance(status, str) else None
+        if failed is None:
+            failed = _is_failed_status(status)
+            if isinstance(status, str) and len(self._failed_status) < 256:
+                self._failed_status[status] = failed
+        return failed
+
+    def _screen(self, sensing: ContactSensing, forces: Mapping[str, np.ndarray]) -> tuple | None:
+        """The force checks of :meth:`_check_forces` in a few numpy calls, for the usual step.
+
+        Returns the command's ``(feet, normal forces)`` when no force condition can hold, or
+        ``None`` when :meth:`_check_forces` must run (a condition may hold, a floor that is not
+        exactly level, foot wrenches, bad input). Each quantity is computed with the same
+        floating-point operations as in :meth:`_check_forces` (for a level floor ``f . n`` is
+        ``f_z`` and ``|f_t| = sqrt(f_x^2 + f_y^2)`` exactly), and every screened inequality is a
+        necessary condition of an event, so the screen never hides one
+        (``tests/test_diagnostics.py`` compares both on random inputs).
+        """
+        normal = sensing.floor_normal_world
+        if normal is not self._up_normal:
+            if not (np.shape(normal) == (3,) and np.asarray(normal).tolist() == [0.0, 0.0, 1.0]):
+                return None
+            self._up_normal = normal
+        keys = tuple(forces)
+        screen = self._screens.get(keys)
+        if screen is None or (screen is not False and screen[-1] is not self.tolerances):
+            screen = self._make_screen(sensing, keys)
+        if screen is False:
+            return None
+        m, identity, idx, feet, S, S_pull, S_cone, S_comp, S_sim_cone, S_planar, T, flags, clear, _ \
+            = screen
+        fn = ft = None
+        if m:
+            try:
+                F = np.array(tuple(forces.values()), dtype=float)
+            except ValueError:
+                return None
+            if F.shape != (m, 3):
+                return None
+            fn = F[:, 2]
+            ft = np.sqrt((F * F).dot(_XY))  # f_x^2 + f_y^2 (+ 0 f_z^2): the same rounding
+            if identity:
+                gaps, mus = sensing.gap, sensing.friction
+            else:
+                gaps, mus = sensing.gap.take(idx), sensing.friction.take(idx)
+            np.negative(fn, out=S_pull)  # -f_n > force_sign: pulling
+            np.subtract(ft, mus * fn, out=S_cone)  # |f_t| - mu f_n > friction_cone
+            np.multiply(gaps, fn, out=S_comp)  # h f_n > complementarity
+        sfn, sft = sensing.normal_force, sensing.tangential_force
+        np.subtract(sft, sensing.friction * sfn, out=S_sim_cone)
+        np.multiply(sensing.slip_velocity, sft, out=S_planar)
+        if np.less_equal(S, T, flags).tobytes() != clear:  # an inequality may hold (or a NaN)
+            return None
+        return (feet, fn) if m else ((), _NO_FORCES)
+
+    def _make_screen(self, sensing: ContactSensing, keys: tuple[str, ...]):
+        """Scratch buffers and thresholds of :meth:`_screen` for the commanded keys ``keys``
+        (``False``: keys that :meth:`_screen` leaves to :meth:`_check_forces`)."""
+        n = len(sensing.names)
+        screen = False
+        try:
+            if keys:
+                idx, feet, all_points = self._command_layout(sensing, keys)
+                identity = len(idx) == n and bool(np.all(idx == np.arange(n)))
+            else:
+                idx, feet, all_points, identity = _NO_INDEX, (), True, True
+        except UnknownNameError:
+            all_points = False  # _check_forces raises it
+        if all_points and np.shape(sensing.normal_force) == (n,):
+            m, tol = len(keys), self.tolerances
+            S = np.zeros(3 * m + 2 * n)
+            T = np.concatenate([np.full(m, tol.force_sign), np.full(m, tol.friction_cone),
+                                np.full(m, tol.complementarity), np.full(n, tol.friction_cone),
+                                np.full(n, tol.planar_complementarity)])
+            screen = (m, identity, idx, feet, S, S[:m], S[m:2 * m], S[2 * m:3 * m],
+                      S[3 * m:3 * m + n], S[3 * m + n:], T, np.zeros(len(S), dtype=bool),
+                      np.ones(len(S), dtype=bool).tobytes(), tol)
+        if len(self._screens) >= 256:
+            self._screens.clear()
+        self._screens[keys] = screen
+        return screen
+
+    def _check_forces(self, sensing: ContactSensing, forces: Mapping[str, np.ndarray],
+                      hits: list) -> tuple:
+        """The commanded and simulated force conditions (exact); appends to ``hits`` and returns
+        the command's ``(feet, normal forces)``."""
+        tol = self.tolerances
+        # --- commanded forces ---------------------------------------------------------------
         cmd = self._check_commanded(sensing, forces, hits) if forces else ((), _NO_FORCES)
 
         # --- simulated forces ---------------------------------------------------------------
@@ -328,37 +467,7 @@ class EventDetector:
                     hits.append(("planar_complementarity", sensing.names[i], "simulated",
                                  float(planar[i]), {"slip_velocity": float(slip[i]),
                                                     "tangential_force": float(ft[i])}))
-        for name, f in sensing.non_sole_contacts.items():
-            hits.append(("non_sole_contact", name, "simulated", float(f), {}))
-
-        # --- controller status --------------------------------------------------------------
-        if command.fallback:
-            hits.append(("fallback", str(command.fallback), "commanded", 0.0,
-                         {"status": str(command.status)}))
-        if (not command.feasible) or _is_failed_status(command.status):
-            hits.append(("solver_failure", "controller", "commanded", 0.0,
-                         {"status": str(command.status), "feasible": bool(command.feasible),
-                          "fallback": str(command.fallback)}))
-
-        # --- contact sets -------------------------------------------------------------------
-        if command.contact_set or forces:
-            assumed = frozenset(command.contact_set)
-        elif assumed_contacts is not None:
-            assumed = frozenset(assumed_contacts)
-        else:
-            assumed = None
-        sim = sensing.feet_in_contact
-        new += self._mode_switches(sensing, sim, assumed, cmd, t, step)
-        if assumed is not None:
-            for foot in sorted(assumed ^ sim):
-                hits.append(("contact_mismatch", foot, "simulated", 0.0,
-                             {"assumed": foot in assumed, "simulated": foot in sim}))
-
-        new += self._track(hits, t, step)
-        self._last_t, self._last_step = t, step
-        self._prev_sensing = sensing
-        self._prev_cmd = cmd
-        return new
+        return cmd
 
     # ------------------------------------------------------------------------------------------
     def _command_layout(self, sensing: ContactSensing, keys: tuple[str, ...]):
@@ -580,6 +689,8 @@ class EventDetector:
 
 _DURATION_KINDS = frozenset({"contact_mismatch", "fallback", "solver_failure"})
 _NO_FORCES = np.zeros(0)
+_NO_INDEX = np.zeros(0, dtype=int)
+_XY = np.array([1.0, 1.0, 0.0])
 
 
 # ------------------------------------------------------------------------------------------------
@@ -594,6 +705,10 @@ class MomentumBalance:
     moment about the CoM: contact forces (from :class:`~wbsim.contacts.ContactSensing`) and, if
     given, MuJoCo's ``xfrc_applied`` on the robot's bodies (a force at the body CoM ``xipos`` and a
     torque). ``g`` is MuJoCo's ``opt.gravity``.
+
+    ``dh_G/dt`` comes from the simulated motion (``qacc``) and Pinocchio's model alone, the wrench
+    from the sensed contact forces alone: the two are independent, so a force read wrongly from
+    MuJoCo (frame, sign, decoding) shows up as a residual.
 
     Args:
         robot: a :class:`wbsim.Robot`.
@@ -611,11 +726,23 @@ class MomentumBalance:
         self.gravity = np.array(robot.mj_model.opt.gravity, dtype=float)
         self.weight = self.mass * float(np.linalg.norm(self.gravity))
         self._weight_vector = self.mass * self.gravity
+        self._weight_list = self._weight_vector.tolist()
         m = robot.mj_model
         root = m.body_rootid[next(iter(robot.feet.values())).mj_body_id] if robot.has_feet else (
             m.body_rootid[m.jnt_bodyid[0]])
         self._robot_bodies = np.flatnonzero(m.body_rootid == root)
         self.max_norm = 0.0
+        # qacc -> vdot: one gather (joints permuted by name, the base rows as they are; the base's
+        # linear rows are then rotated, see acceleration)
+        conv = robot.converter
+        index = np.arange(self.model.nv)
+        index[conv.pin_vidx] = conv.mj_vadr
+        if conv.floating:
+            index[0:6] = np.arange(conv.mj_base_vadr, conv.mj_base_vadr + 6)
+        self._floating = bool(conv.floating)
+        self._a_index = None if np.array_equal(index, np.arange(self.model.nv)) else index
+        self._com = self.data.com  # Pinocchio's per-subtree CoMs (com[0]: the robot's)
+        self._ones: dict[int, np.ndarray] = {}
 
     def acceleration(self, q: np.ndarray, v: np.ndarray, qacc: np.ndarray) -> np.ndarray:
         """Pinocchio ``vdot (nv,)`` from MuJoCo's ``qacc (nv,)`` at Pinocchio state ``(q, v)``.
@@ -623,22 +750,23 @@ class MomentumBalance:
         ``qacc = T vdot + Tdot v`` (:mod:`wbsim.conventions`, ``T = blockdiag(R, I, P)``, ``Tdot v``
         non-zero only on the base's linear rows, ``R (omega x v_lin)``), so block by block:
         ``vdot_lin = R^T qacc_lin - omega x v_lin``, ``vdot_ang = qacc_ang`` and the joints permuted
-        by name. Equal to ``solve(velocity_map(q), qacc - velocity_map_dot_times_v(q, v))``
-        (``tests/test_diagnostics.py``) at a fraction of its cost.
+        by name. ``R^T qacc_lin`` rotates by the conjugate of the base quaternion ``q[3:7]`` (x, y,
+        z, w; normalised). Equal to ``solve(velocity_map(q), qacc - velocity_map_dot_times_v(q,
+        v))`` (``tests/test_diagnostics.py``) at a fraction of its cost.
         """
-        conv = self.robot.converter
         qacc = np.asarray(qacc, dtype=float)
-        a = np.empty(self.model.nv)
-        a[conv.pin_vidx] = qacc[conv.mj_vadr]
-        if conv.floating:
-            b = conv.mj_base_vadr
-            R = pin.Quaternion(np.asarray(q[3:7], dtype=float)).normalized().toRotationMatrix()
-            w0, w1, w2, l0, l1, l2 = np.asarray(v[0:6], dtype=float)[[3, 4, 5, 0, 1, 2]].tolist()
-            a[0:3] = R.T @ qacc[b:b + 3]
-            a[0] -= w1 * l2 - w2 * l1
-            a[1] -= w2 * l0 - w0 * l2
-            a[2] -= w0 * l1 - w1 * l0
-            a[3:6] = qacc[b + 3:b + 6]
+        a = qacc.copy() if self._a_index is None else qacc.take(self._a_index)
+        if self._floating:
+            x, y, z, w = np.asarray(q, dtype=float)[3:7].tolist()
+            l0, l1, l2, w0, w1, w2 = np.asarray(v, dtype=float)[0:6].tolist()
+            b0, b1, b2 = a[0:3].tolist()
+            s = 1.0 / math.sqrt(x * x + y * y + z * z + w * w)
+            x, y, z, w = -x * s, -y * s, -z * s, w * s  # the conjugate: rotation by R^T
+            # r = b + 2 w (u x b) + 2 u x (u x b), u = (x, y, z)
+            t0, t1, t2 = 2.0 * (y * b2 - z * b1), 2.0 * (z * b0 - x * b2), 2.0 * (x * b1 - y * b0)
+            a[0:3] = (b0 + w * t0 + (y * t2 - z * t1) - (w1 * l2 - w2 * l1),
+                      b1 + w * t1 + (z * t0 - x * t2) - (w2 * l0 - w0 * l2),
+                      b2 + w * t2 + (x * t1 - y * t0) - (w0 * l1 - w1 * l0))
         return a
 
     def residual(self, q: np.ndarray, v: np.ndarray, qacc: np.ndarray, sensing: ContactSensing,
@@ -655,21 +783,41 @@ class MomentumBalance:
                 ``None`` when nothing pushes.
             xipos: MuJoCo's ``d.xipos (nbody, 3)`` (body CoMs of the same state), needed with
                 ``xfrc_applied``.
+
+        Raises:
+            WbsimError: ``xfrc_applied`` pushes without ``xipos``.
         """
         a = self.acceleration(q, v, qacc)
         dh = pin.computeCentroidalMomentumTimeVariation(self.model, self.data, q, v, a)
-        c = self.data.com[0]
-        force = sensing.external_force_world + self._weight_vector
-        moment = sensing.external_moment_world(c)
-        if xfrc_applied is not None and np.asarray(xfrc_applied).any():
-            xf = np.asarray(xfrc_applied)[self._robot_bodies]
-            if xipos is None:
-                raise WbsimError("xfrc_applied needs xipos (the body CoMs)")
-            r = np.asarray(xipos)[self._robot_bodies] - c
-            force = force + xf[:, :3].sum(axis=0)
-            moment = moment + np.cross(r, xf[:, :3]).sum(axis=0) + xf[:, 3:].sum(axis=0)
-        res = np.concatenate([dh.linear - force, dh.angular - moment])
-        norm = math.sqrt(float(res @ res))
+        d0, d1, d2, d3, d4, d5 = dh.vector.tolist()  # [linear; angular]
+        cx, cy, cz = self._com[0].tolist()
+        # contact wrench about the origin from F = sum_k f_k and P = sum_k p_k f_k^T (one matmul
+        # instead of k cross products): sum_k p_k x f_k = (P_yz - P_zy, P_zx - P_xz, P_xy - P_yx)
+        fx, fy, fz = self._weight_list
+        mx = my = mz = 0.0
+        forces = sensing.contact_force_world
+        k = len(forces)
+        if k:
+            ones = self._ones.get(k)
+            if ones is None:
+                ones = self._ones[k] = np.ones(k)
+            sx, sy, sz = ones.dot(forces).tolist()
+            P = sensing.contact_position_world.T.dot(forces).tolist()
+            fx, fy, fz = fx + sx, fy + sy, fz + sz
+            mx = P[1][2] - P[2][1] - (cy * sz - cz * sy)  # about the CoM: minus c x F
+            my = P[2][0] - P[0][2] - (cz * sx - cx * sz)
+            mz = P[0][1] - P[1][0] - (cx * sy - cy * sx)
+        res = np.array([d0 - fx, d1 - fy, d2 - fz, d3 - mx, d4 - my, d5 - mz])
+        if xfrc_applied is not None:
+            xfrc = np.asarray(xfrc_applied)
+            if np.count_nonzero(xfrc):
+                xf = xfrc[self._robot_bodies]
+                if xipos is None:
+                    raise WbsimError("xfrc_applied needs xipos (the body CoMs)")
+                r = np.asarray(xipos)[self._robot_bodies] - self._com[0]
+                res[0:3] -= xf[:, :3].sum(axis=0)
+                res[3:6] -= np.cross(r, xf[:, :3]).sum(axis=0) + xf[:, 3:].sum(axis=0)
+        norm = math.sqrt(float(res.dot(res)))
         self.max_norm = max(self.max_norm, norm)
         return res
 
@@ -677,8 +825,14 @@ class MomentumBalance:
                            sensing: ContactSensing) -> np.ndarray:
         """:meth:`residual` reading ``qacc``, ``xfrc_applied`` and ``xipos`` from ``data`` (right
         after ``mj_step`` or ``mj_forward``; ``q, v`` the state they belong to)."""
-        return self.residual(q, v, data.qacc, sensing, data.xfrc_applied, data.xipos)
+        xfrc = data.xfrc_applied
+        if np.count_nonzero(xfrc):
+            return self.residual(q, v, data.qacc, sensing, xfrc, data.xipos)
+        return self.residual(q, v, data.qacc, sensing)
 
     def relative(self, residual: np.ndarray) -> float:
         """``|residual| / (m g)``."""
-        return float(np.linalg.norm(residual)) / self.weight
+        r = residual if type(residual) is np.ndarray else np.asarray(residual, dtype=float)
+        if r.ndim != 1:
+            r = r.reshape(-1)
+        return math.sqrt(r.dot(r)) / self.weight  # = np.linalg.norm(r) / weight, bit for bit

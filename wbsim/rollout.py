@@ -70,11 +70,16 @@ class EpisodeConfig:
     tolerances: Mapping[str, float] = field(default_factory=dict)
 
 
-def _tilt_deg(quat_wxyz: np.ndarray) -> float:
-    """Angle between the base z axis and the world vertical, degrees."""
-    w, x, y, _ = quat_wxyz / np.linalg.norm(quat_wxyz)
-    zz = 1.0 - 2.0 * (x * x + y * y)  # R[2, 2]
-    return math.degrees(math.acos(max(-1.0, min(1.0, zz))))
+class _Accumulators:
+    """Running episode metrics of :func:`run_episode` (plain floats, cheap to update per step)."""
+
+    __slots__ = ("steps", "ret", "tilt", "qerr", "drift", "drop", "momentum", "com_err_sq",
+                 "com_err_n", "swing_max", "hold_min")
+
+    def __init__(self) -> None:
+        self.steps, self.ret, self.com_err_n = 0, 0.0, 0
+        self.tilt = self.qerr = self.drift = self.drop = self.momentum = self.com_err_sq = 0.0
+        self.swing_max, self.hold_min = -math.inf, math.inf
 
 
 def _columns(robot) -> tuple[list[str], dict[str, str]]:
@@ -170,8 +175,7 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
                    for f in ("left_foot", "right_foot")}
     f_cmd = np.zeros((n_p, 3))
     violating_until = np.full(n_p, -1.0)
-    com_err_sq, com_err_n = 0.0, 0
-    swing_max, hold_min = -np.inf, np.inf
+    acc = _Accumulators()
 
     def own_event(kind: str, step: int, t: float, where: str = "", magnitude: float = float("nan"),
                   **detail: Any) -> None:
@@ -211,6 +215,15 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
 
             bar = tqdm(total=n_steps, unit="step", desc=f"{cfg.env} {cfg.controller}",
                        mininterval=0.5, leave=False)
+        # per-step bookkeeping on Python floats and preallocated arrays (the loop's own cost is
+        # measured by ``wbsim bench``); written into ``summary`` in ``finally``
+        qadr = np.asarray(robot.converter.mj_qadr)
+        feet_names = tuple(foot_points)
+        idx_all = np.concatenate([foot_points[f] for f in feet_names])
+        contiguous = bool(np.array_equal(idx_all, np.arange(n_p))) and len(
+            {len(foot_points[f]) for f in feet_names}) == 1
+        bx, by, bz = (float(x) for x in base0)
+        lr = ("left_foot", "right_foot")
         loop0 = time.perf_counter()
         for step in range(n_steps):
             d = uenv.data
@@ -233,7 +246,7 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
             c0 = time.perf_counter()
             cmd = controller.compute(state, schedule)
             c_time = time.perf_counter() - c0
-            if not np.all(np.isfinite(cmd.tau)):
+            if not np.isfinite(cmd.tau).all():
                 bad = [robot.joint_names[i] for i in np.flatnonzero(~np.isfinite(cmd.tau))]
                 own_event("invalid_command", step, t, where=",".join(bad), status="non-finite torque")
                 summary["status"], summary["stopped_reason"] = (
@@ -244,11 +257,11 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
             q, v = state.q, state.v
             obs, reward, terminated, truncated, info = env.step(uenv.torque_to_action(cmd.tau))
             state = info["state"]
-            summary["return"] += float(reward)
+            acc.ret += float(reward)
 
             sensing = info["contacts"]
-            for event in detector.update(sensing, cmd, t, step,
-                                         assumed_contacts=schedule.contact_set):
+            contact_set = schedule.contact_set
+            for event in detector.update(sensing, cmd, t, step, assumed_contacts=contact_set):
                 if log is not None:
                     log.add_event(event.to_dict())
                 if event.kind != "mode_switch":
@@ -257,43 +270,64 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
                             for i in foot_points[w]]
                     violating_until[hit] = t + 0.25  # drawn red for a quarter second
             residual = momentum.relative(momentum.residual_from_data(d, q, v, sensing))
-            summary["momentum_residual_max"] = max(summary["momentum_residual_max"], residual)
+            if residual > acc.momentum:
+                acc.momentum = residual
 
-            qerr = d.qpos[robot.converter.mj_qadr] - q_ref
-            tilt = _tilt_deg(d.qpos[3:7])
-            summary["max_base_tilt_deg"] = max(summary["max_base_tilt_deg"], tilt)
-            summary["max_joint_error_rad"] = max(summary["max_joint_error_rad"],
-                                                 float(np.max(np.abs(qerr))))
-            summary["base_drift_m"] = max(summary["base_drift_m"],
-                                          float(np.linalg.norm(d.qpos[0:3] - base0)))
-            summary["base_height_drop_m"] = max(summary["base_height_drop_m"],
-                                                float(base0[2] - d.qpos[2]))
+            qpos = d.qpos
+            bx1, by1, bz1, qw, qx, qy, qz = qpos[0:7].tolist()
+            # angle between the base z axis and the vertical: R[2, 2] of the (normalised) quaternion
+            zz = 1.0 - 2.0 * (qx * qx + qy * qy) / (qw * qw + qx * qx + qy * qy + qz * qz)
+            tilt = math.degrees(math.acos(max(-1.0, min(1.0, zz))))
+            qerr = qpos[qadr]
+            qerr -= q_ref
+            qerr_max = float(np.abs(qerr).max())
+            if tilt > acc.tilt:
+                acc.tilt = tilt
+            if qerr_max > acc.qerr:
+                acc.qerr = qerr_max
+            drift = math.sqrt((bx1 - bx) ** 2 + (by1 - by) ** 2 + (bz1 - bz) ** 2)
+            if drift > acc.drift:
+                acc.drift = drift
+            if bz - bz1 > acc.drop:
+                acc.drop = bz - bz1
             com = d.subtree_com[1]
             com_ref = schedule.targets.get("com")
             if com_ref is not None:
-                com_err_sq += float(np.sum((com - com_ref) ** 2))
-                com_err_n += 1
+                e = com - com_ref
+                acc.com_err_sq += float(e @ e)
+                acc.com_err_n += 1
             sole_z = sensing.position_world[:, 2]
-            sole_min = {f: float(sole_z[ix].min()) for f, ix in foot_points.items()}
-            for foot, z in sole_min.items():
-                if foot not in schedule.contact_set:
-                    swing_max = max(swing_max, z)
-                    if schedule.phase == "hold":
-                        hold_min = min(hold_min, z)
+            if contiguous:
+                mins = sole_z.reshape(len(feet_names), -1).min(axis=1).tolist()
+            else:
+                mins = [float(sole_z[foot_points[f]].min()) for f in feet_names]
+            sole_min = dict(zip(feet_names, mins))
+            for foot, z in zip(feet_names, mins):
+                if foot not in contact_set:
+                    if z > acc.swing_max:
+                        acc.swing_max = z
+                    if schedule.phase == "hold" and z < acc.hold_min:
+                        acc.hold_min = z
             if log is not None:
                 f_cmd[:] = 0.0
                 for name, f in cmd.contact_forces.items():
-                    if name in point_index:
-                        f_cmd[point_index[name]] = f[:3]
+                    i = point_index.get(name)
+                    if i is not None:
+                        f_cmd[i] = f[:3]
                 row = log.row_buffer()
                 row[0] = t
-                row[1:4], row[4:8], row[8] = d.qpos[0:3], d.qpos[3:7], tilt
+                row[1:8] = qpos[0:7]
+                row[8] = tilt
                 row[9:12] = com
                 row[12:15] = com_ref if com_ref is not None else np.nan
                 row[15], row[16], row[17] = schedule.phase_index, c_time, float(cmd.feasible)
-                row[18:20] = [f in cmd.contact_set for f in ("left_foot", "right_foot")]
-                row[20:22] = [f in sensing.feet_in_contact for f in ("left_foot", "right_foot")]
-                row[22:24] = sole_min["left_foot"], sole_min["right_foot"]
+                cset, sensed = cmd.contact_set, sensing.feet_in_contact
+                row[18] = lr[0] in cset
+                row[19] = lr[1] in cset
+                row[20] = lr[0] in sensed
+                row[21] = lr[1] in sensed
+                row[22] = sole_min["left_foot"]
+                row[23] = sole_min["right_foot"]
                 row[24], row[25] = residual, reward
                 k = 26
                 row[k:k + n_j] = qerr
@@ -305,7 +339,7 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
                 row[k:k + n_p] = sensing.gap
                 row[k + n_p:k + 2 * n_p] = sensing.mode
                 log.commit_row()
-            summary["steps"] = step + 1
+            acc.steps = step + 1
             if bar is not None:
                 bar.update(1)
             if terminated:
@@ -315,7 +349,7 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
                 summary["stopped_reason"] = f"fell at t = {d.time:.3f} s"
                 break
         summary["loop_wall_seconds"] = time.perf_counter() - loop0
-        if video is not None and summary["steps"] and summary["status"] == "running":
+        if video is not None and acc.steps and summary["status"] == "running":
             video.append(env.render())
         if summary["status"] == "running":
             summary["status"] = "fell" if summary["fell"] else "completed"
@@ -327,6 +361,10 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
         raise
     finally:
         wall = time.perf_counter() - wall0
+        summary.update(steps=acc.steps, max_base_tilt_deg=acc.tilt, max_joint_error_rad=acc.qerr,
+                       base_drift_m=acc.drift, base_height_drop_m=acc.drop,
+                       momentum_residual_max=acc.momentum)
+        summary["return"] = acc.ret
         detector.finish()
         counts = {k: 0 for k in EVENT_KINDS}
         counts.update(detector.counts())
@@ -334,12 +372,12 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
         summary["seconds"] = round(float(uenv.data.time), 9)
         summary["events"] = counts
         summary["diagnostics"] = {k: v for k, v in detector.summary().items() if k != "counts"}
-        if com_err_n:
-            summary["com_tracking_rms_m"] = float(np.sqrt(com_err_sq / com_err_n))
-        if np.isfinite(swing_max):
-            summary["swing_clearance_max_m"] = swing_max
-        if np.isfinite(hold_min):
-            summary["swing_clearance_min_hold_m"] = hold_min
+        if acc.com_err_n:
+            summary["com_tracking_rms_m"] = float(np.sqrt(acc.com_err_sq / acc.com_err_n))
+        if np.isfinite(acc.swing_max):
+            summary["swing_clearance_max_m"] = acc.swing_max
+        if np.isfinite(acc.hold_min):
+            summary["swing_clearance_min_hold_m"] = acc.hold_min
         summary["wall_seconds"] = wall
         summary["realtime_factor"] = summary["seconds"] / wall if wall > 0 else float("nan")
         if video is not None:
