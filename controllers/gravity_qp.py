@@ -74,7 +74,8 @@ Methods (``method=``)
   ``P = diag(1 on tau, eps on f)`` subject to the statics (``A x = g`` with
   ``A = [[0, (J^T)_u], [I, (J^T)_a]]``), the inequalities above, and with ``torque_limits=True`` the
   bounds ``|tau| <= robot.effort_limits``. Solved by ``qpsolvers.solve_problem`` with ``solver=``
-  (``"daqp"``, ``"proxqp"`` or ``"osqp"``, see :data:`SOLVER_OPTIONS` for the tolerances).
+  (``"daqp"``, ``"proxqp"`` or ``"osqp"``, see :data:`SOLVER_OPTIONS` for the tolerances), or, for
+  DAQP on the condensed form below (the default), by DAQP called directly (see "Speed").
 
 How ``eps`` moves the answer: the objective is ``||tau||^2 + eps ||f||^2`` ((N·m)² against N²). As
 ``eps -> 0`` the answer tends to the least-torque solution (``min_torque``, when no inequality is
@@ -90,7 +91,26 @@ to 1e-2 N.
 ``condensed=True`` solves the same QP with ``tau`` eliminated (``tau = g_a - (J^T)_a f``): minimise
 ``1/2 f^T ((J^T)_a^T (J^T)_a + eps I) f - g_a^T (J^T)_a f`` subject to ``(J^T)_u f = g_u`` and the
 inequalities (torque limits become rows on ``f``). Same minimiser (the tests check it to 1e-5 N·m
-for every solver), fewer variables (24 instead of 53 for G1's points model), faster.
+for every solver), fewer variables (24 instead of 53 for G1's points model), faster. It is the
+default for the solvers it was checked against the full QP with on random and recorded stand
+states of G1 and Talos (:data:`CONDENSED_SOLVERS`: DAQP, ProxQP; forces within 1e-4 N, the
+internal ones included); OSQP (and any other backend) keeps the full QP by default: condensed, OSQP
+declared one extreme Talos state infeasible that the full QP solves.
+
+Speed (the default, DAQP on the condensed QP): DAQP is called directly, not through qpsolvers, on
+arrays laid out once per support set and filled in place (no qpsolvers conversions, a
+``daqp.Model`` whose workspace is allocated once, every solve started cold so the answer does not
+depend on earlier calls); the forces are solved for in the sole frame, where the friction and
+unilaterality rows are constant (the same QP under a rotation of each foot's forces: same
+minimiser); the 4 sole-point Jacobians come from one ``getFrameJacobian`` per foot by the
+rigid-body transport ``J_p = J_lin - [p]x J_ang`` (foot frame, ``p`` the point there). ``compute``
+goes further when nothing needs reporting (no bound within tolerance;
+:meth:`GravityCompensationQP._compute_fast`): one function, ``g(q) = -M J_com^T g_0`` and the joint
+Jacobians from one ``pinocchio.jacobianCenterOfMass`` pass, and the full QP restricted to the joints
+the contacts reach (the legs; every other joint has ``tau = g``), whose Hessian
+``diag(eps, 1)`` is constant. Every other solver and the full QP go through
+``qpsolvers.solve_problem`` with world-frame forces, as before; ``tests/test_gravity_qp.py`` checks
+that the paths give the same answer.
 
 Which methods apply: ``single`` needs the wrench model (raises :class:`GravityCompensationError` at
 construction otherwise) and exactly one foot (``solve`` raises otherwise); the others take any
@@ -128,11 +148,17 @@ import pinocchio as pin
 import qpsolvers
 import scipy.sparse as spa
 
+try:  # DAQP called directly on the condensed QP (qpsolvers lists it when installed)
+    import daqp
+except ImportError:  # pragma: no cover - then qpsolvers does not offer "daqp" either
+    daqp = None
+
 from wbsim.controllers.base import Command, ContactSchedule, RobotState
 from wbsim.controllers.pd import JointPD, PDGains
 from wbsim.errors import UnknownNameError, WbsimError
 
 __all__ = [
+    "CONDENSED_SOLVERS",
     "CONTACT_MODELS",
     "DEFAULT_SOLVER",
     "FALLBACKS",
@@ -147,11 +173,12 @@ __all__ = [
 CONTACT_MODELS = ("points", "wrench")
 #: Methods: the QP (default), the unique single-support wrench, least force, least torque.
 METHODS = ("qp", "single", "pinv", "min_torque")
-#: Default QP solver: the faster of DAQP and ProxQP on the G1 points-model double-support problem
-#: at the stand pose (53 variables, 35 equalities, 40 inequalities). Median time of
-#: ``qpsolvers.solve_problem`` per call on the shared 2-core test machine (figures move by +-50%
-#: with its load): daqp 84-137 us, proxqp 300-630 us, osqp 1.0-2.2 ms; the whole ``solve`` call
-#: (Pinocchio, assembly, checks) adds ~120 us to each.
+#: Default QP solver: the fastest on the G1 points-model double-support problem at the stand pose
+#: (full QP: 53 variables, 35 equalities, 40 inequalities; condensed: 24 variables, 6 equalities).
+#: Time per call on the shared 2-core test machine (figures move by +-50% with its load): full QP
+#: through ``qpsolvers.solve_problem``: daqp 84-137 us, proxqp 300-630 us, osqp 1.0-2.2 ms;
+#: condensed, DAQP called directly (``daqp.Model``): ~20 us. The whole default ``compute`` takes
+#: ~2.2 raw ``mj_step`` of the G1 stand scene (~90 us when ``mj_step`` takes 40 us).
 DEFAULT_SOLVER = "daqp"
 #: Options passed to each solver. DAQP (dual active set) solves the equalities exactly and needs
 #: none. ProxQP and OSQP stop at ``eps_abs`` (default 1e-5 / 1e-3) which would leave residuals of
@@ -162,6 +189,9 @@ SOLVER_OPTIONS: Mapping[str, Mapping[str, Any]] = {
     "osqp": {"eps_abs": 1e-9, "eps_rel": 1e-9, "max_iter": 200_000, "polishing": True,
              "polish_refine_iter": 10},
 }
+#: Solvers that solve the condensed QP by default (``condensed=None``): checked against the full
+#: QP (module docstring). Others (OSQP, other qpsolvers backends) solve the full QP by default.
+CONDENSED_SOLVERS = ("daqp", "proxqp")
 #: Fallbacks of :meth:`GravityCompensationQP.compute`, in the order they are tried.
 FALLBACKS = ("last_feasible+pd", "unconstrained_min_torque+pd", "joint_gravity+pd")
 #: How long (simulated s) the last feasible statics torque may stand in for an infeasible one.
@@ -276,13 +306,38 @@ def _sole_polygon(points_in_foot: np.ndarray, corner_names: tuple[str, ...], foo
 
 class _SupportProblem:
     """Everything about one support set that does not change between calls, and the buffers that
-    are filled in place each call."""
+    are filled in place each call (:meth:`fill`).
+
+    On the DAQP fast path (``local``) the unknowns are the contact forces in their sole frame,
+    ``f_loc`` (``f = R_foot f_loc``, world): the friction, unilaterality and CoP rows ``G_f`` are
+    then constant and the Jacobians are ``LOCAL`` ones (``J_loc^T f_loc = J^T f``, the same
+    statics); norms are unchanged by the rotation, so the QP and the closed forms have the same
+    minimiser as in world coordinates. Every other path keeps world-frame unknowns (``G_f``
+    rotated each call): the problems qpsolvers' backends get are the ones they were checked on
+    (ProxQP, on degenerate states, can declare the sole-frame problem infeasible).
+    :meth:`world_forces` gives the answer as world-frame forces either way.
+
+    ``JT`` is ``J^T`` of the unknowns (``(nv, m)``, Pinocchio's velocity order), ``Jt_u`` its 6
+    base rows and ``Jt_a`` its actuated rows in ``robot.joint_names`` order. Full QP (``condensed=False``):
+    ``A``, ``b``, ``P``, ``c``, ``G`` on ``x = [tau; f_loc]``, with ``Jt_u``, ``Jt_a``, ``g_u``,
+    ``g_a``, ``G_f`` views into them. Condensed QP: one array ``stack`` holds, in this order, its
+    inequality rows ``G_f`` (contacts) and ``-(J^T)_a[r]``, ``(J^T)_a[r]`` (``r``: joints with a
+    torque limit), then ``J^T`` (whose first 6 rows ``(J^T)_u`` are the equality rows) and, when the
+    actuated joints follow Pinocchio's order, ``sqrt(eps) I`` below ``(J^T)_a``. ``Aq`` (the rows
+    down to ``(J^T)_u``) with upper bounds ``bu = [h; lim - g_a[r]; lim + g_a[r]; g_u]``, lower
+    bounds ``bl = -1e30`` and ``sense`` (5 on the equality rows) are the arrays qpsolvers' DAQP
+    interface builds from ``(G, h, A, b)``; ``stack @ f`` gives every inequality's ``G f`` and
+    ``J^T f`` at once; ``X = [(J^T)_a; sqrt(eps) I]`` gives ``H = X^T X``.
+    """
 
     def __init__(self, owner: GravityCompensationQP, feet: tuple[str, ...]):
-        robot = owner.robot
-        n = owner.n
+        robot, model = owner.robot, owner.model
+        n, nv = owner.n, owner.nv
         self.feet = feet
         self.support = frozenset(feet)
+        self.condensed = owner.condensed
+        #: unknowns in the sole frame (the DAQP fast path) or in the world frame
+        self.local = owner._daqp_direct
         feet_objs = [robot.feet[f] for f in feet]
         if owner.contact_model == "points":
             self.dim = 3
@@ -294,30 +349,25 @@ class _SupportProblem:
             self.names = tuple(feet)
             self.frame_ids = tuple(int(f.pin_frame_id) for f in feet_objs)
             counts = [1] * len(feet)
+        nf = len(feet)
         #: foot index of each contact (a foot's points share its orientation)
-        self.contact_foot = np.repeat(np.arange(len(feet)), counts)
+        self.contact_foot = np.repeat(np.arange(nf), counts)
         first_contact = np.cumsum([0, *counts[:-1]])
-        #: one frame per foot whose orientation is the sole's (the foot frame or its first point)
-        self.foot_frame_ids = tuple(self.frame_ids[int(i)] for i in first_contact)
-        self.rot_f = np.empty((len(feet), 3, 3))                  # filled each call
         nc, d = len(self.names), self.dim
         self.nc = nc
         self.m = m = nc * d
         self.nx = nx = n + m
         self.slices = tuple(slice(i * d, (i + 1) * d) for i in range(nc))
-        self.J = np.zeros((m, owner.nv))
-        # the statics as an equality on x = [tau; f]: rows [base (6); joints in joint_names order]
-        self.A = np.zeros((6 + n, nx))
-        self.A[6:, :n] = np.eye(n)
-        self.Jt_u = self.A[:6, n:]          # views, filled each call
-        self.Jt_a = self.A[6:, n:]
-        self.b = np.zeros(6 + n)
-        self.g_u = self.b[:6]
-        self.g_a = self.b[6:]
-        self.P = np.diag(np.concatenate([np.ones(n), np.full(m, owner.eps)]))
-        self.c = np.zeros(nx)
-        self.eps_eye = owner.eps * np.eye(m)   # condensed Hessian's force term
-        # inequalities in the sole frame, per contact: G_loc (nc, k, d) acts on the local force
+        #: one frame per foot whose orientation is the sole's (the foot frame or its first point)
+        sole_frames = [self.frame_ids[int(i)] for i in first_contact]
+        #: per foot: the joint that carries the sole, and the sole frame's rotation on it
+        self.sole_joints = tuple(int(model.frames[f].parentJoint) for f in sole_frames)
+        self.sole_rel = tuple(model.frames[f].placement.rotation.copy() for f in sole_frames)
+        self.sole_rel_identity = all(np.array_equal(r, np.eye(3)) for r in self.sole_rel)
+        self.rot_f = np.empty((nf, 3, 3))                      # sole rotations, filled each call
+        self._per_foot = d == 3 and len(set(counts)) == 1       # world_forces by foot
+        self._f_shape = (nf, counts[0], 3) if self._per_foot else (nc, d // 3, 3)
+        # inequalities in the sole frame, per contact: G_loc (nc, k, d) acts on f_loc
         mu_l = owner.mu / math.sqrt(2.0)
         base_rows = np.zeros((5, d))
         base_rows[0, 2] = -1.0                                  # -f_n <= -f_min
@@ -348,28 +398,263 @@ class _SupportProblem:
             self.G_loc_f = np.ascontiguousarray(self.G_loc[:, :, :3])
             self.G_loc_m = np.ascontiguousarray(self.G_loc[:, :, 3:])
         self.cop_loc = np.stack(cop_rows) if cop_rows else None     # (nfeet, n_edges, 6)
-        self.G = np.zeros((nc * k, nx))                              # acts on x = [tau; f]
-        self.G_f = self.G[:, n:]                                     # view: acts on f
-        self.h = np.zeros(nc * k)
-        self.h[::k] = -owner.f_min
         self.ineq_names = tuple(row_names)
-        ri = np.arange(nc * k).reshape(nc, k)
-        cj = n + np.arange(m).reshape(nc, d)
-        self._g_flat = (ri[:, :, None] * nx + cj[:, None, :]).ravel()  # G.flat positions of blocks
+        self.nin = nin = nc * k
         # torque limits: bounds on tau (full QP) or rows on f (condensed QP)
         lim = np.where(np.isfinite(owner.effort), owner.effort, _BIG)
         self.lb = np.concatenate([-lim, np.full(m, -_BIG)]) if owner.torque_limits else None
         self.ub = np.concatenate([lim, np.full(m, _BIG)]) if owner.torque_limits else None
-        self.lim_rows = np.flatnonzero(np.isfinite(owner.effort)) if owner.torque_limits else None
-
-    def update_inequalities(self, rot_c: np.ndarray) -> None:
-        """``G``: the sole-frame rows ``G_loc`` applied to ``R_c^T f_c`` for each contact ``c``."""
-        rt = rot_c.transpose(0, 2, 1)
-        if self.dim == 3:
-            blocks = self.G_loc @ rt
+        self.lim_rows = (np.flatnonzero(np.isfinite(owner.effort)) if owner.torque_limits
+                         else np.zeros(0, dtype=int))
+        #: actuated rows of J^T: a slice (views) when robot.joint_names follow Pinocchio's order
+        self.vsel = vsel = owner.vsel
+        if self.condensed:
+            nl = self.lim_rows.size
+            self.na = na = nin + 2 * nl + 6                 # rows of the QP's constraint matrix
+            tail = isinstance(vsel, slice) and vsel.stop == nv   # (J^T)_a ends J^T: X in stack
+            self.stack = np.zeros((na - 6 + nv + (m if tail else 0), m))
+            self.Aq = self.stack[:na]
+            self.JT = self.stack[na - 6:na - 6 + nv]
+            self.stack_rows = self.stack[:na - 6 + nv]      # [G_f; limit rows; J^T]
+            self.bu = np.zeros(na)
+            self.bl = np.full(na, -1e30)                    # as qpsolvers' DAQP interface
+            self.sense = np.zeros(na, dtype=np.intc)
+            self.sense[-6:] = 5                             # DAQP: equality (active, immutable)
+            self.G_f, self.h = self.Aq[:nin], self.bu[:nin]
+            self.Gq, self.hq = self.Aq[:-6], self.bu[:-6]   # inequalities incl. torque limits
+            self.G_lo, self.G_hi = self.Aq[nin:nin + nl], self.Aq[nin + nl:nin + 2 * nl]
+            self.h_lo, self.h_hi = self.bu[nin:nin + nl], self.bu[nin + nl:nin + 2 * nl]
+            self.lim = owner.effort[self.lim_rows]
+            self.Jt_u, self.g_u = self.JT[:6], self.bu[-6:]
+            #: (J^T)_a is a view of J^T (no copy per call) when it is its last rows
+            self.copy_jt_a = not tail
+            self._vidx = owner.vidx
+            if tail:
+                self.Jt_a = self.JT[vsel]
+                self.X = self.stack[na - 6 + vsel.start:]
+            else:
+                self.X = np.zeros((n + m, m))
+                self.Jt_a = self.X[:n]
+            self.X[n:] = math.sqrt(owner.eps) * np.eye(m)
+            self.g_a = np.zeros(n)                          # rebound to g[vsel] each call
+            self.H = np.empty((m, m))
+            self.cq = np.empty(m)
+            self.daqp_model = None                          # daqp.Model, set up on first use
         else:
-            blocks = np.concatenate([self.G_loc_f @ rt, self.G_loc_m @ rt], axis=2)
-        self.G.flat[self._g_flat] = blocks.ravel()
+            self.JT = np.zeros((nv, m))
+            self.copy_jt_a = True
+            # the statics as an equality on x = [tau; f]: rows [base (6); joints, joint_names order]
+            self.A = np.zeros((6 + n, nx))
+            self.A[6:, :n] = np.eye(n)
+            self.Jt_u = self.A[:6, n:]          # views, filled each call
+            self.Jt_a = self.A[6:, n:]
+            self.b = np.zeros(6 + n)
+            self.g_u = self.b[:6]
+            self.g_a = self.b[6:]
+            self.P = np.diag(np.concatenate([np.ones(n), np.full(m, owner.eps)]))
+            self.c = np.zeros(nx)
+            self.G = np.zeros((nin, nx))                             # acts on x = [tau; f]
+            self.G_f = self.G[:, n:]                                 # view: acts on f
+            self.h = np.zeros(nin)
+        self.h[::k] = -owner.f_min
+        self.h_zero = not np.any(self.h)
+        # the contact blocks of G_f: one strided (nc, k, d) view of its block diagonal
+        row, col = self.G_f.strides
+        self._g_blocks = np.lib.stride_tricks.as_strided(
+            self.G_f, shape=(nc, k, d), strides=(k * row + d * col, row, col), writeable=True)
+        if self.local:
+            self._g_blocks[:] = self.G_loc                           # constant: sole frame
+        #: 3-vector blocks of f: the foot of each (rotations of world <-> sole frame)
+        self._block_foot = np.repeat(self.contact_foot, d // 3)
+        self._transport_setup(model, feet_objs, counts, nv)
+        if not self.transport:
+            self.J = np.zeros((m, nv))
+        elif not self.local:
+            self.JT_loc = np.zeros((nv, m))
+        #: :meth:`GravityCompensationQP._compute_fast` applies: DAQP direct, sole-frame forces,
+        #: transported Jacobians, actuated joints in Pinocchio's order, no torque-limit rows,
+        #: f_min = 0, and the joints the contacts reach first (:meth:`_fast_setup`)
+        self.fast = (self.local and self.transport and not self.copy_jt_a
+                     and not self.lim_rows.size and self.sole_rel_identity and self.h_zero
+                     and self._fast_setup(owner))
+
+    def _fast_setup(self, owner: GravityCompensationQP) -> bool:
+        """The QP of the fast path: the full QP restricted to the joints that the contact forces
+        reach (those on the chains from the base to the soles, ``nl`` of them; every other joint
+        has ``tau = g`` whatever ``f`` is, a row of its own that the minimum leaves at that
+        value), in the unknowns ``x = [f (sole frame); tau_L]``: minimise
+        ``1/2 x^T diag(eps, 1) x`` subject to ``G_f f <= 0``, ``(J^T)_u f = g_u`` and
+        ``tau_L + (J^T)_L f = g_L``. Same minimiser as the full and the condensed QP, and its
+        Hessian is constant and diagonal, which DAQP factors for nothing: per call only the
+        Jacobian rows and ``g`` change. Needs those joints to be Pinocchio's velocity rows
+        ``6 .. 6 + nl`` (G1: the legs); ``False`` otherwise."""
+        model, n, m, nin = owner.model, owner.n, self.m, self.nin
+        reached = set()
+        for j in self.sole_joints:
+            for i in model.supports[j]:
+                jm = model.joints[i]
+                if i > 1:                                            # not the universe, base
+                    reached.update(range(jm.idx_v, jm.idx_v + jm.nv))
+        nl = len(reached)
+        if not nl or sorted(reached) != list(range(6, 6 + nl)) or self.vsel != slice(6, 6 + n):
+            return False
+        self.nl = nl
+        rows = nin + 6 + nl
+        self.fast_A = np.zeros((rows, m + nl))
+        self.fast_A[:nin, :m] = self.G_f
+        self.fast_A[nin + 6:, m:] = np.eye(nl)
+        self.fast_JT = self.fast_A[nin:, :m]        # J^T rows base + reached joints (a view)
+        self.fast_H = np.diag(np.concatenate([np.full(m, owner.eps), np.ones(nl)]))
+        self.fast_c = np.zeros(m + nl)
+        self.fast_bu = np.zeros(rows)
+        self.fast_g = self.fast_bu[nin:]            # g of the base and reached joints
+        self.fast_bl = np.full(rows, -1e30)
+        self.fast_sense = np.zeros(rows, dtype=np.intc)
+        self.fast_sense[nin:] = 5
+        self.fast_model = None                      # daqp.Model, set up on first use
+        # world forces as one product: f = W f_loc, W block-diagonal with R_foot per point
+        self.fast_W = np.zeros((m, m))
+        row, col = self.fast_W.strides
+        npf = self.nc // len(self.feet)
+        self.fast_Wb = np.lib.stride_tricks.as_strided(
+            self.fast_W, shape=(len(self.feet), npf, 3, 3),
+            strides=(npf * 3 * (row + col), 3 * (row + col), row, col), writeable=True)
+        # the sole rotations as views of ``owner.data.oMi[j].rotation``: Pinocchio's joint
+        # placements live in ``data`` (a vector that never moves), so the views follow every
+        # kinematics pass without a Python call per rotation; kept only where they do alias
+        data = owner.data
+        views = tuple(data.oMi[j].rotation for j in self.sole_joints)
+        if not all(np.shares_memory(v, data.oMi[j].rotation)
+                   for v, j in zip(views, self.sole_joints)):
+            return False
+        self.fast_rot = (data, views)
+        return True
+
+    def _transport_setup(self, model, feet_objs, counts, nv) -> None:
+        """Points model: the sole points of a foot are fixed on the foot link, so their
+        Jacobians follow from the foot frame's by the rigid-body velocity transport
+        ``v_p = v + w x p``; in the foot (``LOCAL``) frame, with ``p`` the point's constant
+        position there: ``J_p = J_lin - [p]x J_ang``. One ``getFrameJacobian`` per foot instead of
+        one per point: ``J = T J_feet`` with the constant ``T = [I, -[p]x]`` per point. Used when
+        every foot has as many points, on its foot frame's joint and with its orientation (so the
+        foot frame is the sole frame; G1, Talos); else each contact frame's world-aligned
+        Jacobian is taken from Pinocchio and turned into the sole frame."""
+        self.transport = False
+        if self.dim != 3 or len(set(counts)) != 1:
+            return
+        offsets = []
+        for foot in feet_objs:
+            frame = model.frames[int(foot.pin_frame_id)]
+            for pid in foot.pin_point_frame_ids:
+                point = model.frames[int(pid)]
+                rel = frame.placement.actInv(point.placement)
+                if (point.parentJoint != frame.parentJoint
+                        or np.abs(rel.rotation - np.eye(3)).max() > 1e-12):
+                    return
+                offsets.append(rel.translation.copy())
+        self.transport = True
+        nf, nc = len(feet_objs), len(offsets)
+        self.foot_link_ids = tuple(int(f.pin_frame_id) for f in feet_objs)
+        self.J_feet = np.zeros((6 * nf, nv))
+        self.T = np.zeros((3 * nc, 6 * nf))
+        for c, p in enumerate(offsets):
+            kf = int(self.contact_foot[c])
+            self.T[3 * c:3 * c + 3, 6 * kf:6 * kf + 3] = np.eye(3)
+            self.T[3 * c:3 * c + 3, 6 * kf + 3:6 * kf + 6] = -pin.skew(p)
+
+    def fill(self, model, data, q: np.ndarray, g: np.ndarray) -> None:
+        """Fill the per-call buffers at ``q`` (``g = g(q)``, a fresh array): ``J^T`` of the
+        contacts (sole frame if ``local``, else world-aligned), the sole rotations ``rot_f``,
+        ``(J^T)_u``, ``(J^T)_a``, ``g_u``, ``g_a`` (plus the torque-limit rows of the condensed
+        QP, and ``G_f`` if not ``local``)."""
+        pin.computeJointJacobians(model, data, q)
+        oMi, rot_f, local = data.oMi, self.rot_f, self.local
+        for k, j in enumerate(self.sole_joints):
+            rot_f[k] = oMi[j].rotation
+        if not self.sole_rel_identity:
+            np.matmul(rot_f, np.stack(self.sole_rel), out=rot_f)
+        gfj = pin.getFrameJacobian
+        if self.transport:
+            JT_loc = self.JT if local else self.JT_loc
+            np.concatenate([gfj(model, data, fid, pin.LOCAL) for fid in self.foot_link_ids],
+                           out=self.J_feet)
+            np.dot(self.J_feet.T, self.T.T, out=JT_loc)         # J^T = J_feet^T T^T
+            if not local:                                       # J^T R^T, block by block
+                nv, nb = JT_loc.shape[0], self.m // 3
+                blocks = np.matmul(JT_loc.reshape(nv, nb, 3).transpose(1, 0, 2),
+                                   rot_f[self._block_foot].transpose(0, 2, 1))
+                self.JT[:] = blocks.transpose(1, 0, 2).reshape(nv, self.m)
+        else:
+            J, lwa = self.J, pin.LOCAL_WORLD_ALIGNED
+            for c, (sl, fid) in enumerate(zip(self.slices, self.frame_ids)):
+                jc = gfj(model, data, fid, lwa)[:self.dim]
+                if local:                                       # R^T J: sole frame
+                    rt = rot_f[self.contact_foot[c]].T
+                    J[sl.start:sl.start + 3] = rt @ jc[:3]
+                    if self.dim == 6:
+                        J[sl.start + 3:sl.stop] = rt @ jc[3:]
+                else:
+                    J[sl] = jc
+            self.JT[:] = J.T
+        vsel = self.vsel
+        self.g_u[:] = g[:6]
+        if self.condensed:
+            self.g_a = g[vsel]
+            if self.copy_jt_a:
+                np.take(self.JT, self._vidx, axis=0, out=self.Jt_a)
+            if self.lim_rows.size:
+                r_lim = self.lim_rows
+                np.negative(self.Jt_a[r_lim], out=self.G_lo)             # tau <= lim
+                self.G_hi[:] = self.Jt_a[r_lim]                          # -tau <= lim
+                np.subtract(self.lim, self.g_a[r_lim], out=self.h_lo)
+                np.add(self.lim, self.g_a[r_lim], out=self.h_hi)
+        else:
+            self.g_a[:] = g[vsel]
+            self.Jt_u[:] = self.JT[:6]
+            self.Jt_a[:] = self.JT[vsel]
+        if not local:
+            self.update_inequalities()
+
+    @property
+    def rot_c(self) -> np.ndarray:
+        """Sole rotation of each contact, ``(nc, 3, 3)``."""
+        return self.rot_f[self.contact_foot]
+
+    def update_inequalities(self) -> None:
+        """World-frame unknowns: ``G_f``'s blocks are the sole-frame rows ``G_loc`` applied to
+        ``R_c^T f_c`` for each contact ``c`` (written in place)."""
+        rt = self.rot_c.transpose(0, 2, 1)
+        if self.dim == 3:
+            np.matmul(self.G_loc, rt, out=self._g_blocks)
+        else:
+            np.matmul(self.G_loc_f, rt, out=self._g_blocks[:, :, :3])
+            np.matmul(self.G_loc_m, rt, out=self._g_blocks[:, :, 3:])
+
+    def sole_forces(self, f: np.ndarray) -> np.ndarray:
+        """``(nc, d)`` sole-frame forces (and torques) of the unknowns ``f``."""
+        if self.local:
+            return f.reshape(self.nc, self.dim)
+        fb = f.reshape(self.m // 3, 1, 3) @ self.rot_f[self._block_foot]    # (R^T f)^T
+        return fb.reshape(self.nc, self.dim)
+
+    def world_forces(self, f: np.ndarray) -> np.ndarray:
+        """``(nc, d)`` world-frame forces (and torques) of the unknowns ``f`` (a fresh array):
+        ``R_foot`` applied to each 3-vector when they are in the sole frame."""
+        if not self.local:
+            return f.reshape(self.nc, self.dim)
+        fw = np.matmul(f.reshape(self._f_shape),
+                       self.rot_f.transpose(0, 2, 1) if self._per_foot
+                       else self.rot_f[self.contact_foot].transpose(0, 2, 1))
+        return fw.reshape(self.nc, self.dim)
+
+    def condensed_cost(self) -> None:
+        """``H = (J^T)_a^T (J^T)_a + eps I`` (as ``X^T X``, ``X = [(J^T)_a; sqrt(eps) I]``) and
+        ``cq = -(J^T)_a^T g_a`` of the condensed QP (``||g_a - (J^T)_a f||^2 + eps ||f||^2``,
+        halved, constant dropped)."""
+        X, cq = self.X, self.cq
+        np.dot(X.T, X, out=self.H)
+        np.dot(self.g_a, self.Jt_a, out=cq)
+        np.negative(cq, out=cq)
 
 
 class GravityCompensationQP:
@@ -392,8 +677,9 @@ class GravityCompensationQP:
         torque_limits: bound ``|tau| <= robot.effort_limits`` in the QP and check it for every
             method.
         condensed: solve the QP in ``f`` alone, ``tau = g_a - (J^T)_a f`` substituted (same
-            minimiser, 24 instead of 53 variables for G1's points model, DAQP 1.5-3x faster);
-            ``False`` (default) solves the seed's ``x = [tau; f]``.
+            minimiser, 24 instead of 53 variables for G1's points model, DAQP 2-5x faster);
+            ``False`` solves the seed's ``x = [tau; f]``; ``None`` (default): condensed for the
+            solvers in :data:`CONDENSED_SOLVERS` (DAQP, ProxQP), full for the others.
         frequency_hz, damping_ratio: the joint PD's natural frequency (Hz) and damping ratio
             (:class:`wbsim.controllers.pd.JointPD`).
         feasibility_tol: tolerance of the physical checks (N, N·m).
@@ -410,7 +696,7 @@ class GravityCompensationQP:
     def __init__(self, robot, contact_model: str = "points", method: str = "qp",
                  solver: str | None = None, eps: float = 1e-5, mu: float = 0.7, f_min: float = 0.0,
                  torque_limits: bool = False, frequency_hz: float = 3.0, damping_ratio: float = 1.0,
-                 condensed: bool = False, feasibility_tol: float = 1e-6,
+                 condensed: bool | None = None, feasibility_tol: float = 1e-6,
                  residual_tol: float = 1e-6):
         if contact_model not in CONTACT_MODELS:
             raise UnknownNameError("contact model", contact_model, CONTACT_MODELS)
@@ -441,7 +727,7 @@ class GravityCompensationQP:
         self.mu = float(mu)
         self.f_min = float(f_min)
         self.torque_limits = bool(torque_limits)
-        self.condensed = bool(condensed)
+        self.condensed = (solver in CONDENSED_SOLVERS) if condensed is None else bool(condensed)
         self.feasibility_tol = float(feasibility_tol)
         self.residual_tol = float(residual_tol)
         self.model = robot.pin_model
@@ -451,9 +737,22 @@ class GravityCompensationQP:
         self.joint_names = tuple(robot.joint_names)
         self.n = len(self.joint_names)
         self.vidx = np.asarray(robot.converter.pin_vidx, dtype=int)
+        #: actuated columns of Pinocchio's velocity: a slice when they are in joint_names order
+        v0 = int(self.vidx[0]) if self.n else 0
+        self.vsel = (slice(v0, v0 + self.n)
+                     if np.array_equal(self.vidx, np.arange(v0, v0 + self.n)) else self.vidx)
+        #: the condensed QP with DAQP goes to DAQP directly (:meth:`_solve_daqp`); every other
+        #: solver and the full QP go through qpsolvers
+        self._daqp_direct = (solver == "daqp" and self.condensed and daqp is not None)
         self.effort = np.asarray(robot.effort_limits, dtype=float)
         self.floating = (self.model.njoints > 1
                          and self.model.joints[1].shortname() == "JointModelFreeFlyer")
+        #: compute() tries :meth:`_compute_fast` first
+        self._fast = (self._daqp_direct and self.floating and method == "qp"
+                      and not self.torque_limits)
+        #: -M g_0 (total mass times the model's gravity at construction, N): the fast path
+        #: takes g(q) = J_com^T of it
+        self._mg = -pin.computeTotalMass(self.model) * np.array(self.model.gravity.linear)
         self._soles: dict[str, tuple] = {}        # wrench model: CoP polygon per foot
         if self.floating and contact_model == "wrench":
             for fname, foot in robot.feet.items():
@@ -515,49 +814,45 @@ class GravityCompensationQP:
             UnknownNameError: a foot name that the robot does not have.
         """
         t_start = time.perf_counter()
+        q, feet = self._inputs(q, support)
+        return self._solve(q, feet, self.method, t_start)
+
+    def _inputs(self, q: np.ndarray, support: Iterable[str]) -> tuple[np.ndarray, tuple[str, ...]]:
+        """``q`` as a float array and the support feet, validated (see :meth:`solve`)."""
         q = np.asarray(q, dtype=float)
         if q.shape != (self.nq,):
             raise GravityCompensationError(f"q must have shape ({self.nq},), got {q.shape}")
-        if not np.isfinite(q).all():
+        # one dot product is finite iff every entry is (or it overflowed: then look closer)
+        if not math.isfinite(q @ q) and not np.isfinite(q).all():
             raise GravityCompensationError("q has non-finite entries")
         feet = self._support(support)
         if self.method == "single" and len(feet) != 1:
             raise GravityCompensationError(
                 f"method 'single' needs exactly one foot in support, got {sorted(feet) or 'none'}")
-        return self._solve(q, feet, self.method, t_start)
+        return q, feet
 
     def _solve(self, q: np.ndarray, feet: tuple[str, ...], method: str,
                t_start: float) -> StaticsResult:
+        label = method if self.floating else "fixed_base"
+        return self._result(*self._statics(q, feet, method), label, feet, t_start)
+
+    def _statics(self, q: np.ndarray, feet: tuple[str, ...], method: str) -> tuple:
+        """The solve itself: ``(tau, f, prob, residual, active, solver, status, solve_time,
+        feasible, physically_possible, reasons)`` (:meth:`_result` makes it a
+        :class:`StaticsResult`; :meth:`compute` reads it directly)."""
         model, data = self.model, self.data
         g = pin.computeGeneralizedGravity(model, data, q)
         if not self.floating:
-            tau = g[self.vidx]
-            return self._result(tau, None, None, 0.0, (), "pinocchio",
-                                "solved (fixed base: tau = g(q))", 0.0, True, "fixed_base", (),
-                                True, (), t_start)
+            return (g[self.vidx], None, None, 0.0, (), "pinocchio",
+                    "solved (fixed base: tau = g(q))", 0.0, True, True, ())
         if not feet:
-            return self._result(np.full(self.n, np.nan), None, None, math.nan, (), "none",
-                                "infeasible: no foot in support, nothing holds the floating base",
-                                0.0, False, method, (), None,
-                                ("no contact: gravity on the base cannot be balanced",), t_start)
+            return (np.full(self.n, np.nan), None, None, math.nan, (), "none",
+                    "infeasible: no foot in support, nothing holds the floating base", 0.0, False,
+                    None, ("no contact: gravity on the base cannot be balanced",))
         prob = self._problem(feet)
-        # Jacobians (world-aligned) of every contact frame, and the sole rotations
-        pin.computeJointJacobians(model, data, q)
-        J, d, lwa = prob.J, prob.dim, pin.LOCAL_WORLD_ALIGNED
-        for sl, fid in zip(prob.slices, prob.frame_ids):
-            J[sl] = pin.getFrameJacobian(model, data, fid, lwa)[:d]
-        rot_f, oMf = prob.rot_f, data.oMf
-        for k, fid in enumerate(prob.foot_frame_ids):
-            rot_f[k] = oMf[fid].rotation
-        rot_c = rot_f[prob.contact_foot] if d == 3 else rot_f
-        Jv = J[:, self.vidx]                      # ((J^T)_a)^T, (m, n)
-        prob.Jt_u[:] = J[:, :6].T
-        prob.Jt_a[:] = Jv.T
-        prob.g_u[:] = g[:6]
-        prob.g_a[:] = g[self.vidx]
-        prob.update_inequalities(rot_c)
+        prob.fill(model, data, q, g)   # J^T, sole rotations, (J^T)_u, (J^T)_a, g_u, g_a, G_f
         if method == "qp":
-            tau, f, solve_time, status, ok = self._solve_qp(prob, Jv)
+            tau, f, solve_time, status, ok = self._solve_qp(prob)
             solver = self.solver
         else:
             t0 = time.perf_counter()
@@ -565,13 +860,32 @@ class GravityCompensationQP:
             solve_time = time.perf_counter() - t0
             solver = "numpy.linalg"
         if not ok:
-            return self._result(tau, f, prob, math.nan, (), solver, status, solve_time, False,
-                                method, feet, None, (status,), t_start)
-        r = prob.A @ np.concatenate((tau, f))
-        r -= prob.b
-        residual = math.sqrt(float(r @ r))
-        slack = prob.G_f @ f - prob.h
-        active = [prob.ineq_names[i] for i in np.flatnonzero(slack >= -_ACTIVE_TOL)]
+            return (tau, f, prob, math.nan, (), solver, status, solve_time, False, None,
+                    (status,))
+        # statics residual g - [0; tau] - J^T f (Pinocchio's velocity order) and the slack
+        # G_f f - h of the contact inequalities (f: the sole-frame forces)
+        if prob.condensed:
+            y = np.dot(prob.stack_rows, f)          # [G_f f; (limit rows) f; J^T f] at once
+            slack = y[:prob.nin]
+            rJ = y[prob.na - 6:]
+        else:
+            slack = np.dot(prob.G_f, f)
+            rJ = np.dot(prob.JT, f)
+        vsel = self.vsel
+        if tau is None:
+            # condensed QP: tau = g_a - (J^T)_a f, so the joint rows of the residual are zero
+            # by construction and the base rows (the QP's equality) are all there is to check
+            tau = g[vsel] - rJ[vsel]
+            r = g[:6] - rJ[:6]
+        else:
+            r = g - rJ
+            r[vsel] -= tau
+        residual = math.sqrt(r.dot(r))
+        if not prob.h_zero:
+            slack -= prob.h
+        slack_max = slack.max()
+        active = ([prob.ineq_names[i] for i in np.flatnonzero(slack >= -_ACTIVE_TOL)]
+                  if slack_max >= -_ACTIVE_TOL else [])
         limits_hit = False
         if self.torque_limits:
             lim = self.effort
@@ -582,8 +896,8 @@ class GravityCompensationQP:
             limits_hit = bool(hi.size or lo.size)
         # Fast path: every QP inequality holds (the pyramid lies inside the cone), so does every
         # physical condition; otherwise check them one by one.
-        if limits_hit or not slack.max() <= 0.5 * self.feasibility_tol:
-            reasons = self._check(prob, tau, f, rot_f, rot_c)
+        if limits_hit or not slack_max <= 0.5 * self.feasibility_tol:
+            reasons = self._check(prob, tau, f)
         else:
             reasons = []
         possible = not reasons
@@ -592,8 +906,8 @@ class GravityCompensationQP:
         feasible = not reasons
         if not feasible:
             status = "infeasible: " + "; ".join(reasons)
-        return self._result(tau, f, prob, residual, tuple(active), solver, status, solve_time,
-                            feasible, method, feet, possible, tuple(reasons), t_start)
+        return (tau, prob.world_forces(f), prob, residual, tuple(active), solver, status,
+                solve_time, feasible, possible, tuple(reasons))
 
     def _closed_form(self, prob: _SupportProblem, method: str):
         """single / pinv / min_torque (module docstring)."""
@@ -622,19 +936,18 @@ class GravityCompensationQP:
                         f = f + N @ z
         return g_a - Jt_a @ f, f, "solved", True
 
-    def _solve_qp(self, prob: _SupportProblem, Jv: np.ndarray):
-        """The QP, full (x = [tau; f]) or condensed (x = f)."""
+    def _solve_qp(self, prob: _SupportProblem):
+        """The QP, full (x = [tau; f]) or condensed (x = f); DAQP on the condensed QP is called
+        directly (:meth:`_solve_daqp`), every other case through ``qpsolvers.solve_problem``.
+        Returns ``(tau, f, solve_time, status, ok)``; ``tau`` is ``None`` for the condensed QP
+        (:meth:`_statics` takes ``tau = g_a - (J^T)_a f`` from the residual's ``J^T f``)."""
         n = self.n
         if self.condensed:
-            P = Jv @ Jv.T + prob.eps_eye         # ||g_a - Jt_a f||^2 + eps ||f||^2, halved
-            c = -(Jv @ prob.g_a)
-            G, h = prob.G_f, prob.h
-            if self.torque_limits and prob.lim_rows.size:
-                r = prob.lim_rows
-                lim = self.effort[r]
-                G = np.vstack([G, -Jv[:, r].T, Jv[:, r].T])        # tau <= lim, -tau <= lim
-                h = np.concatenate([h, lim - prob.g_a[r], lim + prob.g_a[r]])
-            A, b, lb, ub = prob.Jt_u, prob.g_u, None, None
+            prob.condensed_cost()
+            if self._daqp_direct:
+                return self._solve_daqp(prob)
+            P, c, G, h, A, b = prob.H, prob.cq, prob.Gq, prob.hq, prob.Jt_u, prob.g_u
+            lb = ub = None
         else:
             P, c, G, h, A, b = prob.P, prob.c, prob.G, prob.h, prob.A, prob.b
             lb, ub = prob.lb, prob.ub
@@ -661,21 +974,58 @@ class GravityCompensationQP:
             return (np.full(n, np.nan), np.full(prob.m, np.nan), dt,
                     f"infeasible or failed: {self.solver} found no solution{detail}", False)
         if self.condensed:
-            return prob.g_a - Jv.T @ x, x, dt, "solved", True
+            return None, x, dt, "solved", True      # tau = g_a - (J^T)_a f, in _statics
         return x[:n], x[n:], dt, "solved", True
 
-    def _check(self, prob: _SupportProblem, tau, f, rot_f, rot_c) -> list[str]:
-        """Reasons (empty if none) why ``(tau, f)`` is not physically possible: unilaterality,
-        Coulomb's cone, CoP in the sole (wrench model), torque limits (if enabled)."""
+    def _solve_daqp(self, prob: _SupportProblem):
+        """The condensed QP by DAQP called directly: a ``daqp.Model`` per support set (its
+        workspace allocated once, by ``setup``) takes the arrays ``prob.H, prob.cq, prob.Aq,
+        prob.bu, prob.bl, prob.sense`` prepared in place, the very arrays qpsolvers' DAQP
+        interface would build from ``(P, q, G, h, A, b)``; ``update`` is given ``sense`` each call,
+        so every solve starts cold, as ``daqp.solve`` does: the answer does not depend on earlier
+        calls, and agrees with qpsolvers' (``tests/test_gravity_qp.py``). No qpsolvers
+        conversions, no per-call allocation of the solver's workspace. Returns ``(None, f,
+        solve_time, status, ok)`` (``tau`` follows in :meth:`_statics`)."""
+        t0 = time.perf_counter()
+        try:
+            model = prob.daqp_model
+            if model is None:
+                model = daqp.Model()
+                if self.solver_options:
+                    model.settings = dict(self.solver_options)
+                flag = model.setup(prob.H, prob.cq, prob.Aq, prob.bu, prob.bl, prob.sense)[0]
+                flag = min(0, flag)                # setup: >= 0 is success
+                prob.daqp_model = model
+            else:
+                flag = model.update(H=prob.H, f=prob.cq, A=prob.Aq, bupper=prob.bu,
+                                    sense=prob.sense)
+            if flag < 0:       # the update was refused: solving would return the last answer
+                exitflag = flag
+            else:
+                x, _, exitflag, _ = model.solve()
+        except Exception as exc:  # noqa: BLE001  a solver may raise on a degenerate problem
+            prob.daqp_model = None
+            return (np.full(self.n, np.nan), np.full(prob.m, np.nan), time.perf_counter() - t0,
+                    f"failed: daqp raised {type(exc).__name__}: {exc}", False)
+        dt = time.perf_counter() - t0
+        if exitflag <= 0 or not (math.isfinite(x.dot(x)) or np.isfinite(x).all()):
+            prob.daqp_model = None          # set up afresh next time
+            return (np.full(self.n, np.nan), np.full(prob.m, np.nan), dt,
+                    "infeasible or failed: daqp found no solution", False)
+        return None, x, dt, "solved", True
+
+    def _check(self, prob: _SupportProblem, tau, f) -> list[str]:
+        """Reasons (empty if none) why ``(tau, f)`` (``f``: sole-frame forces) is not physically
+        possible: unilaterality, Coulomb's cone, CoP in the sole (wrench model), torque limits
+        (if enabled)."""
         tol, mu = self.feasibility_tol, self.mu
-        fc = f.reshape(prob.nc, prob.dim)
-        force_loc = np.einsum("cji,cj->ci", rot_c, fc[:, :3])       # R_c^T f_c
+        w_loc = prob.sole_forces(f)
+        force_loc = w_loc[:, :3]
         fn = force_loc[:, 2]
         ft = np.hypot(force_loc[:, 0], force_loc[:, 1])
         bad_n = fn < self.f_min - tol
         bad_t = (ft > mu * fn + tol) & ~bad_n          # friction is moot where the contact pulls
         if prob.dim == 6:
-            w_loc = np.concatenate([force_loc, np.einsum("cji,cj->ci", rot_f, fc[:, 3:])], axis=1)
             bad_cop = np.any(np.einsum("cke,ce->ck", prob.cop_loc, w_loc) > tol, axis=1)
         else:
             bad_cop = np.zeros(prob.nc, dtype=bool)
@@ -707,20 +1057,25 @@ class GravityCompensationQP:
                                f"{self.effort[i]:g} N·m")
         return reasons
 
-    def _result(self, tau, f, prob, residual, active, solver, status, solve_time, feasible, method,
-                feet, possible, reasons, t_start) -> StaticsResult:
-        # tau and f are fresh arrays (or views of the solver's fresh x), never the reused buffers
+    @staticmethod
+    def _forces(prob, f) -> dict[str, np.ndarray]:
+        """Contact name -> read-only row of ``f`` (``(3,)`` or ``(6,)``); ``f`` is a fresh array
+        (the solver's ``x`` or computed), never one of the reused buffers."""
+        if prob is None or f is None:
+            return {}
+        fc = np.asarray(f, dtype=float).reshape(prob.nc, prob.dim)
+        fc.flags.writeable = False
+        return dict(zip(prob.names, fc))
+
+    def _result(self, tau, f, prob, residual, active, solver, status, solve_time, feasible,
+                possible, reasons, method, feet, t_start) -> StaticsResult:
+        # tau is a fresh array, never one of the reused buffers
         tau = np.asarray(tau, dtype=float)
         tau.flags.writeable = False
-        forces: dict[str, np.ndarray] = {}
-        if prob is not None and f is not None:
-            fc = np.asarray(f, dtype=float).reshape(prob.nc, prob.dim)
-            fc.flags.writeable = False
-            forces = dict(zip(prob.names, fc))
         return StaticsResult(
-            tau=dict(zip(self.joint_names, tau.tolist())), tau_array=tau, contact_forces=forces,
-            residual=float(residual), active_constraints=tuple(active), solver=solver,
-            status=status,
+            tau=dict(zip(self.joint_names, tau.tolist())), tau_array=tau,
+            contact_forces=self._forces(prob, f), residual=float(residual),
+            active_constraints=tuple(active), solver=solver, status=status,
             solve_time=float(solve_time), feasible=bool(feasible), method=method,
             contact_model=self.contact_model, support=self._frozen(feet),
             physically_possible=possible, reasons=tuple(reasons),
@@ -741,7 +1096,8 @@ class GravityCompensationQP:
         ``Command.contact_forces`` are the statics forces (world frame; see
         :attr:`StaticsResult.contact_forces`), ``Command.contact_set`` the support, ``Command.info``
         holds ``solve_time_s``, ``total_time_s``, ``residual`` (N·m), ``active_constraints``,
-        ``solver``, ``method``, ``contact_model``, ``physically_possible``, ``reasons``.
+        ``solver``, ``method``, ``contact_model``, ``physically_possible``, ``reasons`` (the
+        fields of :meth:`solve`'s result, which a feasible step does not build).
 
         Never raises. When the statics are infeasible, fail, or raise (e.g. ``single`` asked for two
         feet, an unknown foot) the command has ``feasible=False``, the status text, and the first
@@ -755,18 +1111,40 @@ class GravityCompensationQP:
         3. ``"joint_gravity+pd"``: ``g(q)`` on the joints (fixed-base gravity compensation), plus
            the PD; when no foot is in support (or the support is invalid).
         """
-        wanted = schedule.contact_set if self.floating else ()
         pd_tau = self.pd(state.q, state.v)
+        if self._fast:
+            cmd = self._compute_fast(state, schedule, pd_tau)
+            if cmd is not None:
+                return cmd
+        wanted = schedule.contact_set if self.floating else ()
+        t_start = time.perf_counter()
         try:
-            res = self.solve(state.q, wanted)
+            q, feet = self._inputs(state.q, wanted)
+            out = self._statics(q, feet, self.method)
             error = None
         except (WbsimError, np.linalg.LinAlgError, ValueError) as exc:  # e.g. a non-finite state
-            res, error = None, f"error: {type(exc).__name__}: {exc}"
-        if res is not None and res.feasible:
-            self._last = (float(state.t), res.support, res.tau_array, res.contact_forces)
-            return Command(tau=res.tau_array + pd_tau, contact_set=res.support,
-                           contact_forces=dict(res.contact_forces), feasible=True, fallback="",
-                           status=res.status, info=self._info(res))
+            out, error = None, f"error: {type(exc).__name__}: {exc}"
+        if out is not None and out[8]:                     # feasible: no StaticsResult needed
+            tau, f, prob, residual, active, solver, status, solve_time, _, possible, reasons = out
+            info = {
+                "solve_time_s": float(solve_time),
+                "total_time_s": time.perf_counter() - t_start,
+                "residual": float(residual),
+                "active_constraints": active,
+                "solver": solver,
+                "method": self.method if self.floating else "fixed_base",
+                "contact_model": self.contact_model,
+                "physically_possible": possible,
+                "reasons": reasons,
+            }
+            tau.flags.writeable = False
+            forces = self._forces(prob, f)
+            support = prob.support if prob is not None else frozenset()
+            self._last = (float(state.t), support, tau, forces)
+            return Command(tau=tau + pd_tau, contact_set=support, contact_forces=dict(forces),
+                           feasible=True, fallback="", status=status, info=info)
+        res = (self._result(*out, self.method, feet, t_start) if out is not None else None)
+        # (a floating base here: a fixed base's statics are always feasible)
         status = error if res is None else res.status
         info = (self._info(res) if res is not None
                 else {"method": self.method, "solver": self.solver, "error": error})
@@ -798,6 +1176,85 @@ class GravityCompensationQP:
         g = pin.computeGeneralizedGravity(self.model, self.data, np.asarray(state.q, dtype=float))
         return Command(tau=g[self.vidx] + pd_tau, contact_set=support, contact_forces={},
                        feasible=False, fallback=FALLBACKS[2], status=status, info=info)
+
+    def _compute_fast(self, state: RobotState, schedule: ContactSchedule,
+                      pd_tau: np.ndarray) -> Command | None:
+        """:meth:`compute` in the plain case, in one function, for a support set already solved
+        once (``prob.fast``): the same Pinocchio calls and sole-frame unknowns as the general
+        path (:meth:`_SupportProblem.fill`), then the QP of :meth:`_SupportProblem._fast_setup`
+        (the full QP on the joints the contacts reach; constant diagonal Hessian) by DAQP.
+        ``None`` (nothing changed but buffers that every call refills) as soon as anything is
+        not plain: an unseen support, an input to check, a solver failure, a bound within
+        tolerance (active or violated), a residual too large; the general path then does the
+        whole step. ``tests/test_gravity_qp.py`` checks that it returns what :meth:`solve`
+        does (to 1e-8 N·m, N)."""
+        q, wanted = state.q, schedule.contact_set
+        feet = self._support_cache.get(wanted) if type(wanted) is frozenset else None
+        if (feet is None or type(q) is not np.ndarray or q.dtype != np.float64
+                or q.shape != (self.nq,) or not math.isfinite(q.dot(q))):
+            return None
+        prob = self._problems.get(feet)
+        if prob is None or not prob.fast:
+            return None
+        t_start = time.perf_counter()
+        model, data = self.model, self.data
+        rot_data, rot_views = prob.fast_rot
+        if rot_data is not data:
+            return None
+        # one pass for the CoM Jacobian and every joint Jacobian (Pinocchio documents that
+        # jacobianCenterOfMass computes the latter as computeJointJacobians does), and
+        # g(q) = -M J_com^T g_0: the generalised gravity is the gradient of -M g_0^T c(q)
+        g = np.dot(self._mg, pin.jacobianCenterOfMass(model, data, q, False))
+        W = prob.fast_Wb
+        for k, view in enumerate(rot_views):                   # data.oMi[j].rotation, updated
+            W[k] = view                                        # R_foot for each of its points
+        gfj, local = pin.getFrameJacobian, pin.LOCAL
+        np.concatenate([gfj(model, data, fid, local) for fid in prob.foot_link_ids],
+                       out=prob.J_feet)
+        nr, m = 6 + prob.nl, prob.m
+        np.matmul(prob.J_feet[:, :nr].T, prob.T.T, out=prob.fast_JT)  # J^T = J_feet^T T^T
+        prob.fast_g[:] = g[:nr]
+        A, bu, sense = prob.fast_A, prob.fast_bu, prob.fast_sense
+        t0 = time.perf_counter()
+        solver = prob.fast_model
+        if solver is None:
+            solver = daqp.Model()
+            if self.solver_options:
+                solver.settings = dict(self.solver_options)
+            if solver.setup(prob.fast_H, prob.fast_c, A, bu, prob.fast_bl, sense)[0] < 0:
+                return None
+            prob.fast_model = solver
+        elif solver.update(A=A, bupper=bu, sense=sense) < 0:
+            return None
+        x, _, exitflag, _ = solver.solve()
+        solve_time = time.perf_counter() - t0
+        if exitflag <= 0 or not math.isfinite(x.dot(x)):
+            return None
+        y = np.dot(A, x)                        # [G_f f; (J^T)_u f; tau_L + (J^T)_L f]
+        r = prob.fast_g - y[prob.nin:]          # the statics of the base and reached joints
+        residual = math.sqrt(r.dot(r))
+        if not (y[:prob.nin].max() < -_ACTIVE_TOL and residual <= self.residual_tol):
+            return None
+        tau = np.concatenate((x[m:], g[nr:]))   # the other joints: tau = g
+        tau.flags.writeable = False
+        fw = np.dot(prob.fast_W, x[:m]).reshape(prob.nc, 3)     # world frame
+        fw.flags.writeable = False
+        forces = dict(zip(prob.names, fw))
+        support = prob.support
+        self._last = (float(state.t), support, tau, forces)
+        info = {
+            "solve_time_s": solve_time,
+            "total_time_s": time.perf_counter() - t_start,
+            "residual": residual,
+            "active_constraints": (),
+            "solver": "daqp",
+            "method": "qp",
+            "contact_model": self.contact_model,
+            "physically_possible": True,
+            "reasons": (),
+        }
+        return Command(tau=tau + pd_tau, contact_set=support, contact_forces=dict(forces),
+                       feasible=True, fallback="", status="solved", info=info)
 
     @staticmethod
     def _info(res: StaticsResult) -> dict[str, Any]:

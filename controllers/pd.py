@@ -73,12 +73,23 @@ def inertia_scaled_gains(robot, q: np.ndarray, gains: PDGains) -> tuple[np.ndarr
     return m_ii * w * w, 2.0 * gains.damping_ratio * m_ii * w
 
 
+def _as_slice(idx: np.ndarray) -> slice | np.ndarray:
+    """``idx`` as a slice when it is a run of consecutive indices (a view instead of a copy),
+    else the index array itself."""
+    idx = np.asarray(idx, dtype=int)
+    if idx.size and np.array_equal(idx, np.arange(idx[0], idx[0] + idx.size)):
+        return slice(int(idx[0]), int(idx[0]) + idx.size)
+    return idx
+
+
 class JointPD:
     """``tau = kp (q_ref - q) - kd qdot`` on the actuated joints (``(n_joints,)``, N·m)."""
 
     def __init__(self, robot, gains: PDGains = PDGains()):
         self.robot = robot
         self.gains = gains
+        conv = robot.converter
+        self._qsel, self._vsel = _as_slice(conv.pin_qidx), _as_slice(conv.pin_vidx)
         self.q_ref = robot.converter.joint_values_pin(robot.pose_q("stand")) if robot.has_feet else (
             np.zeros(robot.n_joints))
         self.kp, self.kd = inertia_scaled_gains(robot, robot.configuration(), gains)
@@ -89,8 +100,8 @@ class JointPD:
         self.kp, self.kd = inertia_scaled_gains(self.robot, q_ref_full, self.gains)
 
     def __call__(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
-        conv = self.robot.converter
-        return self.kp * (self.q_ref - q[conv.pin_qidx]) - self.kd * v[conv.pin_vidx]
+        """``(n_joints,)`` PD torques, N·m, at Pinocchio ``q`` ``(nq,)`` and ``v`` ``(nv,)``."""
+        return self.kp * (self.q_ref - q[self._qsel]) - self.kd * v[self._vsel]
 
 
 class PDController:

@@ -530,3 +530,151 @@ def test_controller_falls_back_without_raising(g1):
     cmd = single.compute(_state(g1, q_ok), STANDING)
     assert not cmd.feasible and cmd.fallback and "exactly one foot" in cmd.status
     assert np.all(np.isfinite(cmd.tau)) and np.abs(cmd.tau).max() > 1.0
+
+
+# ------------------------------------------------------------------------------------------------
+# the fast path (DAQP called directly, sole-frame forces, transported Jacobians) vs the general one
+# ------------------------------------------------------------------------------------------------
+def _perturbed_states(robot, n, seed, q0=None, scale=0.1):
+    """``q0`` (the stand pose) with every joint moved by up to ~``scale`` rad (tilted soles, some
+    contacts at their friction or unilateral bounds, some states infeasible)."""
+    rng = np.random.default_rng(seed)
+    q0 = robot.pose_q("stand") if q0 is None else q0
+    idx = robot.converter.pin_qidx
+    states = []
+    for k in range(n):
+        q = q0.copy()
+        q[idx] += rng.normal(scale=0.1 * scale + scale * k / n, size=robot.n_joints)
+        states.append(q)
+    return states
+
+
+def _same_answer(a, b, tau_tol, f_tol):
+    assert a.feasible == b.feasible and a.status == b.status, (a.status, b.status)
+    assert set(a.active_constraints) == set(b.active_constraints)
+    if not a.feasible:
+        return
+    assert np.abs(a.tau_array - b.tau_array).max() < tau_tol
+    for name, f in a.contact_forces.items():
+        assert np.abs(f - b.contact_forces[name]).max() < f_tol, name
+    assert a.residual < 1e-8 and b.residual < 1e-8
+
+
+@pytest.mark.parametrize("model", ["points", "wrench"])
+def test_fast_path_equals_the_qpsolvers_path(robot, model, monkeypatch):
+    """The default controller (DAQP called directly on the condensed QP in sole-frame forces)
+    against the same condensed QP through ``qpsolvers.solve_problem`` (DAQP, world-frame forces),
+    the full QP through qpsolvers, and ProxQP, on perturbed stand poses in double and single
+    support, with and without torque limits."""
+    import wbsim.controllers.gravity_qp as gq
+
+    fast = GravityCompensationQP(robot, contact_model=model)
+    assert fast._daqp_direct
+    with monkeypatch.context() as m:
+        m.setattr(gq, "daqp", None)                       # no direct DAQP: the general path
+        general = GravityCompensationQP(robot, contact_model=model)
+    assert general.condensed and not general._daqp_direct
+    full = GravityCompensationQP(robot, contact_model=model, condensed=False)
+    prox = GravityCompensationQP(robot, contact_model=model, solver="proxqp")
+    limited = copy.copy(robot)
+    limited.effort_limits = 0.6 * robot.effort_limits
+    fast_tl, gen_tl = (GravityCompensationQP(limited, contact_model=model, torque_limits=True,
+                                             condensed=c) for c in (None, True))
+    gen_tl._daqp_direct = False                           # the same QP through qpsolvers
+    cx = sole_centre_x(robot)
+    states = _perturbed_states(robot, 8, seed=3)
+    states += [lean_to(robot, (cx, y)) for y in (0.02, -0.5 * _foot_gap(robot) - 0.02)]
+    states += _perturbed_states(robot, 3, seed=4, q0=lean_to(robot, (cx + 0.01, 0.0)), scale=0.01)
+    feasible, active = {BOTH: 0, LEFT: 0}, 0
+    for q in states:
+        for support in (BOTH, LEFT):
+            res = fast.solve(q, support)
+            _same_answer(res, general.solve(q, support), 1e-6, 1e-6)
+            _same_answer(res, full.solve(q, support), 1e-6, 1e-6)
+            _same_answer(fast_tl.solve(q, support), gen_tl.solve(q, support), 1e-6, 1e-6)
+            if res.feasible:
+                feasible[support] += 1
+                active += bool(res.active_constraints)
+                other = prox.solve(q, support)            # its internal forces are looser
+                assert other.feasible
+                assert np.abs(res.tau_array - other.tau_array).max() < 1e-6
+    assert feasible[BOTH] >= 6 and feasible[LEFT] >= 2 and active >= 2   # bounds at work
+
+
+def test_transported_point_jacobians_equal_pinocchio_s(robot, monkeypatch):
+    """The sole points' Jacobians transported from the foot frame's (one getFrameJacobian per
+    foot) against Pinocchio's Jacobian of each point frame: same answers."""
+    import wbsim.controllers.gravity_qp as gq
+
+    fast = GravityCompensationQP(robot)
+    for support in (BOTH, LEFT):                          # its problems, built unpatched
+        fast.solve(robot.pose_q("stand"), support)
+    with monkeypatch.context() as m:
+        m.setattr(gq._SupportProblem, "_transport_setup",
+                  lambda self, *args: setattr(self, "transport", False))
+        per_point = GravityCompensationQP(robot)
+        for q in _perturbed_states(robot, 6, seed=5):
+            for support in (BOTH, LEFT):
+                _same_answer(fast.solve(q, support), per_point.solve(q, support), 1e-9, 1e-8)
+        assert not per_point._problems[BOTH].transport
+    assert fast._problems[BOTH].transport
+
+
+def test_answer_does_not_depend_on_earlier_calls(g1):
+    """The DAQP workspace is reused between calls, yet every solve starts afresh: the same state
+    gives the same answer after any history (feasible, infeasible, another support)."""
+    states = _perturbed_states(g1, 5, seed=7) + [lean_to(g1, (sole_centre_x(g1), 0.06))]
+    used = GravityCompensationQP(g1)
+    for q in states:
+        for support in (BOTH, LEFT, ("right_foot",)):
+            used.solve(q, support)
+    for q in states:
+        for support in (BOTH, LEFT):
+            a, b = used.solve(q, support), GravityCompensationQP(g1).solve(q, support)
+            assert a.status == b.status and np.array_equal(a.tau_array, b.tau_array,
+                                                            equal_nan=True)
+            for name, f in a.contact_forces.items():
+                assert np.array_equal(f, b.contact_forces[name], equal_nan=True)
+    # compute's fast path (its own DAQP workspace) likewise
+    fresh = GravityCompensationQP(g1)
+    for q in states:
+        used.compute(_state(g1, q), STANDING)
+    for q in states[:3]:
+        fresh.compute(_state(g1, q), STANDING)                 # the first call sets it up
+        a, b = used.compute(_state(g1, q), STANDING), fresh.compute(_state(g1, q), STANDING)
+        assert a.feasible and np.array_equal(a.tau, b.tau)
+
+
+def test_compute_matches_solve(g1, monkeypatch):
+    """``compute`` (its one-function fast path in the plain case, with the QP restricted to the
+    joints the contacts reach; the general path otherwise; neither builds a StaticsResult)
+    returns solve's torques, forces and info, plus the PD."""
+    ctrl = make_controller("gravity_qp", g1)
+    fast_calls = []
+    fast = ctrl._compute_fast
+    monkeypatch.setattr(ctrl, "_compute_fast", lambda *a: fast_calls.append(fast(*a)) or
+                        fast_calls[-1])
+    ctrl.reset(_state(g1, g1.pose_q("stand")))
+    rng = np.random.default_rng(11)
+    states = _perturbed_states(g1, 8, seed=11) + [lean_to(g1, (sole_centre_x(g1), 0.02))]
+    for q in [g1.pose_q("stand")] + states:
+        v = rng.normal(scale=0.1, size=g1.pin_model.nv)
+        cmd = ctrl.compute(_state(g1, q, v=v), STANDING)
+        res = ctrl.solve(q, BOTH)
+        assert cmd.feasible == res.feasible and cmd.status == res.status
+        if not res.feasible:
+            continue
+        assert np.abs(cmd.tau - (res.tau_array + ctrl.pd(q, v))).max() < 1e-8
+        assert cmd.contact_forces.keys() == res.contact_forces.keys()
+        for name, f in res.contact_forces.items():
+            assert np.abs(cmd.contact_forces[name] - f).max() < 1e-8
+        assert cmd.info["residual"] < 1e-8 and res.residual < 1e-8
+        for key in ("active_constraints", "solver", "method", "contact_model",
+                    "physically_possible", "reasons"):
+            assert cmd.info[key] == ctrl._info(res)[key], key
+    # the fast path answered the plain states, the general one the others (bounds active)
+    assert sum(c is not None for c in fast_calls) >= 4 and None in fast_calls
+    # a support given as a list (unhashable) takes the general path, same answer
+    q = g1.pose_q("stand")
+    as_list = ctrl.compute(_state(g1, q), ContactSchedule(contact_set=list(BOTH)))
+    assert np.abs(as_list.tau - ctrl.compute(_state(g1, q), STANDING).tau).max() < 1e-8
