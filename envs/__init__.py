@@ -2,6 +2,11 @@
 
 Gymnasium 1.x does not load envs from entry points, so :func:`register_envs` runs from
 ``wbsim/__init__.py``. :data:`ENV_IDS` lists every id with its keyword arguments.
+
+For vector envs, pass ``info_mode="lean"`` (``gym.make_vec(env_id, num_envs, "async",
+info_mode="lean")``): each step's info is then three plain numbers instead of the state, schedule and
+contact objects, which an ``AsyncVectorEnv`` would otherwise pickle through its pipes and merge in the
+main process every step (see :mod:`wbsim.envs.humanoid`).
 """
 
 from __future__ import annotations

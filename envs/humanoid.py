@@ -48,11 +48,17 @@ than the soles touching the floor. Truncation: ``max_seconds`` of simulated time
 sole point), ``contacts`` (:class:`~wbsim.contacts.ContactSensing` of the sole points; after a step it
 describes the state the action was applied at, i.e. MuJoCo's contact solution of that step),
 ``non_sole_contacts`` (other robot geoms touching the floor), ``fell``, ``reward_terms``,
-``push_force`` (N, world).
+``push_force`` (N, world). With ``info_mode="lean"`` only ``t``, ``fell`` and ``reward_terms``: what
+crosses the pipe of a ``gymnasium`` ``AsyncVectorEnv`` each step is then ~150 bytes of plain numbers
+instead of the objects above (~3 kB, ~100 us to pickle and unpickle), and the vector env's main process
+merges three keys instead of nine. The rest stays reachable on the env itself
+(:meth:`HumanoidEnv.robot_state`, :meth:`HumanoidEnv.schedule`, :attr:`HumanoidEnv.sensing`,
+:attr:`HumanoidEnv.pushes`).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -66,12 +72,16 @@ from wbsim.controllers.base import RobotState
 from wbsim.envs.schedules import PhasePlan, standing_plan
 from wbsim.errors import WbsimError
 
-__all__ = ["HumanoidEnv", "DEFAULT_REWARD_WEIGHTS", "make_humanoid_env"]
+__all__ = ["HumanoidEnv", "DEFAULT_REWARD_WEIGHTS", "INFO_MODES", "make_humanoid_env"]
 
 DEFAULT_REWARD_WEIGHTS: Mapping[str, float] = {
     "alive": 1.0, "upright": 1.0, "posture": 0.5, "torque": 0.01, "base_velocity": 0.1,
 }
 FEET = ("left_foot", "right_foot")
+FEET_SET = frozenset(FEET)
+#: ``info_mode`` values: ``"full"`` (every key of the module docstring) and ``"lean"`` (numbers only:
+#: ``t``, ``fell``, ``reward_terms``; cheap to pickle and to merge, for vector envs)
+INFO_MODES = ("full", "lean")
 
 
 class HumanoidEnv(gym.Env):
@@ -94,6 +104,7 @@ class HumanoidEnv(gym.Env):
         push_magnitude, push_interval, push_duration: pushes on the torso (N, s, s); 0 N: none.
         joint_position_scale: rad per unit action in ``joint_position`` mode.
         pd_frequency_hz: natural frequency of the inner PD in ``joint_position`` mode.
+        info_mode: ``"full"`` (default) or ``"lean"`` (see the module docstring, ``info``).
     """
 
     metadata = {"render_modes": ["rgb_array", "human"], "render_fps": 500}
@@ -104,12 +115,16 @@ class HumanoidEnv(gym.Env):
                  height: int = 480, reset_noise_scale: float = 0.0, fall_height: float = 0.6,
                  reward_weights: Mapping[str, float] | None = None, env_id: str = "wbsim env",
                  push_magnitude: float = 0.0, push_interval: float = 2.0, push_duration: float = 0.1,
-                 joint_position_scale: float = 0.5, pd_frequency_hz: float = 5.0):
+                 joint_position_scale: float = 0.5, pd_frequency_hz: float = 5.0,
+                 info_mode: str = "full"):
         self._init_kwargs = {k: v for k, v in locals().items() if k not in ("self", "__class__")}
         self.robot = robot if isinstance(robot, wbsim.Robot) else wbsim.load_robot(robot)
         if action_mode not in ("torque", "joint_position"):
             raise WbsimError(f"{env_id}: unknown action_mode {action_mode!r}; known: torque, "
                              "joint_position, residual")
+        if info_mode not in INFO_MODES:
+            raise WbsimError(f"{env_id}: unknown info_mode {info_mode!r}; known: "
+                             f"{', '.join(INFO_MODES)}")
         if render_mode not in (None, *self.metadata["render_modes"]):
             raise WbsimError(f"{env_id}: unknown render_mode {render_mode!r}; known: "
                              f"{', '.join(self.metadata['render_modes'])}")
@@ -131,6 +146,7 @@ class HumanoidEnv(gym.Env):
         self.reset_noise_scale = reset_noise_scale
         self.fall_height = fall_height
         self.reward_weights = {**DEFAULT_REWARD_WEIGHTS, **(reward_weights or {})}
+        self.info_mode = info_mode
         self.metadata = {**self.metadata, "render_fps": int(round(1.0 / self.dt))}
 
         n = self.robot.n_joints
@@ -165,6 +181,7 @@ class HumanoidEnv(gym.Env):
         self.overlay_status = ""
         self.overlay_violating: np.ndarray | None = None
         self.overlay = True
+        self._init_fast_paths()
 
     # -- Gymnasium API -----------------------------------------------------------------------------
     @property
@@ -183,6 +200,7 @@ class HumanoidEnv(gym.Env):
         mujoco.mj_forward(self.model, self.data)
         self.sensing = self.sensor.sense(self.data)
         self._q_ref = q
+        self._q_ref_joints = q[self.robot.converter.pin_qidx]
         self._base_height0 = float(self.data.qpos[2])
         self.plan = self.plan_factory()
         self.plan.set_context(**self._plan_context())
@@ -196,26 +214,36 @@ class HumanoidEnv(gym.Env):
 
     def step(self, action: np.ndarray):
         a = self.check_action(action)
-        for _ in range(self.frame_skip):
-            self._apply_push()
-            if self._pd is None:
-                self.tau = a * self.effort
+        d, m = self.data, self.model
+        if self._pd is None:
+            tau = a * self.effort
+            self.tau = tau
+            if self.push_magnitude <= 0.0:
+                d.ctrl[:] = tau
+                mujoco.mj_step(m, d, self.frame_skip)  # the substeps in one call (same steps)
             else:
-                q, v = self.robot.mj_to_pin(self.data.qpos, self.data.qvel)
-                conv = self.robot.converter
-                target = np.clip(self._q_ref[conv.pin_qidx] + self.joint_position_scale * a,
-                                 self.robot.joint_limits[:, 0], self.robot.joint_limits[:, 1])
+                for _ in range(self.frame_skip):
+                    self._apply_push()
+                    d.ctrl[:] = tau
+                    mujoco.mj_step(m, d)
+        else:
+            conv = self.robot.converter
+            target = np.clip(self._q_ref_joints + self.joint_position_scale * a,
+                             self.robot.joint_limits[:, 0], self.robot.joint_limits[:, 1])
+            for _ in range(self.frame_skip):
+                self._apply_push()
+                q, v = conv.mj_to_pin(d.qpos, d.qvel)
                 self._pd.q_ref = target
                 self.tau = np.clip(self._pd(q, v), -self.effort, self.effort)
-            self.data.ctrl[:] = self.tau
-            mujoco.mj_step(self.model, self.data)
+                d.ctrl[:] = self.tau
+                mujoco.mj_step(m, d)
         # contacts of the state the action was applied at (mj_step's forward pass, last substep)
-        self.sensing = self.sensor.sense(self.data)
-        non_sole = sorted(self.sensing.non_sole_contacts)
-        fell = bool(self.data.qpos[2] < self.fall_height * self._base_height0 or non_sole)
+        self.sensing = self.sensor.sense(d)
+        non_sole = sorted(self.sensing.non_sole_contacts) if self.sensing.non_sole_contacts else []
+        fell = bool(d.qpos[2] < self.fall_height * self._base_height0 or non_sole)
         terms = self._reward_terms(fell)
         reward = float(sum(terms.values()))
-        truncated = bool(self.data.time >= self.max_seconds - 1e-9) and not fell
+        truncated = bool(d.time >= self.max_seconds - 1e-9) and not fell
         obs, info = self._observe(fell=fell, reward_terms=terms, non_sole=non_sole)
         return obs, reward, fell, truncated, info
 
@@ -288,6 +316,7 @@ class HumanoidEnv(gym.Env):
         mujoco.mj_setState(self.model, self.data, st["state"], mujoco.mjtState.mjSTATE_INTEGRATION)
         mujoco.mj_forward(self.model, self.data)
         self._q_ref, self._base_height0 = st["q_ref"], st["base_height0"]
+        self._q_ref_joints = self._q_ref[self.robot.converter.pin_qidx]
         self._np_random = st["np_random"]
         self._next_push, self._push_force, self.pushes = (st["next_push"], st["push_force"],
                                                           st["pushes"])
@@ -324,15 +353,20 @@ class HumanoidEnv(gym.Env):
         return self.check_action(action) * self.effort
 
     def check_action(self, action: np.ndarray) -> np.ndarray:
-        """The action as floats clipped to [-1, 1]; ``ValueError`` for a wrong shape or NaN/inf."""
+        """The action as floats clipped to [-1, 1] (a fresh array); ``ValueError`` for a wrong shape
+        or NaN/inf. (Entries beyond ~1e154 in size also make numpy warn of an overflow in the
+        one-call finiteness check; they are then checked one by one and clipped.)"""
         a = np.asarray(action, dtype=float)
         if a.shape != self.action_space.shape:
             raise ValueError(f"{self.env_id}: action of shape {a.shape}; expected {self.action_space}")
-        if not np.all(np.isfinite(a)):
+        # a finite sum of squares means every entry is finite (one call); else look closer (it
+        # may have overflowed)
+        if not math.isfinite(a.dot(a)) and not np.isfinite(a).all():
             bad = [self.robot.joint_names[i] for i in np.flatnonzero(~np.isfinite(a))]
             raise ValueError(f"{self.env_id}: action has NaN/inf at {', '.join(bad[:5])}; "
                              f"expected finite values in {self.action_space}")
-        return np.clip(a, -1.0, 1.0)
+        a = np.maximum(a, -1.0)
+        return np.minimum(a, 1.0, out=a)
 
     def torque_to_action(self, tau: np.ndarray) -> np.ndarray:
         """Joint torques ``(n,)`` N·m -> action in this env's ``torque`` mode (not clipped)."""
@@ -358,33 +392,62 @@ class HumanoidEnv(gym.Env):
     def schedule(self):
         return self.plan.at(float(self.data.time))
 
+    def _init_fast_paths(self) -> None:
+        """Index maps and constants of the per-step code (:meth:`_observe`, :meth:`_reward_terms`)."""
+        conv = self.robot.converter
+        nq, nv = conv.nq_pin, conv.nv_pin
+        # the observation gathered in one ``take`` from a buffer [q, v, extras] (see _observe)
+        self._obs_buffer = np.empty(nq + nv + 8)
+        self._obs_q, self._obs_v = self._obs_buffer[:nq], self._obs_buffer[nq:nq + nv]
+        self._obs_extras = self._obs_buffer[nq + nv:]
+        self._obs_index = np.concatenate([
+            [2, 6, 3, 4, 5],                 # base height, quaternion (w, x, y, z) from q's (x, y, z, w)
+            nq + np.arange(6),               # base twist, base frame
+            conv.pin_qidx, nq + conv.pin_vidx,
+            nq + nv + np.arange(8),          # CoM - support centre (3), sensed (2), planned (2), progress
+        ]).astype(np.intp)
+        assert self._obs_index.size == self.observation_space.shape[0]
+        self._qadr = conv.mj_qadr
+        self._q_ref_joints = self._q_ref[conv.pin_qidx]
+        # sole point rows of each planned contact set, for the support centre
+        self._centre_rows: dict[frozenset[str], tuple[int, ...]] = {}
+
+    def _support_centre(self, planned: frozenset[str]) -> tuple[float, float]:
+        """x, y (m, world) of the mean of the sole points of the feet in ``planned``."""
+        rows = self._centre_rows.get(planned)
+        if rows is None:
+            rows = tuple(i for i, f in enumerate(self.sensing.point_foot) if f in planned)
+            self._centre_rows[planned] = rows
+        pts = self.sensing.position_world.tolist()
+        cx = cy = 0.0
+        for i in rows:
+            p = pts[i]
+            cx += p[0]
+            cy += p[1]
+        return cx / len(rows), cy / len(rows)
+
     def _observe(self, fell: bool, reward_terms: dict[str, float],
                  non_sole: list[str] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
         """Observation and info of the current state (state and schedule computed once)."""
-        d, robot = self.data, self.robot
-        conv = robot.converter
-        q, v = robot.mj_to_pin(d.qpos, d.qvel)
+        d = self.data
+        q, v = self.robot.converter.mj_to_pin(d.qpos, d.qvel)
         t = float(d.time)
         sched = self.plan.at(t)
-        sensed = self.sensed_feet()
-        planned = sched.contact_set or frozenset(FEET)
-        pts = self.sensing.position_world
-        centre = pts[[f in planned for f in self.sensing.point_foot]].mean(axis=0)
-        com = d.subtree_com[1]
-        s = sched.phase_time / sched.phase_duration if np.isfinite(sched.phase_duration) else 0.0
-        obs = np.empty(self.observation_space.shape[0], dtype=np.float32)
-        n = robot.n_joints
-        obs[0] = d.qpos[2]
-        obs[1:5] = d.qpos[3:7]
-        obs[5:11] = v[0:6]
-        obs[11:11 + n] = q[conv.pin_qidx]
-        obs[11 + n:11 + 2 * n] = v[conv.pin_vidx]
-        k = 11 + 2 * n
-        obs[k:k + 3] = com[0] - centre[0], com[1] - centre[1], com[2]
-        obs[k + 3:k + 5] = [f in sensed for f in FEET]
-        obs[k + 5:k + 7] = [f in sched.contact_set for f in FEET]
-        obs[k + 7] = s
+        sensed = self.sensing.feet_in_contact
+        cx, cy = self._support_centre(sched.contact_set or FEET_SET)
+        com_x, com_y, com_z = d.subtree_com[1].tolist()
+        duration = sched.phase_duration
+        extras = [com_x - cx, com_y - cy, com_z,
+                  1.0 if "left_foot" in sensed else 0.0, 1.0 if "right_foot" in sensed else 0.0,
+                  1.0 if "left_foot" in sched.contact_set else 0.0,
+                  1.0 if "right_foot" in sched.contact_set else 0.0,
+                  sched.phase_time / duration if math.isfinite(duration) else 0.0]
+        self._obs_q[:], self._obs_v[:], self._obs_extras[:] = q, v, extras
+        obs = self._obs_buffer.take(self._obs_index).astype(np.float32)
+        if self.info_mode == "lean":
+            return obs, {"t": t, "fell": fell, "reward_terms": reward_terms}
         pushing = bool(self.pushes) and t < self.pushes[-1][0] + self.push_duration
+        push_force = self._push_force.copy() if pushing else np.zeros(3)
         info = {
             "t": t,
             "state": RobotState(t=t, q=q, v=v, sensed_contacts=sensed),
@@ -394,23 +457,27 @@ class HumanoidEnv(gym.Env):
             "non_sole_contacts": non_sole or [],
             "fell": fell,
             "reward_terms": reward_terms,
-            "push_force": self._push_force.copy() if pushing else np.zeros(3),
+            "push_force": push_force,
         }
         return obs, info
 
     def _reward_terms(self, fell: bool) -> dict[str, float]:
+        """The reward terms (module docstring), on scalars: the tilt from the quaternion's z-z
+        rotation entry (``mju_quat2Mat``'s formula), mean squares as dot products."""
         d, w = self.data, self.reward_weights
-        conv = self.robot.converter
-        up = np.empty(9)
-        mujoco.mju_quat2Mat(up, d.qpos[3:7])
-        tilt = float(np.arccos(np.clip(up[8], -1.0, 1.0)))
-        qerr = conv.joint_values_mj(d.qpos) - self._q_ref[conv.pin_qidx]
+        qpos = d.qpos
+        qw, qx, qy, qz = qpos[3:7].tolist()
+        r22 = qw * qw - qx * qx - qy * qy + qz * qz
+        tilt = math.acos(min(max(r22, -1.0), 1.0))
+        qerr = qpos.take(self._qadr) - self._q_ref_joints
+        u = self.tau / self.effort
+        vx, vy, vz = d.qvel[0:3].tolist()
         return {
             "alive": 0.0 if fell else w["alive"],
             "upright": -w["upright"] * tilt**2,
-            "posture": -w["posture"] * float(np.mean(qerr**2)),
-            "torque": -w["torque"] * float(np.mean((self.tau / self.effort) ** 2)),
-            "base_velocity": -w["base_velocity"] * float(d.qvel[0:3] @ d.qvel[0:3]),
+            "posture": -w["posture"] * (float(qerr.dot(qerr)) / qerr.size),
+            "torque": -w["torque"] * (float(u.dot(u)) / u.size),
+            "base_velocity": -w["base_velocity"] * (vx * vx + vy * vy + vz * vz),
         }
 
 

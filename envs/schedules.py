@@ -7,6 +7,8 @@ controller and into ``info["schedule"]``.
 
 from __future__ import annotations
 
+import bisect
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -46,6 +48,10 @@ class PhasePlan:
     Args:
         phases: the phases, in order.
         periodic: repeat the sequence forever (step in place) instead of staying in the last phase.
+        repeat_from: index of the phase a periodic plan repeats from.
+
+    Treat a plan as immutable once built (only :meth:`set_context` changes it): :meth:`at`, which
+    runs every env step, uses start times and successors cached at construction.
     """
 
     def __init__(self, phases: Sequence[Phase], periodic: bool = False, repeat_from: int = 0):
@@ -56,6 +62,15 @@ class PhasePlan:
         self.repeat_from = repeat_from if periodic else len(self.phases)
         self.starts = np.concatenate([[0.0], np.cumsum([p.duration for p in self.phases])[:-1]])
         self.context: dict[str, np.ndarray] = {}
+        # plain-float copies for :meth:`at`, which runs every step (bisect instead of searchsorted)
+        self._starts = self.starts.tolist()
+        self._duration = float(sum(p.duration for p in self.phases))
+        self._wraps = self.periodic and math.isfinite(self._duration)
+        self._t0 = self._starts[self.repeat_from] if self._wraps else 0.0
+        self._finite = [math.isfinite(p.duration) for p in self.phases]
+        self._next = [self.phases[i + 1] if i + 1 < len(self.phases)
+                      else (self.phases[self.repeat_from] if periodic else p)
+                      for i, p in enumerate(self.phases)]
 
     @property
     def duration(self) -> float:
@@ -68,37 +83,42 @@ class PhasePlan:
 
     def _wrap(self, t: float) -> float:
         """Map ``t`` into one pass; periodic plans repeat from phase ``repeat_from`` on."""
-        if not self.periodic or not np.isfinite(self.duration) or t < self.duration:
+        if not self._wraps or t < self._duration:
             return t
-        t0 = self.starts[self.repeat_from]
-        return t0 + (t - t0) % (self.duration - t0)
+        t0 = self._t0
+        return t0 + (t - t0) % (self._duration - t0)
 
     def index_at(self, t: float) -> int:
-        return int(np.searchsorted(self.starts, self._wrap(t), side="right") - 1)
+        return bisect.bisect_right(self._starts, self._wrap(t)) - 1
 
     def at(self, t: float) -> ContactSchedule:
-        """The :class:`ContactSchedule` at time ``t`` (s)."""
-        t = self._wrap(t)
-        i = self.index_at(t)
+        """The :class:`ContactSchedule` at time ``t`` (s).
+
+        Targets with a finite phase duration come with their time derivative ``<name>_velocity``,
+        by central differences in the phase progress ``s`` (step ``1e-4``, one-sided at the phase
+        ends): three evaluations of each target function.
+        """
+        if self._wraps and t >= self._duration:
+            t = self._wrap(t)
+        # the phase index is index_at(t) of the wrapped t (wrapped once more, as index_at does)
+        i = bisect.bisect_right(self._starts, self._wrap(t) if self._wraps else t) - 1
         phase = self.phases[i]
-        t_in = t - self.starts[i]
-        s = float(np.clip(t_in / phase.duration, 0.0, 1.0)) if np.isfinite(phase.duration) else 0.0
-        if i + 1 < len(self.phases):
-            nxt = self.phases[i + 1]
-        else:
-            nxt = self.phases[self.repeat_from] if self.periodic else phase
-        targets = {name: fn(s, self.context) for name, fn in phase.targets.items()}
-        if np.isfinite(phase.duration) and phase.targets:
+        t_in = t - self._starts[i]
+        finite = self._finite[i]
+        s = min(max(t_in / phase.duration, 0.0), 1.0) if finite else 0.0
+        context = self.context
+        targets = {name: fn(s, context) for name, fn in phase.targets.items()}
+        if finite and targets:
             # time derivatives for feed-forward, by central differences in the phase progress s
             ds = 1e-4
             lo, hi = max(s - ds, 0.0), min(s + ds, 1.0)
+            scale = (hi - lo) * phase.duration
             for name, fn in phase.targets.items():
-                targets[f"{name}_velocity"] = ((fn(hi, self.context) - fn(lo, self.context))
-                                              / ((hi - lo) * phase.duration))
-        return ContactSchedule(
-            contact_set=phase.contact_set, next_contact_set=nxt.contact_set, phase=phase.name,
-            phase_index=i, phase_time=float(t_in), phase_duration=phase.duration, targets=targets,
-        )
+                targets[f"{name}_velocity"] = (fn(hi, context) - fn(lo, context)) / scale
+        return ContactSchedule(contact_set=phase.contact_set,
+                               next_contact_set=self._next[i].contact_set, phase=phase.name,
+                               phase_index=i, phase_time=float(t_in),
+                               phase_duration=phase.duration, targets=targets)
 
     def switch_times(self, horizon: float) -> list[tuple[float, frozenset[str], frozenset[str]]]:
         """Planned contact-set switches up to ``horizon`` s: ``(time, before, after)``."""

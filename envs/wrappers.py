@@ -24,7 +24,9 @@ class ControllerInTheLoop(gym.Wrapper):
 
     The controller sees only what the env publishes in ``info`` (``state``, ``schedule``), through the
     controller protocol. Its :class:`~wbsim.controllers.base.Command` of the last step is in
-    ``info["command"]``.
+    ``info["command"]`` and in :attr:`command`. With a lean-info env (``info_mode="lean"``, see
+    :mod:`wbsim.envs.humanoid`) the state and schedule come from the env's ``robot_state()`` and
+    ``schedule()`` (the same values) and ``info`` gets no ``command``.
 
     Args:
         env: a wbsim env in ``torque`` action mode.
@@ -41,34 +43,49 @@ class ControllerInTheLoop(gym.Wrapper):
             raise ValueError(f"{base.env_id}: ControllerInTheLoop needs a torque-mode env")
         self.controller_name = controller
         self.residual_scale = float(residual_scale)
-        self.controller = make_controller(controller, base.robot, **dict(controller_options or {}))
-        self._info: dict[str, Any] | None = None
+        self.controller_options = dict(controller_options or {})
+        self.controller = make_controller(controller, base.robot, **self.controller_options)
+        #: the controller's inputs for the next step: (RobotState, ContactSchedule), None before reset
+        self._inputs: tuple[Any, Any] | None = None
+        #: the last :class:`~wbsim.controllers.base.Command`
+        self.command = None
+
+    def _controller_inputs(self, info: dict[str, Any]) -> tuple[Any, Any]:
+        if "state" in info:
+            return info["state"], info["schedule"]
+        base = self.env.unwrapped
+        return base.robot_state(), base.schedule()
 
     def reset(self, **kwargs):
         obs, info = self.env.reset(**kwargs)
-        self.controller.reset(info["state"])
-        self._info = info
+        self._inputs = self._controller_inputs(info)
+        self.controller.reset(self._inputs[0])
+        self.command = None
         return obs, info
 
     def step(self, action):
         base = self.env.unwrapped
-        if self._info is None:
+        if self._inputs is None:
             raise gym.error.ResetNeeded("call reset() before step()")
         a = base.check_action(action)
-        cmd = self.controller.compute(self._info["state"], self._info["schedule"])
+        cmd = self.controller.compute(*self._inputs)
         tau = np.clip(cmd.tau + self.residual_scale * a * base.effort, -base.effort, base.effort)
         base.overlay_command = cmd
+        self.command = cmd
         obs, reward, terminated, truncated, info = self.env.step(base.torque_to_action(tau))
-        info["command"] = cmd
-        self._info = info
+        if "state" in info:
+            info["command"] = cmd
+        self._inputs = self._controller_inputs(info)
         return obs, reward, terminated, truncated, info
 
     def __getstate__(self):
         return {"env": self.env, "controller": self.controller_name,
-                "residual_scale": self.residual_scale, "info": self._info}
+                "residual_scale": self.residual_scale, "controller_options": self.controller_options,
+                "inputs": self._inputs}
 
     def __setstate__(self, st):
-        self.__init__(st["env"], st["controller"], st["residual_scale"])
-        self._info = st["info"]
-        if self._info is not None:
-            self.controller.reset(self._info["state"])
+        self.__init__(st["env"], st["controller"], st["residual_scale"],
+                      st.get("controller_options"))
+        self._inputs = st["inputs"]
+        if self._inputs is not None:
+            self.controller.reset(self._inputs[0])

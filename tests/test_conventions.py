@@ -100,3 +100,30 @@ def test_converter_rejects_mismatched_models(g1, talos):
 
     with pytest.raises(WbsimError):
         StateConverter(g1.mj_model, talos.pin_model, g1.joint_names, "floating_base")
+
+
+def test_mj_to_pin_matches_independent_computation(robot):
+    """The one-``take`` mj_to_pin against a by-name mapping and Pinocchio's rotation, also for a
+    quaternion that is not unit length (the base velocity uses the normalised rotation)."""
+    from wbsim.errors import WbsimError
+
+    rng = np.random.default_rng(4)
+    m, pm = robot.mj_model, robot.pin_model
+    for _ in range(10):
+        qpos = rng.normal(size=m.nq)
+        qvel = rng.normal(size=m.nv)
+        q, v = robot.mj_to_pin(qpos, qvel)
+        w, x, y, z = qpos[3:7]
+        R = pin.Quaternion(np.array([x, y, z, w])).normalized().toRotationMatrix()
+        assert np.array_equal(q[0:7], [*qpos[0:3], x, y, z, w])
+        assert np.allclose(v[0:3], R.T @ qvel[0:3], rtol=0, atol=1e-14)
+        assert np.array_equal(v[3:6], qvel[3:6])
+        for name in robot.joint_names:
+            j, pj = m.joint(name).id, pm.joints[pm.getJointId(name)]
+            assert q[pj.idx_q] == qpos[m.jnt_qposadr[j]] and v[pj.idx_v] == qvel[m.jnt_dofadr[j]]
+        q2, none = robot.mj_to_pin(qpos)
+        assert none is None and np.array_equal(q2, q)
+        assert not np.shares_memory(q, qpos) and not np.shares_memory(v, qvel)
+    qpos[3:7] = 0.0
+    with pytest.raises(WbsimError, match="quaternion is zero"):
+        robot.mj_to_pin(qpos, qvel)

@@ -4,6 +4,7 @@ import pickle
 import warnings
 
 import gymnasium as gym
+import mujoco
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
@@ -145,3 +146,248 @@ def test_human_render_without_display_says_how(monkeypatch):
     env.reset(seed=0)
     with pytest.raises(wbsim.WbsimError, match="xvfb-run"):
         env.render()
+
+
+# -- the per-step fast paths (observation, reward, schedule, info) against slow references ---------
+def _reference_schedule(plan, t):
+    """``PhasePlan.at`` the obvious way: a linear scan over the phases, numpy on everything."""
+    from wbsim.controllers.base import ContactSchedule
+
+    phases = plan.phases
+    total = float(np.sum([p.duration for p in phases]))
+    for _ in range(2):  # PhasePlan wraps t once for the phase time and again for the index
+        if plan.periodic and np.isfinite(total) and t >= total:
+            t0 = float(np.sum([p.duration for p in phases[:plan.repeat_from]]))
+            t = t0 + (t - t0) % (total - t0)
+        if _ == 0:
+            t_phase = t
+    start, i = 0.0, 0
+    for i, p in enumerate(phases):
+        if i == len(phases) - 1 or t < start + p.duration:
+            break
+        start += p.duration
+    phase = phases[i]
+    start = float(np.sum([p.duration for p in phases[:i]]))
+    t_in = t_phase - start
+    finite = np.isfinite(phase.duration)
+    s = float(np.clip(t_in / phase.duration, 0.0, 1.0)) if finite else 0.0
+    targets = {k: fn(s, plan.context) for k, fn in phase.targets.items()}
+    if finite:
+        lo, hi = max(s - 1e-4, 0.0), min(s + 1e-4, 1.0)
+        for k, fn in phase.targets.items():
+            targets[f"{k}_velocity"] = (fn(hi, plan.context) - fn(lo, plan.context)) / (
+                (hi - lo) * phase.duration)
+    if i + 1 < len(phases):
+        nxt = phases[i + 1]
+    else:
+        nxt = phases[plan.repeat_from] if plan.periodic else phase
+    return ContactSchedule(contact_set=phase.contact_set, next_contact_set=nxt.contact_set,
+                           phase=phase.name, phase_index=i, phase_time=t_in,
+                           phase_duration=phase.duration, targets=targets)
+
+
+def _assert_schedules_equal(a, b, what):
+    assert (a.contact_set, a.next_contact_set, a.phase, a.phase_index, a.phase_duration) == (
+        b.contact_set, b.next_contact_set, b.phase, b.phase_index, b.phase_duration), what
+    assert type(a.phase_time) is float and a.phase_time == pytest.approx(b.phase_time, abs=1e-12), what
+    assert a.targets.keys() == b.targets.keys(), what
+    for k in a.targets:
+        np.testing.assert_allclose(a.targets[k], b.targets[k], rtol=0, atol=1e-12, err_msg=what)
+
+
+@pytest.mark.parametrize("plan_name", ["standing_plan", "one_leg_plan", "step_in_place_plan"])
+def test_schedule_matches_reference(plan_name):
+    """The bisect-and-cached-floats ``PhasePlan.at`` equals the linear-scan reference at every phase,
+    on the phase boundaries and across the periodic wrap."""
+    from wbsim.envs import schedules
+
+    plan = getattr(schedules, plan_name)()
+    plan.set_context(com=[0.01, 0.02, 0.7], left_foot=[0.0, 0.1, 0.05], right_foot=[0.0, -0.1, 0.05],
+                     left_sole_centre=[0.02, 0.1, 0.0], right_sole_centre=[0.02, -0.1, 0.0])
+    bounds = np.cumsum([p.duration for p in plan.phases])
+    bounds = bounds[np.isfinite(bounds)]
+    times = np.concatenate([np.linspace(0.0, 19.0, 401), bounds, bounds + 1e-12, bounds - 1e-12,
+                            bounds + 2 * bounds[-1:] if bounds.size else []])
+    seen = set()
+    for t in times:
+        fast = plan.at(float(t))
+        _assert_schedules_equal(fast, _reference_schedule(plan, float(t)), f"{plan_name} t={t}")
+        seen.add(fast.phase_index)
+    assert seen == set(range(len(plan.phases)))
+
+
+def _reference_step(env, action, sched):
+    """Observation, reward terms and the info's state, recomputed from MjData by name and with
+    Pinocchio's quaternion (the definitions in wbsim.envs.humanoid's docstring)."""
+    import pinocchio as pin
+
+    u = env.unwrapped
+    d, m, robot = u.data, u.model, u.robot
+    qadr = [m.jnt_qposadr[m.joint(n).id] for n in robot.joint_names]
+    vadr = [m.jnt_dofadr[m.joint(n).id] for n in robot.joint_names]
+    pin_qidx = [robot.pin_model.joints[robot.pin_model.getJointId(n)].idx_q for n in robot.joint_names]
+    pin_vidx = [robot.pin_model.joints[robot.pin_model.getJointId(n)].idx_v for n in robot.joint_names]
+    w, x, y, z = d.qpos[3:7]
+    R = pin.Quaternion(np.array([x, y, z, w])).normalized().toRotationMatrix()
+    sensing = u.sensing
+    planned = sched.contact_set or {"left_foot", "right_foot"}
+    centre = np.mean([p for p, f in zip(sensing.position_world, sensing.point_foot) if f in planned],
+                     axis=0)
+    com = d.subtree_com[1]
+    progress = sched.phase_time / sched.phase_duration if np.isfinite(sched.phase_duration) else 0.0
+    obs = np.concatenate([[d.qpos[2]], d.qpos[3:7], R.T @ d.qvel[0:3], d.qvel[3:6], d.qpos[qadr],
+                          d.qvel[vadr], [com[0] - centre[0], com[1] - centre[1], com[2]],
+                          [f in sensing.feet_in_contact for f in ("left_foot", "right_foot")],
+                          [f in sched.contact_set for f in ("left_foot", "right_foot")], [progress]])
+    wts = u.reward_weights
+    fell = bool(d.qpos[2] < u.fall_height * u._base_height0) or bool(sensing.non_sole_contacts)
+    terms = {
+        "alive": 0.0 if fell else wts["alive"],
+        "upright": -wts["upright"] * np.arccos(np.clip(R[2, 2], -1.0, 1.0)) ** 2,
+        "posture": -wts["posture"] * np.mean((d.qpos[qadr] - u._q_ref[pin_qidx]) ** 2),
+        "torque": -wts["torque"] * np.mean(np.clip(action, -1.0, 1.0) ** 2),
+        "base_velocity": -wts["base_velocity"] * np.sum(d.qvel[0:3] ** 2),
+    }
+    q = np.empty(robot.pin_model.nq)
+    q[0:3], q[3:7], q[pin_qidx] = d.qpos[0:3], [x, y, z, w], d.qpos[qadr]
+    v = np.empty(robot.pin_model.nv)
+    v[0:3], v[3:6], v[pin_vidx] = R.T @ d.qvel[0:3], d.qvel[3:6], d.qvel[vadr]
+    return obs.astype(np.float32), terms, fell, q, v
+
+
+@pytest.mark.parametrize("env_id, kwargs, n, scale", [
+    ("wbsim/G1Stand-v0", {}, 200, 0.6),              # falls (step 153): termination, reset
+    ("wbsim/G1Push-v0", {"push_interval": 0.1, "frame_skip": 5}, 60, 0.02),
+    ("wbsim/TalosStand-v0", {"frame_skip": 2}, 60, 0.05),
+    ("wbsim/G1OneLeg-v0", {"frame_skip": 20}, 30, 0.02),
+    ("wbsim/G1StepInPlace-v0", {"frame_skip": 20, "action_mode": "joint_position"}, 40, 0.1),
+])
+def test_step_matches_reference(env_id, kwargs, n, scale):
+    """Every observation, reward, termination and info field equals the slow reference; the
+    plans' later phases are reached by starting episodes at later times."""
+    from wbsim.controllers.base import RobotState
+
+    env = gym.make(env_id, **kwargs)
+    u = env.unwrapped
+    rng = np.random.default_rng(0)
+    env.reset(seed=0)
+    falls = 0
+    replay = mujoco.MjData(u.model)
+    for i in range(n):
+        a = rng.uniform(-scale, scale, env.action_space.shape).astype(np.float32)
+        mujoco.mj_copyData(replay, u.model, u.data)
+        obs, reward, term, trunc, info = env.step(a)
+        assert u.data.time == pytest.approx(replay.time + u.dt, abs=1e-12)
+        if u.action_mode == "torque" and u.push_magnitude <= 0:
+            # the env's MuJoCo steps are frame_skip plain mj_steps with these torques
+            replay.ctrl[:] = np.clip(np.asarray(a, float), -1, 1) * u.effort
+            for _ in range(u.frame_skip):
+                mujoco.mj_step(u.model, replay)
+            assert np.array_equal(replay.qpos, u.data.qpos) and np.array_equal(replay.qvel, u.data.qvel)
+        sched = _reference_schedule(u.plan, float(u.data.time))
+        ref_obs, terms, fell, q, v = _reference_step(env, np.asarray(a, float), sched)
+        if u.action_mode == "joint_position":
+            terms["torque"] = -u.reward_weights["torque"] * np.mean((u.tau / u.effort) ** 2)
+        np.testing.assert_allclose(obs, ref_obs, rtol=1e-6, atol=1e-6)
+        assert reward == pytest.approx(sum(terms.values()), abs=1e-12)
+        assert info["reward_terms"].keys() == terms.keys()
+        for k in terms:
+            assert info["reward_terms"][k] == pytest.approx(terms[k], abs=1e-12), k
+        assert term is fell is info["fell"]
+        state = info["state"]
+        assert isinstance(state, RobotState) and state.t == info["t"] == u.data.time
+        np.testing.assert_allclose(state.q, q, rtol=0, atol=1e-14)
+        np.testing.assert_allclose(state.v, v, rtol=0, atol=1e-12)
+        assert state.sensed_contacts == info["sensed_contacts"] == info["contacts"].feet_in_contact
+        _assert_schedules_equal(info["schedule"], sched, f"step {i}")
+        assert info["non_sole_contacts"] == sorted(info["contacts"].non_sole_contacts)
+        pushing = bool(u.pushes) and u.data.time < u.pushes[-1][0] + u.push_duration
+        np.testing.assert_array_equal(info["push_force"], u.pushes[-1][1] if pushing else np.zeros(3))
+        if term or trunc:
+            falls += 1
+            env.reset()
+        if i % 10 == 9 and np.isfinite(u.plan.phases[0].duration):
+            # jump ahead in the plan: the next steps see its later phases
+            u.data.time += 0.7
+    if env_id == "wbsim/G1Stand-v0":
+        assert falls > 0
+    env.close()
+
+
+def test_lean_info_same_steps():
+    """``info_mode="lean"``: the same observations, rewards and terminations as ``"full"``; its
+    info is the full info's numbers."""
+    rng = np.random.default_rng(2)
+    actions = rng.uniform(-0.4, 0.4, size=(120, 29)).astype(np.float32)
+    full = gym.make("wbsim/G1Push-v0", push_interval=0.05)
+    lean = gym.make("wbsim/G1Push-v0", push_interval=0.05, info_mode="lean")
+    for env in (full, lean):
+        env.reset(seed=4)
+    for a in actions:
+        of, rf, tf, uf, inf = full.step(a)
+        ol, rl, tl, ul, inl = lean.step(a)
+        assert np.array_equal(of, ol) and rf == rl and tf == tl and uf == ul
+        assert list(inl) == ["t", "fell", "reward_terms"]
+        assert inl["t"] == inf["t"] and inl["fell"] == inf["fell"]
+        assert inl["reward_terms"] == inf["reward_terms"]
+        if tf or uf:
+            assert np.array_equal(full.reset(seed=1)[0], lean.reset(seed=1)[0])
+    with pytest.raises(wbsim.WbsimError, match="info_mode"):
+        gym.make("wbsim/G1Stand-v0", info_mode="small")
+
+
+def test_residual_with_lean_info_same_steps():
+    """The residual wrapper takes the controller's inputs from the env when the info is lean."""
+    envs = [gym.make("wbsim/G1Stand-v0", action_mode="residual", info_mode=m) for m in ("full", "lean")]
+    for env in envs:
+        env.reset(seed=0)
+    a = np.full(29, 0.2, np.float32)
+    for _ in range(20):
+        (of, rf, *_, inf), (ol, rl, *_, inl) = (env.step(a) for env in envs)
+        assert np.array_equal(of, ol) and rf == rl
+        assert "command" in inf and "command" not in inl
+        assert inf["command"] == envs[1].get_wrapper_attr("command")
+
+
+def test_residual_pickle_keeps_controller_options():
+    env = gym.make("wbsim/G1Stand-v0", action_mode="residual",
+                   controller_options={"contact_model": "wrench"})
+    env.reset(seed=0)
+    env.step(np.zeros(29, np.float32))
+    wrapper = env
+    while not hasattr(wrapper, "controller_options"):
+        wrapper = wrapper.env
+    clone = pickle.loads(pickle.dumps(wrapper))
+    assert clone.controller_options == {"contact_model": "wrench"}
+    assert clone.controller.contact_model == "wrench"
+    np.testing.assert_array_equal(clone.unwrapped.data.qpos, wrapper.unwrapped.data.qpos)
+    assert np.all(np.isfinite(clone.step(np.full(29, 0.1, np.float32))[0]))
+
+
+def test_async_vector_env_lean_info():
+    envs = gym.make_vec("wbsim/G1Stand-v0", num_envs=2, vectorization_mode="async",
+                        info_mode="lean", vector_kwargs={"context": "fork"})
+    envs.reset(seed=0)
+    for _ in range(20):
+        info = envs.step(np.zeros((2, 29), np.float32))[4]
+    assert set(info) == {"t", "_t", "fell", "_fell", "reward_terms", "_reward_terms"}
+    assert info["t"].shape == (2,) and np.all(info["t"] > 0)
+    envs.close()
+
+
+def test_action_check_edges():
+    """Huge finite actions clip (the one-call finiteness check overflows, then looks closer);
+    +-inf raises."""
+    e1, e2 = gym.make("wbsim/G1Stand-v0").unwrapped, gym.make("wbsim/G1Stand-v0").unwrapped
+    e1.reset(seed=0)
+    e2.reset(seed=0)
+    huge, one = np.zeros(29), np.zeros(29)
+    huge[[0, 3]], one[[0, 3]] = [1e200, -1e300], [1.0, -1.0]
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="overflow", category=RuntimeWarning)
+        assert np.array_equal(e1.step(huge)[0], e2.step(one)[0])
+        np.testing.assert_array_equal(e1.check_action(huge), one)
+    bad = np.zeros(29)
+    bad[2] = -np.inf
+    with pytest.raises(ValueError, match="NaN/inf at left_hip_yaw_joint"):
+        e1.step(bad)

@@ -139,3 +139,15 @@ def test_list_prints_robots(capsys):
     assert main(["list"]) == 0
     out = capsys.readouterr().out
     assert "g1" in out and "29" in out and "talos" in out and "left_foot" in out
+
+
+def test_run_episode_refuses_lean_info(tmp_path):
+    """The loop reads state, schedule and contacts from the env's info: a vector-env info mode is
+    refused with a clear error before anything is built or written."""
+    from wbsim.errors import WbsimError
+    from wbsim.rollout import EpisodeConfig, run_episode
+
+    with pytest.raises(WbsimError, match="info_mode must be 'full'"):
+        run_episode(EpisodeConfig(seconds=0.01, log=tmp_path / "run",
+                                  env_options={"info_mode": "lean"}, progress=False))
+    assert not (tmp_path / "run").exists()

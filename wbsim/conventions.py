@@ -25,6 +25,7 @@ The public API of wbsim speaks ``(w, x, y, z)``; the ``(x, y, z, w)`` order neve
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import mujoco
@@ -132,30 +133,47 @@ class StateConverter:
         if self.floating:
             self._v_pin_to_mj[self.mj_base_vadr : self.mj_base_vadr + 6] = np.arange(6)
         self._v_pin_to_mj[self.mj_vadr] = self.pin_vidx
+        # full gather maps for mj_to_pin (one ``take`` each): q = qpos[_q_from_mj] (the quaternion
+        # reordered (w, x, y, z) -> (x, y, z, w) by the map), v = qvel[_v_from_mj] (the base's linear
+        # part then rotated into the base frame)
+        self._q_from_mj = np.empty(self.nq_pin, dtype=np.intp)
+        self._q_from_mj[self.pin_qidx] = self.mj_qadr
+        self._v_from_mj = np.empty(self.nv_pin, dtype=np.intp)
+        self._v_from_mj[self.pin_vidx] = self.mj_vadr
+        if self.floating:
+            a, b = self.mj_base_qadr, self.mj_base_vadr
+            self._q_from_mj[0:7] = [a, a + 1, a + 2, a + 4, a + 5, a + 6, a + 3]
+            self._v_from_mj[0:6] = np.arange(b, b + 6)
 
     # -- states ------------------------------------------------------------------------------------
     def mj_to_pin(self, qpos: np.ndarray, qvel: np.ndarray | None = None):
-        """MuJoCo ``qpos (nq,)``, ``qvel (nv,)`` -> Pinocchio ``q (nq,)``, ``v (nv,)``.
+        """MuJoCo ``qpos (nq,)``, ``qvel (nv,)`` -> Pinocchio ``q (nq,)``, ``v (nv,)`` (fresh arrays).
 
         Returns ``(q, v)``; ``v`` is ``None`` when ``qvel`` is ``None``. Units: m, rad, m/s, rad/s.
+        The base's linear velocity is rotated into the base frame with the normalised quaternion
+        (the rotation matrix of ``mujoco.mju_quat2Mat``, written out on scalars: this runs every
+        step). Raises :class:`~wbsim.errors.WbsimError` for a zero base quaternion.
         """
         qpos = np.asarray(qpos, dtype=float)
-        q = np.empty(self.nq_pin)
-        q[self.pin_qidx] = qpos[self.mj_qadr]
-        if self.floating:
-            a = self.mj_base_qadr
-            q[0:3] = qpos[a : a + 3]
-            q[3:7] = quat_wxyz_to_xyzw(qpos[a + 3 : a + 7])
+        q = qpos.take(self._q_from_mj)
         if qvel is None:
             return q, None
-        qvel = np.asarray(qvel, dtype=float)
-        v = np.empty(self.nv_pin)
-        v[self.pin_vidx] = qvel[self.mj_vadr]
+        v = np.asarray(qvel, dtype=float).take(self._v_from_mj)
         if self.floating:
-            b = self.mj_base_vadr
-            rot = rotation_from_wxyz(qpos[self.mj_base_qadr + 3 : self.mj_base_qadr + 7])
-            v[0:3] = rot.T @ qvel[b : b + 3]
-            v[3:6] = qvel[b + 3 : b + 6]
+            x, y, z, w = q[3:7].tolist()
+            n = math.sqrt(w * w + x * x + y * y + z * z)
+            if n == 0.0:
+                raise WbsimError("mj_to_pin: the base quaternion is zero")
+            w, x, y, z = w / n, x / n, y / n, z / n
+            # R (base to world) of the unit quaternion, as mju_quat2Mat; v_base = R^T v_world
+            q00, q01, q02, q03 = w * w, w * x, w * y, w * z
+            q11, q12, q13 = x * x, x * y, x * z
+            q22, q23, q33 = y * y, y * z, z * z
+            r0, r1, r2 = q00 + q11 - q22 - q33, 2 * (q12 - q03), 2 * (q13 + q02)
+            r3, r4, r5 = 2 * (q12 + q03), q00 - q11 + q22 - q33, 2 * (q23 - q01)
+            r6, r7, r8 = 2 * (q13 - q02), 2 * (q23 + q01), q00 - q11 - q22 + q33
+            a, b, c = v[0:3].tolist()
+            v[0:3] = (r0 * a + r3 * b + r6 * c, r1 * a + r4 * b + r7 * c, r2 * a + r5 * b + r8 * c)
         return q, v
 
     def pin_to_mj(self, q: np.ndarray, v: np.ndarray | None = None):

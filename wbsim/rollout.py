@@ -142,6 +142,10 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
 
     if cfg.env not in ENV_IDS:  # unknown names fail before anything is built
         raise UnknownNameError("env", cfg.env, ENV_IDS)
+    if dict(cfg.env_options).get("info_mode", "full") != "full":
+        raise WbsimError("run_episode reads the env's full info (state, schedule, contacts): "
+                         f"env option info_mode must be 'full', got "
+                         f"{cfg.env_options['info_mode']!r} ('lean' is for vector envs)")
     controller_class(cfg.controller)
     if cfg.viewer:
         import os
