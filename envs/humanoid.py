@@ -68,7 +68,7 @@ import numpy as np
 
 import wbsim
 from wbsim.contacts import ContactSensor, support_polygon
-from wbsim.controllers.base import RobotState
+from wbsim.controllers.base import ContactSchedule, RobotState
 from wbsim.envs.schedules import PhasePlan, standing_plan
 from wbsim.errors import WbsimError
 
@@ -389,7 +389,9 @@ class HumanoidEnv(gym.Env):
             ctx[f"{foot.split('_')[0]}_sole_centre"] = support_polygon(self.robot, d, [foot]).mean(0)
         return ctx
 
-    def schedule(self):
+    def schedule(self) -> ContactSchedule:
+        """The plan's :class:`~wbsim.controllers.base.ContactSchedule` at the current time (planned
+        contact set, phase, targets; what ``info["schedule"]`` holds in ``info_mode="full"``)."""
         return self.plan.at(float(self.data.time))
 
     def _init_fast_paths(self) -> None:
