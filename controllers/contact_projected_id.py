@@ -85,6 +85,7 @@ from typing import Any
 import numpy as np
 import pinocchio as pin
 import qpsolvers
+from scipy.linalg.lapack import dposv as _dposv
 from wbsim.controllers.base import Command, ContactSchedule, RobotState
 from wbsim.controllers.tasks import (
     ComTask,
@@ -95,7 +96,11 @@ from wbsim.controllers.tasks import (
     Task,
     TaskGains,
     TaskStack,
+    _amax,
+    _amin,
+    _posv,
     _scaled_identity,
+    _sum,
     cholesky,
     cholesky_solve,
     compute_snapshot,
@@ -103,6 +108,8 @@ from wbsim.controllers.tasks import (
 
 from wbsim.contacts import convex_hull, point_in_polygon
 from wbsim.errors import UnknownNameError, WbsimError
+
+_LWA = pin.LOCAL_WORLD_ALIGNED
 
 __all__ = [
     "PINV_FORCES",
@@ -249,6 +256,9 @@ class ContactKinematics:
         grasp: ``(6 n_feet, 3 n_points)`` block-diagonal map ``G`` from point forces to foot wrenches
             (``[I; [p_i - o]x]`` per point).
         foot_rotations: ``(n_feet, 3, 3)`` foot frame orientations (frame to world).
+
+    ``foot_positions`` and ``foot_rotations`` are views of one ``(n_feet, 4, 4)`` array of the feet's
+    homogeneous placements (not C-contiguous); every array is fresh at each call.
     """
 
     Jc: np.ndarray
@@ -277,23 +287,39 @@ def _grasp_foot(rel: np.ndarray) -> np.ndarray:
 def contact_kinematics(s: DynamicsSnapshot, layout: ContactLayout) -> ContactKinematics:
     """Contact Jacobian, drift, sole points and grasp map of ``layout`` at snapshot ``s``.
 
-    The sole-point offsets of all feet at once: ``p_i - o = R_k p_i^foot`` (one batched product);
-    the point Jacobians are ``(J_c^T G)^T`` (:func:`build_contact_qp`), not stacked here.
+    Per foot three Pinocchio queries on the snapshot's data (``updateFramePlacement``,
+    ``getFrameJacobian`` and ``getFrameClassicalAcceleration``, LOCAL_WORLD_ALIGNED: the values
+    :meth:`DynamicsSnapshot.frame` gives), stacked once. The sole-point offsets of all feet at once:
+    ``p_i - o = R_k p_i^foot`` (one batched product); the point Jacobians are ``(J_c^T G)^T``
+    (:func:`build_contact_qp`), not stacked here.
     """
     nf = len(layout.feet)
     if nf == 0:
         return ContactKinematics(np.zeros((0, s.nv)), np.zeros(0), np.zeros((0, 3)), np.zeros((0, 3)),
                                  layout.grasp_template.copy(), np.zeros((0, 3, 3)))
-    fks = [s.frame(fid) for fid in layout.frame_ids]
-    Jc = np.concatenate([fk.jacobian for fk in fks])
-    Jc_dot_v = np.concatenate([fk.drift for fk in fks])
-    foot_pos = np.array([fk.position for fk in fks])
-    rotations = np.array([fk.rotation for fk in fks])
+    # per foot: 3 Pinocchio queries (placement, Jacobian, classical acceleration), stacked once
+    model, data = s.model, s.data
+    place, jac, acc = pin.updateFramePlacement, pin.getFrameJacobian, pin.getFrameClassicalAcceleration
+    if nf == 2:  # double support, the usual case: no Python loop
+        f0, f1 = layout.frame_ids
+        H = np.array((place(model, data, f0).homogeneous, place(model, data, f1).homogeneous))
+        Jc = np.concatenate((jac(model, data, f0, _LWA), jac(model, data, f1, _LWA)))
+        a0, a1 = acc(model, data, f0, _LWA), acc(model, data, f1, _LWA)
+        Jc_dot_v = np.concatenate((a0.vector, a1.vector))  # copies (the Motions are alive)
+    else:
+        fids = layout.frame_ids
+        H = np.array([place(model, data, f).homogeneous for f in fids])
+        Jc = np.concatenate([jac(model, data, f, _LWA) for f in fids])
+        accs = [acc(model, data, f, _LWA) for f in fids]
+        Jc_dot_v = np.concatenate([a.vector for a in accs])
+    foot_pos = H[:, 0:3, 3]
+    rotations = H[:, 0:3, 0:3]
     rel = np.matmul(layout.points_in_foot, rotations.transpose(0, 2, 1))  # (nf, 4, 3) world axes
-    flat_rel = rel.reshape(-1)
     G = layout.grasp_template.copy()
     _, _, comp, sign = layout.grasp_index
-    G.reshape(-1)[layout.grasp_flat] = sign * flat_rel[comp]  # a view: G is a fresh C-order copy
+    vals = np.take(rel, comp)  # rel is C-contiguous: flat indices
+    vals *= sign
+    G.put(layout.grasp_flat, vals)  # G is a fresh C-order copy: flat indices
     points = (rel + foot_pos[:, None, :]).reshape(-1, 3)
     return ContactKinematics(Jc, Jc_dot_v, foot_pos, points, G, rotations)
 
@@ -333,7 +359,10 @@ def contact_projection(Jc: np.ndarray, Jc_dot_v: np.ndarray, W: np.ndarray | Non
     (:func:`~wbsim.controllers.tasks.cholesky`).
 
     ``J_c^#W = W^-1 J_c^T (J_c W^-1 J_c^T)^-1`` by two Cholesky solves (``W`` and
-    ``J_c W^-1 J_c^T``), no explicit inverse. ``nc = 0`` gives ``N_c = I``.
+    ``J_c W^-1 J_c^T``, the second factorised and solved in one LAPACK ``dposv``), no explicit
+    inverse. ``nc = 0`` gives ``N_c = I``. (:class:`ContactProjectedID` factorises ``W = M`` and
+    solves ``M^-1 J_c^T`` in one ``dposv`` too; ``tests/test_contact_projected_id.py`` checks it
+    against this function.)
 
     Raises:
         WbsimError: ``W`` not SPD, ``J_c`` rank-deficient (``J_c W^-1 J_c^T`` not SPD), or neither
@@ -344,14 +373,33 @@ def contact_projection(Jc: np.ndarray, Jc_dot_v: np.ndarray, W: np.ndarray | Non
             raise WbsimError("contact_projection needs W or W_cholesky")
         W_cholesky = cholesky(np.asarray(W, dtype=float), "W")
     nv = Jc.shape[1]
-    augmented = np.zeros((nv, nv + 1), order="F")
-    Nc, particular = augmented[:, :nv], augmented[:, nv]  # contiguous in Fortran order
     if Jc.shape[0] == 0:
+        augmented = np.zeros((nv, nv + 1), order="F")
+        Nc, particular = augmented[:, :nv], augmented[:, nv]  # contiguous in Fortran order
         Nc[...] = _identity(nv)
         return ContactProjection(Jc, Jc_dot_v, np.zeros((nv, 0)), Nc, particular, augmented)
-    Winv_JcT = cholesky_solve(W_cholesky, Jc.T)  # (nv, nc)
-    L = cholesky(Jc @ Winv_JcT, "J_c W^-1 J_c^T (contact Jacobian rank-deficient?)")
-    Jc_pinv = cholesky_solve(L, Winv_JcT.T).T  # (nv, nc); J_c W^-1 J_c^T is symmetric
+    return _projection(Jc, Jc_dot_v, cholesky_solve(W_cholesky, Jc.T))
+
+
+_JWJ = "J_c W^-1 J_c^T (contact Jacobian rank-deficient?)"
+
+
+def _projection(Jc: np.ndarray, Jc_dot_v: np.ndarray, Winv_JcT: np.ndarray) -> ContactProjection:
+    """:func:`contact_projection` from ``W^-1 J_c^T (nv, nc)`` (``nc > 0``): ``J_c W^-1 J_c^T`` is
+    factorised and solved against ``(W^-1 J_c^T)^T`` by one LAPACK ``dposv`` (``dpotrf`` +
+    ``dpotrs``), with the pivot test of :func:`~wbsim.controllers.tasks.cholesky`."""
+    nv = Jc.shape[1]
+    JWJ = Jc @ Winv_JcT
+    L, X, info = _dposv(JWJ, Winv_JcT.T, lower=1)
+    if info != 0:
+        raise WbsimError(f"{_JWJ} is not symmetric positive definite (dpotrf info={info})")
+    d = L.diagonal()
+    if _amin(d) ** 2 <= 1e-13 * _amax(JWJ.diagonal()):
+        raise WbsimError(f"{_JWJ} is (numerically) singular: smallest Cholesky pivot "
+                         f"{d.min() ** 2:.3g}")
+    Jc_pinv = X.T  # (nv, nc); J_c W^-1 J_c^T is symmetric
+    augmented = np.empty((nv, nv + 1), order="F")  # every entry written below
+    Nc, particular = augmented[:, :nv], augmented[:, nv]  # contiguous in Fortran order
     np.subtract(_identity(nv), Jc_pinv @ Jc, out=Nc)
     np.negative(Jc_pinv @ Jc_dot_v, out=particular)
     return ContactProjection(Jc, Jc_dot_v, Jc_pinv, Nc, particular, augmented)
@@ -628,29 +676,32 @@ class ContactQPBuilder:
         self.upper = np.empty(m)
         self.sense = np.zeros(m, dtype=np.intc)
         self.sense[:self.n_eq] = 5
+        # views of the constraint arrays that build writes every step (made once, not per step)
+        ne, fr, tq = self.n_eq, self._fr, self._tq
+        self._views = (self.C[:ne], self.lower[:ne], self.upper[:ne], self.upper[fr], self.C[tq],
+                       self.lower[tq], self.upper[tq])
 
     def build(self, M: np.ndarray, h: np.ndarray, qdd_star: np.ndarray, Jc: np.ndarray,
               grasp: np.ndarray, friction_rhs: np.ndarray, force_weight: float,
               force_limits: tuple[np.ndarray, np.ndarray] | None = None) -> ContactQP:
         """The exact QP (``x = f``) at this state; see :func:`build_contact_qp` for the arguments."""
-        ne, npf = self.n_eq, self.n_points3
+        npf = self.n_points3
         A_f = Jc.T @ grasp  # (nv, 3 np): generalised force of the point forces
         Aa, Au = A_f[self.act], A_f[self.unact]
         b = M @ qdd_star
         b += h
         ba, bu = b[self.act], b[self.unact]
         C, lower, upper = self.C, self.lower, self.upper
-        C[:ne] = Au
-        lower[:ne] = bu
-        upper[:ne] = bu
-        upper[self._fr] = friction_rhs
+        C_eq, lower_eq, upper_eq, upper_fr, Ar, lower_tq, upper_tq = self._views
+        C_eq[...] = Au
+        lower_eq[...] = bu
+        upper_eq[...] = bu
+        upper_fr[...] = friction_rhs
         # |ba - Aa f| <= tau_limit  <=>  ba - lim <= Aa f <= ba + lim
-        tq = self._tq
-        Ar = C[tq]
         Ar[...] = Aa[self.rows]
         bar = ba[self.rows]
-        np.subtract(bar, self.lim_rows, out=lower[tq])
-        np.add(bar, self.lim_rows, out=upper[tq])
+        np.subtract(bar, self.lim_rows, out=lower_tq)
+        np.add(bar, self.lim_rows, out=upper_tq)
         if self.reached is not None:  # a reached joint without torque limit
             Ar, bar = Aa[self.reached], ba[self.reached]
         # tau = ba - Aa f: ||tau||^2 + eps ||f||^2 = f^T (Ar^T Ar + eps I) f - 2 (Ar^T bar)^T f + c
@@ -667,8 +718,8 @@ class ContactQPBuilder:
             if _any(over):
                 rows_v = np.arange(self.nv)[self.act][self._unreached_idx[over]]
                 infeasible = f"torque limit exceeded on joints (v-rows) {rows_v.tolist()}"
-        return ContactQP(P, q, C, lower, upper, ne, False, self.nv, np.asarray(qdd_star, dtype=float),
-                         -Aa, ba, infeasible, sense)
+        return ContactQP(P, q, C, lower, upper, self.n_eq, False, self.nv,
+                         np.asarray(qdd_star, dtype=float), -Aa, ba, infeasible, sense)
 
 
 def build_contact_qp(M: np.ndarray, h: np.ndarray, qdd_star: np.ndarray, Jc: np.ndarray,
@@ -756,7 +807,7 @@ def solve_contact_qp(qp: ContactQP, grasp: np.ndarray, solver: str, direct: bool
             if direct and solver == "daqp" and _daqp is not None:
                 x, _, exitflag, _ = _daqp.solve(qp.P, qp.q, qp.C, qp.upper, qp.lower,
                                                 qp.daqp_sense())
-                ok = exitflag > 0 and math.isfinite(x.sum())
+                ok = exitflag > 0 and math.isfinite(_sum(x))
             else:
                 sol = qpsolvers.solve_problem(qp.problem, solver=solver)
                 x = sol.x
@@ -977,6 +1028,8 @@ class ContactProjectedID:
         self._act = _as_slice(np.asarray(self.vidx))  # a slice for a free-flyer root
         self.joint_damping = self._parse_damping(joint_damping)
         self._damped = bool(np.any(self.joint_damping > 0))
+        self._damping_v = np.zeros(self.nv)  # (nv,): joint_damping on the actuated rows of v
+        self._damping_v[self._act] = self.joint_damping
         self._W_mode, self._W_factor, self._W = self._parse_W(W)
         self.base_frame_id = self._base_frame(base_frame)
         self._leg_reach = {f: self._leg_chain(f) for f in robot.feet}
@@ -1227,8 +1280,12 @@ class ContactProjectedID:
         clamped = bool(events)
 
         try:
-            L = cholesky(s.M, "M", None) if self._W_mode == "M" else self._W_factor
-            proj = contact_projection(ck.Jc, ck.Jc_dot_v, W_cholesky=L)
+            if self._W_mode == "M" and layout.feet:
+                # factorise M and solve M^-1 J_c^T in one dposv (contact_projection's arithmetic)
+                proj = _projection(ck.Jc, ck.Jc_dot_v, _posv(s.M, ck.Jc.T, "M"))
+            else:
+                L = cholesky(s.M, "M", None) if self._W_mode == "M" else self._W_factor
+                proj = contact_projection(ck.Jc, ck.Jc_dot_v, W_cholesky=L)
         except WbsimError as exc:
             self.projection = None
             return self._fallback(s, ck, info, events + ["projection_failed"], str(exc), t0)
@@ -1301,8 +1358,8 @@ class ContactProjectedID:
         """``h`` plus the viscous joint damping ``D qdot`` on the actuated rows (``(nv,)``)."""
         if not self._damped:
             return s.h
-        h = s.h.copy()
-        h[self._act] += self.joint_damping * s.v[self._act]
+        h = np.multiply(self._damping_v, s.v)  # D qdot on the actuated rows, 0 on the base rows
+        h += s.h
         return h
 
     def _force_bounds(self, schedule: ContactSchedule, t: float

@@ -178,7 +178,8 @@ METHODS = ("qp", "single", "pinv", "min_torque")
 #: Time per call on the shared 2-core test machine (figures move by +-50% with its load): full QP
 #: through ``qpsolvers.solve_problem``: daqp 84-137 us, proxqp 300-630 us, osqp 1.0-2.2 ms;
 #: condensed, DAQP called directly (``daqp.Model``): ~20 us. The whole default ``compute`` takes
-#: ~2.2 raw ``mj_step`` of the G1 stand scene (~90 us when ``mj_step`` takes 40 us).
+#: ~1.6-1.7 raw ``mj_step`` of the G1 stand scene on its fast path (~64 us when ``mj_step``
+#: takes 39 us; ``daqp.Model.update`` ~11 us of it, a cost that grows with the size of ``A``).
 DEFAULT_SOLVER = "daqp"
 #: Options passed to each solver. DAQP (dual active set) solves the equalities exactly and needs
 #: none. ProxQP and OSQP stop at ``eps_abs`` (default 1e-5 / 1e-3) which would leave residuals of
@@ -202,6 +203,11 @@ _BIG = 1e20
 _ACTIVE_TOL = 1e-6
 #: Singular values below this times the scale of ``(J^T)_a`` count as zero in ``min_torque``.
 _RANK_TOL = 1e-10
+#: float64, the dtype the fast path takes ``q`` in (an identity test first: numpy's builtin
+#: dtypes are singletons)
+_F64 = np.dtype(np.float64)
+#: the largest entry of a 1-D array (NaN if any is NaN): ``ndarray.max`` without its wrapper
+_max = np.maximum.reduce
 
 
 class GravityCompensationError(WbsimError):
@@ -506,8 +512,19 @@ class _SupportProblem:
         self.fast_JT = self.fast_A[nin:, :m]        # J^T rows base + reached joints (a view)
         self.fast_H = np.diag(np.concatenate([np.full(m, owner.eps), np.ones(nl)]))
         self.fast_c = np.zeros(m + nl)
-        self.fast_bu = np.zeros(rows)
+        # bu = [0 (inequalities); g_u; g_L] is the head of [0; g(q)] (nin + nv): one product
+        # writes g(q) in place, the other joints' g (their tau) is its tail
+        self.fast_bu_g = np.zeros(nin + owner.nv)
+        self.fast_bu = self.fast_bu_g[:rows]
         self.fast_g = self.fast_bu[nin:]            # g of the base and reached joints
+        self.fast_gq = self.fast_bu_g[nin:]         # g(q), (nv,)
+        self.fast_g_rest = self.fast_bu_g[rows:]    # g of the joints the contacts do not reach
+        # constant views of the per-call buffers (no view built per call)
+        self.fast_y = np.zeros(rows)                # A x: [G_f f (slack); statics rows]
+        self.fast_y_in = self.fast_y[:nin]
+        self.fast_y_eq = self.fast_y[nin:]          # = fast_g at the solution
+        self.fast_JfT = self.J_feet[:, :6 + nl].T   # J_feet^T, base + reached columns
+        self.fast_TT = np.ascontiguousarray(self.T.T)
         self.fast_bl = np.full(rows, -1e30)
         self.fast_sense = np.zeros(rows, dtype=np.intc)
         self.fast_sense[nin:] = 5
@@ -528,6 +545,9 @@ class _SupportProblem:
                    for v, j in zip(views, self.sole_joints)):
             return False
         self.fast_rot = (data, views)
+        #: (W block of foot k, R_foot view) pairs: W[k] = R_foot per call
+        self.fast_rot_pairs = tuple(zip(self.fast_Wb, views))
+        self.fast_data = data
         return True
 
     def _transport_setup(self, model, feet_objs, counts, nv) -> None:
@@ -761,7 +781,12 @@ class GravityCompensationQP:
         self._problems: dict[tuple[str, ...], _SupportProblem] = {}
         self._support_cache: dict[Any, tuple[str, ...]] = {}
         self.pd = JointPD(robot, PDGains(frequency_hz, damping_ratio))
-        self._last: tuple[float, frozenset, np.ndarray, dict] | None = None
+        #: the last feasible statics of the episode: (t, support, tau, forces), the forces a
+        #: dict (general path) or (names, read-only (nc, 3) world forces) (fast path)
+        self._last: tuple[float, frozenset, np.ndarray, Any] | None = None
+        #: contact set (frozenset) -> its support problem, where _compute_fast applies
+        self._fast_probs: dict[frozenset, _SupportProblem] = {}
+        self._qshape = (self.nq,)
 
     # -- statics -----------------------------------------------------------------------------------
     def _support(self, support: Iterable[str]) -> tuple[str, ...]:
@@ -1158,7 +1183,8 @@ class GravityCompensationQP:
             t_last, sup_last, tau_last, f_last = self._last
             if sup_last == support and 0.0 <= float(state.t) - t_last <= FALLBACK_HOLD_S:
                 return Command(tau=tau_last + pd_tau, contact_set=support,
-                               contact_forces=dict(f_last), feasible=False,
+                               contact_forces=(dict(f_last) if isinstance(f_last, dict)
+                                               else dict(zip(*f_last))), feasible=False,
                                fallback=FALLBACKS[0], status=status, info=info)
         # 2. least torque of the statics equality alone
         if feet and np.isfinite(state.q).all():
@@ -1189,31 +1215,30 @@ class GravityCompensationQP:
         whole step. ``tests/test_gravity_qp.py`` checks that it returns what :meth:`solve`
         does (to 1e-8 N·m, N)."""
         q, wanted = state.q, schedule.contact_set
-        feet = self._support_cache.get(wanted) if type(wanted) is frozenset else None
-        if (feet is None or type(q) is not np.ndarray or q.dtype != np.float64
-                or q.shape != (self.nq,) or not math.isfinite(q.dot(q))):
-            return None
-        prob = self._problems.get(feet)
-        if prob is None or not prob.fast:
+        prob = self._fast_probs.get(wanted) if type(wanted) is frozenset else None
+        if prob is None:
+            prob = self._fast_problem(wanted)
+        if (prob is None or type(q) is not np.ndarray
+                or (q.dtype is not _F64 and q.dtype != _F64)
+                or q.shape != self._qshape or not math.isfinite(q.dot(q))
+                or prob.fast_data is not self.data):
             return None
         t_start = time.perf_counter()
         model, data = self.model, self.data
-        rot_data, rot_views = prob.fast_rot
-        if rot_data is not data:
-            return None
         # one pass for the CoM Jacobian and every joint Jacobian (Pinocchio documents that
         # jacobianCenterOfMass computes the latter as computeJointJacobians does), and
-        # g(q) = -M J_com^T g_0: the generalised gravity is the gradient of -M g_0^T c(q)
-        g = np.dot(self._mg, pin.jacobianCenterOfMass(model, data, q, False))
-        W = prob.fast_Wb
-        for k, view in enumerate(rot_views):                   # data.oMi[j].rotation, updated
-            W[k] = view                                        # R_foot for each of its points
-        gfj, local = pin.getFrameJacobian, pin.LOCAL
-        np.concatenate([gfj(model, data, fid, local) for fid in prob.foot_link_ids],
-                       out=prob.J_feet)
-        nr, m = 6 + prob.nl, prob.m
-        np.matmul(prob.J_feet[:, :nr].T, prob.T.T, out=prob.fast_JT)  # J^T = J_feet^T T^T
-        prob.fast_g[:] = g[:nr]
+        # g(q) = -M J_com^T g_0 (the generalised gravity is the gradient of -M g_0^T c(q)),
+        # written into the QP's upper bounds [0; g_u; g_L] (prob.fast_bu) and g_rest
+        np.dot(self._mg, pin.jacobianCenterOfMass(model, data, q, False), out=prob.fast_gq)
+        for Wk, rot in prob.fast_rot_pairs:            # R_foot (a view of data.oMi[j].rotation,
+            Wk[...] = rot                              # updated) for each of the foot's points
+        gfj, local, ids = pin.getFrameJacobian, pin.LOCAL, prob.foot_link_ids
+        if len(ids) == 2:
+            np.concatenate((gfj(model, data, ids[0], local), gfj(model, data, ids[1], local)),
+                           out=prob.J_feet)
+        else:
+            np.concatenate([gfj(model, data, fid, local) for fid in ids], out=prob.J_feet)
+        np.matmul(prob.fast_JfT, prob.fast_TT, out=prob.fast_JT)    # J^T = J_feet^T T^T
         A, bu, sense = prob.fast_A, prob.fast_bu, prob.fast_sense
         t0 = time.perf_counter()
         solver = prob.fast_model
@@ -1224,24 +1249,28 @@ class GravityCompensationQP:
             if solver.setup(prob.fast_H, prob.fast_c, A, bu, prob.fast_bl, sense)[0] < 0:
                 return None
             prob.fast_model = solver
-        elif solver.update(A=A, bupper=bu, sense=sense) < 0:
+        elif solver.update(A=A, bupper=bu, sense=sense) < 0:    # sense: a cold start
             return None
         x, _, exitflag, _ = solver.solve()
         solve_time = time.perf_counter() - t0
         if exitflag <= 0 or not math.isfinite(x.dot(x)):
             return None
-        y = np.dot(A, x)                        # [G_f f; (J^T)_u f; tau_L + (J^T)_L f]
-        r = prob.fast_g - y[prob.nin:]          # the statics of the base and reached joints
-        residual = math.sqrt(r.dot(r))
-        if not (y[:prob.nin].max() < -_ACTIVE_TOL and residual <= self.residual_tol):
+        # every inequality strictly inactive (G_f f < -tol; NaN fails) and the statics residual
+        # ||[g_u; g_L] - [(J^T)_u f; tau_L + (J^T)_L f]|| within tolerance
+        np.dot(A, x, out=prob.fast_y)
+        if not _max(prob.fast_y_in) < -_ACTIVE_TOL:
             return None
-        tau = np.concatenate((x[m:], g[nr:]))   # the other joints: tau = g
-        tau.flags.writeable = False
+        r = prob.fast_y_eq
+        np.subtract(prob.fast_g, r, out=r)
+        residual = math.sqrt(r.dot(r))
+        if not residual <= self.residual_tol:
+            return None
+        m = prob.m
+        tau = np.concatenate((x[m:], prob.fast_g_rest))   # the other joints: tau = g
         fw = np.dot(prob.fast_W, x[:m]).reshape(prob.nc, 3)     # world frame
         fw.flags.writeable = False
-        forces = dict(zip(prob.names, fw))
-        support = prob.support
-        self._last = (float(state.t), support, tau, forces)
+        names, support = prob.names, prob.support
+        self._last = (float(state.t), support, tau, (names, fw))
         info = {
             "solve_time_s": solve_time,
             "total_time_s": time.perf_counter() - t_start,
@@ -1253,8 +1282,21 @@ class GravityCompensationQP:
             "physically_possible": True,
             "reasons": (),
         }
-        return Command(tau=tau + pd_tau, contact_set=support, contact_forces=dict(forces),
-                       feasible=True, fallback="", status="solved", info=info)
+        return Command(tau=tau + pd_tau, contact_set=support,
+                       contact_forces=dict(zip(names, fw)), feasible=True, fallback="",
+                       status="solved", info=info)
+
+    def _fast_problem(self, wanted) -> _SupportProblem | None:
+        """The support problem of ``wanted`` (a frozenset already seen by the general path)
+        if :meth:`_compute_fast` applies to it, remembered per contact set; else ``None``."""
+        if type(wanted) is not frozenset:
+            return None
+        feet = self._support_cache.get(wanted)
+        prob = self._problems.get(feet) if feet is not None else None
+        if prob is None or not prob.fast:
+            return None
+        self._fast_probs[wanted] = prob
+        return prob
 
     @staticmethod
     def _info(res: StaticsResult) -> dict[str, Any]:

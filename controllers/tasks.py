@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 import pinocchio as pin
-from scipy.linalg.lapack import dpotrf, dpotrs
+from scipy.linalg.lapack import dposv, dpotrf, dpotrs
 
 from wbsim.errors import WbsimError
 
@@ -59,7 +59,8 @@ __all__ = [
 ]
 
 
-_amin, _amax = np.minimum.reduce, np.maximum.reduce
+# ufunc reductions: ndarray.min / max / sum add a Python-level wrapper (these run every step)
+_amin, _amax, _sum = np.minimum.reduce, np.maximum.reduce, np.add.reduce
 
 
 def cholesky(A: np.ndarray, what: str = "matrix", pivot_rtol: float | None = 1e-13) -> np.ndarray:
@@ -82,6 +83,16 @@ def cholesky(A: np.ndarray, what: str = "matrix", pivot_rtol: float | None = 1e-
         raise WbsimError(f"{what} is (numerically) singular: smallest Cholesky pivot "
                          f"{d.min() ** 2:.3g}")
     return L
+
+
+def _posv(A: np.ndarray, B: np.ndarray, what: str) -> np.ndarray:
+    """``A^-1 B`` for the SPD ``A (n, n)`` (only its lower triangle is read) by LAPACK ``dposv``:
+    ``dpotrf`` and ``dpotrs`` in one call, the same result as ``cholesky_solve(cholesky(A, what,
+    None), B)``. Raises :class:`WbsimError` as :func:`cholesky` does when ``A`` is not SPD."""
+    _, X, info = dposv(A, B, lower=1)
+    if info != 0:
+        raise WbsimError(f"{what} is not symmetric positive definite (dpotrf info={info})")
+    return X
 
 
 def cholesky_solve(L: np.ndarray, B: np.ndarray) -> np.ndarray:
@@ -162,6 +173,9 @@ class FrameKinematics:
             ``[linear (m/s^2), angular (rad/s^2)]`` (``pin.getFrameClassicalAcceleration``).
         velocity: ``(6,)`` ``J v``, LOCAL_WORLD_ALIGNED ``[linear (m/s), angular (rad/s)]`` (computed on
             first access: the contact feet never need it).
+
+    From :meth:`DynamicsSnapshot.frame`, ``position`` and ``rotation`` are views of one owned
+    ``(4, 4)`` homogeneous placement (not copies of the data's placement).
     """
 
     __slots__ = ("_v", "_velocity", "drift", "jacobian", "position", "rotation")
@@ -226,26 +240,27 @@ class DynamicsSnapshot:
         fk = self._frames.get(frame_id)
         if fk is None:
             model, data = self.model, self.data
-            placement = pin.updateFramePlacement(model, data, frame_id)
-            J = pin.getFrameJacobian(model, data, frame_id, pin.LOCAL_WORLD_ALIGNED)
-            drift = pin.getFrameClassicalAcceleration(
-                model, data, frame_id, pin.LOCAL_WORLD_ALIGNED).vector
-            fk = FrameKinematics(placement.translation.copy(), placement.rotation.copy(), J,
-                                 drift.copy(), self.v)
+            # one owned (4, 4) homogeneous matrix: position and rotation are views of it (no copy)
+            H = pin.updateFramePlacement(model, data, frame_id).homogeneous
+            J = pin.getFrameJacobian(model, data, frame_id, _LWA)
+            drift = pin.getFrameClassicalAcceleration(model, data, frame_id, _LWA).vector
+            fk = FrameKinematics(H[0:3, 3], H[0:3, 0:3], J, drift.copy(), self.v)
             self._frames[frame_id] = fk
         return fk
 
 
-_MIRROR: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+_LWA = pin.LOCAL_WORLD_ALIGNED
+_MIRROR: dict[int, np.ndarray] = {}
 
 
-def _mirror_indices(n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Flat indices ``(lower, upper)`` of the strict lower triangle of an ``(n, n)`` C-ordered matrix
-    and of the transposed (upper) entries."""
+def _mirror_indices(n: int) -> np.ndarray:
+    """``(n * n,)`` flat indices, into the column-major (Fortran) storage of an ``(n, n)`` matrix, of
+    the upper-triangle entry ``(min(i, j), max(i, j))`` for each entry ``(i, j)`` of a C-ordered
+    ``(n, n)`` matrix: ``take`` with them gives the symmetric matrix of the upper triangle."""
     idx = _MIRROR.get(n)
     if idx is None:
-        rows, cols = np.tril_indices(n, -1)
-        idx = _MIRROR[n] = (rows * n + cols, cols * n + rows)
+        i, j = np.divmod(np.arange(n * n), n)
+        idx = _MIRROR[n] = np.maximum(i, j) * n + np.minimum(i, j)
     return idx
 
 
@@ -271,16 +286,11 @@ def compute_snapshot(model: pin.Model, data: pin.Data, q: np.ndarray, v: np.ndar
     if out is not None and (out.model is not model or out.data is not data):
         raise WbsimError("compute_snapshot: out belongs to another model or data")
     pin.computeAllTerms(model, data, q, v)
-    # crba fills (at least) the upper triangle: mirror it (flat take/put: cheaper than 2-D fancy
-    # indexing or triu)
-    if out is None:
-        M = data.M.copy()
-    else:
-        M = out.M
-        np.copyto(M, data.M)
-    lower, upper = _mirror_indices(model.nv)
-    flat = M.reshape(-1)
-    flat[lower] = flat[upper]
+    # crba fills (at least) the upper triangle: one flat take of the upper entries from Pinocchio's
+    # column-major storage writes the symmetric matrix (a copy and the mirror at once)
+    nv = model.nv
+    M = np.empty((nv, nv)) if out is None else out.M
+    np.take(data.M.ravel(order="F"), _mirror_indices(nv), out=M.reshape(-1))
     com = data.com[0].copy()
     com_velocity = data.vcom[0].copy()
     pin.centerOfMass(model, data, pin.KinematicLevel.ACCELERATION, False)
@@ -397,6 +407,25 @@ class Task(ABC):
         return e
 
 
+_ZEROS3 = (0.0, 0.0, 0.0)
+
+
+def _write_pd(b: np.ndarray, sw: float, kp: float, kd: float, e: Sequence[float],
+              ref_velocity: Sequence[float], velocity: Sequence[float], drift: Sequence[float]
+              ) -> None:
+    """``b (3,) = sw * (kp e + kd (ref_velocity - velocity) - drift)``: the PD rows of a 3-row task
+    (:meth:`Task.fill`) on Python floats, the same IEEE operations in the same order as the numpy
+    expression ``np.subtract(kp * e + kd * (ref_velocity - velocity), drift); b *= sw`` (bit for
+    bit), without six numpy calls on 3-vectors."""
+    e0, e1, e2 = e
+    r0, r1, r2 = ref_velocity
+    v0, v1, v2 = velocity
+    d0, d1, d2 = drift
+    b[0] = (kp * e0 + kd * (r0 - v0) - d0) * sw
+    b[1] = (kp * e1 + kd * (r1 - v1) - d1) * sw
+    b[2] = (kp * e2 + kd * (r2 - v2) - d2) * sw
+
+
 def _vec3(value, what: str) -> np.ndarray:
     arr = np.asarray(value, dtype=float)
     if arr.shape != (3,) or not np.all(np.isfinite(arr)):
@@ -449,8 +478,8 @@ class ComTask(Task):
         e = self.target - s.com
         if jacobian:
             np.multiply(s.com_jacobian, sw, out=A)
-        np.subtract(g.kp * e + g.kd * (self.target_velocity - s.com_velocity), s.com_drift, out=b)
-        b *= sw
+        _write_pd(b, sw, g.kp, g.kd, e.tolist(), self.target_velocity.tolist(),
+                  s.com_velocity.tolist(), s.com_drift.tolist())
         return e
 
 
@@ -500,8 +529,8 @@ class FramePositionTask(Task):
         e = self.target - fk.position
         if jacobian:
             np.multiply(fk.jacobian[0:3], sw, out=A)
-        np.subtract(g.kp * e + g.kd * (self.target_velocity - fk.velocity[0:3]), fk.drift[0:3], out=b)
-        b *= sw
+        _write_pd(b, sw, g.kp, g.kd, e.tolist(), self.target_velocity.tolist(),
+                  fk.velocity.tolist()[0:3], fk.drift.tolist()[0:3])
         return e
 
 
@@ -553,8 +582,8 @@ class FrameOrientationTask(Task):
         e = pin.log3(self.target @ fk.rotation.T)
         if jacobian:
             np.multiply(fk.jacobian[3:6], sw, out=A)
-        np.subtract(g.kp * e + g.kd * (0.0 - fk.velocity[3:6]), fk.drift[3:6], out=b)
-        b *= sw
+        _write_pd(b, sw, g.kp, g.kd, e.tolist(), _ZEROS3, fk.velocity.tolist()[3:6],
+                  fk.drift.tolist()[3:6])
         return e
 
 
@@ -671,9 +700,9 @@ def _solve_stack(A: np.ndarray, b: np.ndarray, nv: int, regularization: float,
     H += _scaled_identity(nv, regularization)  # + reg I (x + 0.0 = x off the diagonal)
     rhs = A.T @ b
     # one finiteness test: a NaN or inf anywhere in H or rhs makes the sum non-finite
-    if not math.isfinite(H.sum() + rhs.sum()):
+    if not math.isfinite(_sum(H, axis=None) + _sum(rhs)):
         raise WbsimError("non-finite task Jacobian or acceleration in the task stack")
-    z = cholesky_solve(cholesky(H, "task-stack normal matrix", None), rhs)  # SPD: reg > 0
+    z = _posv(H, rhs, "task-stack normal matrix")  # SPD: reg > 0
     if nullspace is not None:
         return qdd_p + nullspace[0] @ z
     return z
@@ -769,10 +798,11 @@ class TaskStack:
         HrT = ANb.T @ ANb[:, :nv]  # (nv + 1, nv): [(A N)^T (A N); (b - A qdd_p)^T (A N)]
         H = HrT[:nv]
         H += _scaled_identity(nv, self.regularization)
-        if not math.isfinite(HrT.sum()):
+        if not math.isfinite(_sum(HrT, axis=None)):
             raise WbsimError("non-finite task Jacobian or acceleration in the task stack")
-        # H is symmetric: its transpose is the same matrix in Fortran order (no copy for LAPACK)
-        z = cholesky_solve(cholesky(H.T, "task-stack normal matrix", None), HrT[nv])
+        # H is symmetric: its transpose is the same matrix in Fortran order (no copy for LAPACK);
+        # dposv = dpotrf + dpotrs in one call (the same LAPACK routines, the same result)
+        z = _posv(H.T, HrT[nv], "task-stack normal matrix")
         return augmented[:, nv] + augmented[:, :nv] @ z
 
     def error_norms(self) -> dict[str, float]:

@@ -69,6 +69,7 @@ import numpy as np
 import wbsim
 from wbsim.contacts import ContactSensor, support_polygon
 from wbsim.controllers.base import ContactSchedule, RobotState
+from wbsim.conventions import MjDataGather
 from wbsim.envs.schedules import PhasePlan, standing_plan
 from wbsim.errors import WbsimError
 
@@ -210,9 +211,12 @@ class HumanoidEnv(gym.Env):
         self.pushes = []
         if self._pd is not None:
             self._pd.reset(q)
-        return self._observe(fell=False, reward_terms={})
+        return self._observe(fell=False, reward_terms={}, state=self._read_state())
 
     def step(self, action: np.ndarray):
+        # Runs every step: the per-step reads of MjData are one gather (_read_state) and the
+        # observation one take from it; tests/test_envs.py checks every output against a
+        # recomputation from MjData by name.
         a = self.check_action(action)
         d, m = self.data, self.model
         if self._pd is None:
@@ -238,13 +242,14 @@ class HumanoidEnv(gym.Env):
                 d.ctrl[:] = self.tau
                 mujoco.mj_step(m, d)
         # contacts of the state the action was applied at (mj_step's forward pass, last substep)
-        self.sensing = self.sensor.sense(d)
-        non_sole = sorted(self.sensing.non_sole_contacts) if self.sensing.non_sole_contacts else []
-        fell = bool(d.qpos[2] < self.fall_height * self._base_height0 or non_sole)
-        terms = self._reward_terms(fell)
+        self.sensing = sensing = self.sensor.sense(d)
+        non_sole = sorted(sensing.non_sole_contacts) if sensing.non_sole_contacts else []
+        state = self._read_state()
+        fell = bool(state[0][2] < self.fall_height * self._base_height0 or non_sole)
+        terms = self._reward_terms(fell, state)
         reward = float(sum(terms.values()))
         truncated = bool(d.time >= self.max_seconds - 1e-9) and not fell
-        obs, info = self._observe(fell=fell, reward_terms=terms, non_sole=non_sole)
+        obs, info = self._observe(fell=fell, reward_terms=terms, non_sole=non_sole, state=state)
         return obs, reward, fell, truncated, info
 
     def render(self):
@@ -356,8 +361,8 @@ class HumanoidEnv(gym.Env):
         """The action as floats clipped to [-1, 1] (a fresh array); ``ValueError`` for a wrong shape
         or NaN/inf. (Entries beyond ~1e154 in size also make numpy warn of an overflow in the
         one-call finiteness check; they are then checked one by one and clipped.)"""
-        a = np.asarray(action, dtype=float)
-        if a.shape != self.action_space.shape:
+        a = np.array(action, dtype=float)  # a fresh copy, clipped in place below
+        if a.shape != self._action_shape:
             raise ValueError(f"{self.env_id}: action of shape {a.shape}; expected {self.action_space}")
         # a finite sum of squares means every entry is finite (one call); else look closer (it
         # may have overflowed)
@@ -365,7 +370,7 @@ class HumanoidEnv(gym.Env):
             bad = [self.robot.joint_names[i] for i in np.flatnonzero(~np.isfinite(a))]
             raise ValueError(f"{self.env_id}: action has NaN/inf at {', '.join(bad[:5])}; "
                              f"expected finite values in {self.action_space}")
-        a = np.maximum(a, -1.0)
+        np.maximum(a, -1.0, out=a)
         return np.minimum(a, 1.0, out=a)
 
     def torque_to_action(self, tau: np.ndarray) -> np.ndarray:
@@ -395,24 +400,47 @@ class HumanoidEnv(gym.Env):
         return self.plan.at(float(self.data.time))
 
     def _init_fast_paths(self) -> None:
-        """Index maps and constants of the per-step code (:meth:`_observe`, :meth:`_reward_terms`)."""
+        """Index maps and constants of the per-step code (:meth:`_read_state`, :meth:`_observe`,
+        :meth:`_reward_terms`)."""
         conv = self.robot.converter
-        nq, nv = conv.nq_pin, conv.nv_pin
-        # the observation gathered in one ``take`` from a buffer [q, v, extras] (see _observe)
-        self._obs_buffer = np.empty(nq + nv + 8)
-        self._obs_q, self._obs_v = self._obs_buffer[:nq], self._obs_buffer[nq:nq + nv]
-        self._obs_extras = self._obs_buffer[nq + nv:]
+        nq, nv, n = conv.nq_pin, conv.nv_pin, self.robot.n_joints
+        self._action_shape = self.action_space.shape
+        # S = [q (nq) | v (nv) | CoM (3) | joint angles, joint_names order (n) | extras (7)], read
+        # with one gather (the extras' slots are filled with qpos[0], then overwritten)
+        self._n_extras = 7
+        self._state_parts = (("qpos", conv.q_from_mj), ("qvel", conv.v_from_mj),
+                             ("subtree_com", [3, 4, 5]), ("qpos", conv.mj_qadr),
+                             ("qpos", [0] * self._n_extras))
+        self._state_gather = MjDataGather(self.data, self._state_parts)
+        self._s_v = slice(nq, nq + nv)
+        self._s_com_xy = slice(nq + nv, nq + nv + 2)
+        self._s_joints = slice(nq + nv + 3, nq + nv + 3 + n)
+        extras = nq + nv + 3 + n
+        self._s_extras = slice(extras, extras + self._n_extras)
+        # the observation: one take from S
         self._obs_index = np.concatenate([
             [2, 6, 3, 4, 5],                 # base height, quaternion (w, x, y, z) from q's (x, y, z, w)
             nq + np.arange(6),               # base twist, base frame
             conv.pin_qidx, nq + conv.pin_vidx,
-            nq + nv + np.arange(8),          # CoM - support centre (3), sensed (2), planned (2), progress
+            [extras, extras + 1, nq + nv + 2],  # CoM - support centre (x, y), CoM height
+            extras + 2 + np.arange(5),       # sensed (2), planned (2), progress
         ]).astype(np.intp)
         assert self._obs_index.size == self.observation_space.shape[0]
-        self._qadr = conv.mj_qadr
         self._q_ref_joints = self._q_ref[conv.pin_qidx]
         # sole point rows of each planned contact set, for the support centre
         self._centre_rows: dict[frozenset[str], tuple[int, ...]] = {}
+
+    def _read_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[float, ...]]:
+        """The state of ``self.data``, one gather: ``(S, q, v, (x, y, z, w, vx, vy, vz))`` with
+        ``S`` the fresh buffer of :meth:`_init_fast_paths`, ``q`` ``(nq,)`` and ``v`` ``(nv,)`` the
+        Pinocchio state (views of ``S``, as :meth:`~wbsim.conventions.StateConverter.mj_to_pin`
+        gives them), the base quaternion and the base's world linear velocity (m/s) as floats."""
+        if self._state_gather.data is not self.data:  # data replaced: gather from the new one
+            self._state_gather = MjDataGather(self.data, self._state_parts)
+        S = self._state_gather.gather()
+        q, v = S[:self._s_v.start], S[self._s_v]
+        base = self.robot.converter.base_velocity_to_local(q, v)
+        return S, q, v, base
 
     def _support_centre(self, planned: frozenset[str]) -> tuple[float, float]:
         """x, y (m, world) of the mean of the sole points of the feet in ``planned``."""
@@ -428,24 +456,25 @@ class HumanoidEnv(gym.Env):
             cy += p[1]
         return cx / len(rows), cy / len(rows)
 
-    def _observe(self, fell: bool, reward_terms: dict[str, float],
-                 non_sole: list[str] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
-        """Observation and info of the current state (state and schedule computed once)."""
-        d = self.data
-        q, v = self.robot.converter.mj_to_pin(d.qpos, d.qvel)
-        t = float(d.time)
+    def _observe(self, fell: bool, reward_terms: dict[str, float], non_sole: list[str] | None = None,
+                 state: tuple | None = None) -> tuple[np.ndarray, dict[str, Any]]:
+        """Observation and info of the current state (``state``: :meth:`_read_state`'s, read if
+        ``None``; the schedule computed once)."""
+        S, q, v, _ = self._read_state() if state is None else state
+        t = float(self.data.time)
         sched = self.plan.at(t)
         sensed = self.sensing.feet_in_contact
-        cx, cy = self._support_centre(sched.contact_set or FEET_SET)
-        com_x, com_y, com_z = d.subtree_com[1].tolist()
+        planned = sched.contact_set
+        cx, cy = self._support_centre(planned or FEET_SET)
+        com_x, com_y = S[self._s_com_xy].tolist()
         duration = sched.phase_duration
-        extras = [com_x - cx, com_y - cy, com_z,
-                  1.0 if "left_foot" in sensed else 0.0, 1.0 if "right_foot" in sensed else 0.0,
-                  1.0 if "left_foot" in sched.contact_set else 0.0,
-                  1.0 if "right_foot" in sched.contact_set else 0.0,
-                  sched.phase_time / duration if math.isfinite(duration) else 0.0]
-        self._obs_q[:], self._obs_v[:], self._obs_extras[:] = q, v, extras
-        obs = self._obs_buffer.take(self._obs_index).astype(np.float32)
+        S[self._s_extras] = (com_x - cx, com_y - cy,
+                             1.0 if "left_foot" in sensed else 0.0,
+                             1.0 if "right_foot" in sensed else 0.0,
+                             1.0 if "left_foot" in planned else 0.0,
+                             1.0 if "right_foot" in planned else 0.0,
+                             sched.phase_time / duration if math.isfinite(duration) else 0.0)
+        obs = S.take(self._obs_index).astype(np.float32)
         if self.info_mode == "lean":
             return obs, {"t": t, "fell": fell, "reward_terms": reward_terms}
         pushing = bool(self.pushes) and t < self.pushes[-1][0] + self.push_duration
@@ -463,17 +492,16 @@ class HumanoidEnv(gym.Env):
         }
         return obs, info
 
-    def _reward_terms(self, fell: bool) -> dict[str, float]:
+    def _reward_terms(self, fell: bool, state: tuple | None = None) -> dict[str, float]:
         """The reward terms (module docstring), on scalars: the tilt from the quaternion's z-z
-        rotation entry (``mju_quat2Mat``'s formula), mean squares as dot products."""
-        d, w = self.data, self.reward_weights
-        qpos = d.qpos
-        qw, qx, qy, qz = qpos[3:7].tolist()
+        rotation entry (``mju_quat2Mat``'s formula), mean squares as dot products. ``state``:
+        :meth:`_read_state`'s (read if ``None``)."""
+        w = self.reward_weights
+        S, _, _, (qx, qy, qz, qw, vx, vy, vz) = self._read_state() if state is None else state
         r22 = qw * qw - qx * qx - qy * qy + qz * qz
         tilt = math.acos(min(max(r22, -1.0), 1.0))
-        qerr = qpos.take(self._qadr) - self._q_ref_joints
+        qerr = S[self._s_joints] - self._q_ref_joints
         u = self.tau / self.effort
-        vx, vy, vz = d.qvel[0:3].tolist()
         return {
             "alive": 0.0 if fell else w["alive"],
             "upright": -w["upright"] * tilt**2,

@@ -238,6 +238,28 @@ def test_controller_qdd_star_is_contact_consistent_in_both_task_modes(g1):
                                + ctrl.projection.particular, atol=1e-9)
 
 
+def test_controller_fast_projection_equals_contact_projection(g1):
+    """The controller's per-step projection (``M`` factorised and ``M^-1 J_c^T`` solved in one
+    ``dposv``, then :func:`_projection`) equals the public ``contact_projection(W=M)`` (Cholesky of
+    ``W``, then solves), and its ``h`` with joint damping equals ``h + S^T D qdot`` built by hand,
+    at random states with one and two feet."""
+    ctrl = ContactProjectedID(g1, variant="qp")
+    states = _states(g1, 11, 6)
+    ctrl.reset(RobotState(0.0, *states[0]))
+    vidx = g1.converter.pin_vidx
+    for i, (q, v) in enumerate(states):
+        feet = BOTH if i % 2 else LEFT
+        ctrl.compute(RobotState(0.0, q, v), ContactSchedule(contact_set=feet))
+        s, ck, fast = ctrl._snapshot, ctrl.contact, ctrl.projection
+        ref = cpid.contact_projection(ck.Jc, ck.Jc_dot_v, W=s.M)
+        for name in ("Jc_pinv", "Nc", "particular"):
+            a, b = getattr(fast, name), getattr(ref, name)
+            assert np.allclose(a, b, rtol=1e-12, atol=1e-12 * np.abs(b).max()), name
+        h = s.h.copy()
+        h[vidx] += ctrl.joint_damping * v[vidx]
+        assert np.array_equal(ctrl._h(s), h)
+
+
 def test_bad_weight_and_rank_are_reported(g1):
     q, v = _states(g1, 6, 1)[0]
     s, _, ck, _ = _projection_at(g1, q, v, BOTH)

@@ -127,3 +127,41 @@ def test_mj_to_pin_matches_independent_computation(robot):
     qpos[3:7] = 0.0
     with pytest.raises(WbsimError, match="quaternion is zero"):
         robot.mj_to_pin(qpos, qvel)
+
+
+def test_mj_data_gather_reads_what_the_arrays_hold(g1):
+    """``MjDataGather`` (one ``take`` from a view of MjData's buffer) returns exactly the entries
+    indexed array by array, after every ``mj_step`` (the view follows the data), into ``out`` too."""
+    from wbsim.conventions import MjDataGather
+
+    m = g1.mj_model
+    d = g1.make_data("stand")
+    rng = np.random.default_rng(3)
+    parts = [("cvel", rng.integers(0, d.cvel.size, 20)), ("qpos", [0, 6, 3]),
+             ("subtree_com", [3, 4, 5]), ("site_xpos", rng.integers(0, d.site_xpos.size, 9)),
+             ("qvel", np.arange(m.nv)), ("xpos", [5])]
+    gather = MjDataGather(d, parts)
+    assert gather.one_take and gather.size == sum(len(i) for _, i in parts)
+    d.qvel[:] = rng.normal(0.0, 0.3, m.nv)
+    for _ in range(3):
+        mujoco.mj_step(m, d)
+        want = np.concatenate([getattr(d, f).reshape(-1)[np.asarray(i)] for f, i in parts])
+        np.testing.assert_array_equal(gather.gather(), want)
+        out = np.empty(gather.size + 2)
+        gather.gather(out=out[1:-1])
+        np.testing.assert_array_equal(out[1:-1], want)
+
+
+def test_mj_data_gather_rejects_bad_parts(g1):
+    import pickle
+
+    from wbsim.conventions import MjDataGather
+    from wbsim.errors import WbsimError
+
+    d = g1.make_data("stand")
+    with pytest.raises(WbsimError, match="no array field"):
+        MjDataGather(d, [("not_a_field", [0])])
+    with pytest.raises(WbsimError, match="outside qpos"):
+        MjDataGather(d, [("qpos", [g1.mj_model.nq])])
+    with pytest.raises(TypeError, match="new one"):
+        pickle.dumps(MjDataGather(d, [("qpos", [0])]))

@@ -245,7 +245,16 @@ def test_bad_input():
         det.update(fake_sensing(), standing_command({NAMES[0]: np.zeros(6)}), 0.0, 0)
     with pytest.raises(WbsimError, match="shape"):
         det.update(fake_sensing(), standing_command({"left_foot": np.zeros(3)}), 0.0, 0)
+    # forces of other shapes are refused, also when their sizes add up to 3 per key (the screen
+    # must not let them through)
+    for bad in ({NAMES[0]: np.zeros(2), NAMES[1]: np.zeros(4)},
+                {NAMES[0]: np.zeros((1, 3)), NAMES[1]: np.zeros((1, 3))},
+                {NAMES[0]: np.zeros((3, 1)), NAMES[1]: np.zeros((3, 1))},
+                {NAMES[0]: 1.0, NAMES[1]: np.zeros(3)}):
+        with pytest.raises(WbsimError, match="shape"):
+            EventDetector(dt=DT).update(fake_sensing(), standing_command(bad), 0.0, 0)
     det.update(fake_sensing(), standing_command(), 0.0, 0)
+    assert det.command_forces.shape == (len(NAMES), 3)
     with pytest.raises(WbsimError, match="does not follow"):
         det.update(fake_sensing(), standing_command(), 0.0, 0)
     assert set(VIOLATION_KINDS) == set(EVENT_KINDS) - {"mode_switch"}
@@ -569,3 +578,39 @@ def test_copied_detector_detects_the_same():
         d.finish()
     assert [(e.kind, e.step, e.where) for e in twins[0].events] == [("force_sign", 7, NAMES[3])]
     assert _as_json(twins[1].events) == _as_json(twins[0].events) == _as_json(twins[2].events)
+
+
+def test_relative_from_data_is_the_residual_bit_for_bit(g1):
+    """The loop's one call (``relative_from_data``, with cached MjData views) gives the same float
+    as ``relative(residual_from_data(...))`` and as ``residual`` with the arrays passed in, bit for
+    bit; with and without a push; after switching to another MjData (the cache follows the data);
+    a copy of the balance holds no views of the original's data."""
+    import copy
+
+    m = g1.mj_model
+    sensor, stub = ContactSensor(g1), StandingStub(g1)
+    mb, ref = MomentumBalance(g1), MomentumBalance(g1)
+    pelvis = m.body("pelvis").id
+    datas = [g1.make_data("stand"), g1.make_data("stand")]
+    datas[1].qpos[2] += 0.02
+    for d in datas:
+        mujoco.mj_forward(m, d)
+    seen = 0.0
+    for k in range(40):
+        d = datas[(k // 10) % 2]  # alternate the data every 10 steps
+        d.xfrc_applied[pelvis] = [30.0, -10.0, 0.0, 0.0, 0.0, 5.0] if k % 20 >= 15 else 0.0
+        q, v = g1.mj_to_pin(d.qpos, d.qvel)
+        d.ctrl[:] = stub.command(k, q, v).tau
+        mujoco.mj_step(m, d)
+        s = sensor.sense(d)
+        fast = mb.relative_from_data(d, q, v, s)
+        full = ref.residual_from_data(d, q, v, s)
+        direct = ref.residual(q, v, d.qacc.copy(), s, d.xfrc_applied.copy(), d.xipos.copy())
+        assert full.tobytes() == direct.tobytes()
+        assert fast == ref.relative(full) and type(fast) is float
+        seen = max(seen, np.linalg.norm(full))
+        assert mb.max_norm == ref.max_norm == pytest.approx(seen, rel=1e-15)
+    assert np.count_nonzero([d.xfrc_applied for d in datas])  # the push path ran
+    clone = copy.copy(mb)
+    assert clone._views is None and mb._views is not None
+    assert clone.relative_from_data(d, q, v, s) == mb.relative_from_data(d, q, v, s)

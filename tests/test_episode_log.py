@@ -83,3 +83,23 @@ def test_kill_during_a_run_leaves_log_and_video_readable(tmp_path, sig):
 
     frames = [f for f in imageio.get_reader(str(video))]
     assert len(frames) >= 1 and frames[0].shape == (120, 160, 3)
+
+
+def test_add_row_parts_is_add_row_of_the_concatenation(tmp_path):
+    """Parts (lists, float and int arrays) land in the row as their concatenation would; a wrong
+    total length is a clear error and stores nothing."""
+    cols = [f"c{i}" for i in range(9)]
+    rng = np.random.default_rng(0)
+    rows = []
+    with EpisodeLog(tmp_path, cols, flush_every=3) as log:
+        for k in range(7):
+            parts = ([k * 0.5, True, 3], rng.normal(size=2), rng.normal(size=(1, 3)).reshape(-1),
+                     np.array([k % 3], dtype=np.int8))
+            rows.append(np.concatenate([np.asarray(p, dtype=float) for p in parts]))
+            log.add_row_parts(parts)
+        with pytest.raises(WbsimError, match="8 values .* 9 columns"):
+            log.add_row_parts(([1.0, 2.0], np.zeros(6)))
+        assert log.n_rows == 7
+    run = load_run(tmp_path)
+    assert run.steps.shape == (7, 9)
+    assert run.steps.tobytes() == np.array(rows).tobytes()

@@ -678,3 +678,33 @@ def test_compute_matches_solve(g1, monkeypatch):
     q = g1.pose_q("stand")
     as_list = ctrl.compute(_state(g1, q), ContactSchedule(contact_set=list(BOTH)))
     assert np.abs(as_list.tau - ctrl.compute(_state(g1, q), STANDING).tau).max() < 1e-8
+
+
+def test_fallback_after_a_fast_step_holds_its_torques_and_forces(g1, monkeypatch):
+    """The fast path keeps its last feasible step lazily (the forces as one read-only array);
+    the ``last_feasible+pd`` fallback still returns that step's statics torques and forces."""
+    ctrl = GravityCompensationQP(g1)
+    fast_calls = []
+    fast = ctrl._compute_fast
+    monkeypatch.setattr(ctrl, "_compute_fast", lambda *a: fast_calls.append(fast(*a)) or
+                        fast_calls[-1])
+    q_ok = g1.pose_q("stand")                                   # no bound active
+    q_out = lean_to(g1, (sole_centre_x(g1), 0.06))             # CoM outside the support polygon
+    ctrl.reset(_state(g1, q_ok))
+    ctrl.compute(_state(g1, q_ok, t=0.998), STANDING)          # sets the support problem up
+    ok = ctrl.compute(_state(g1, q_ok, t=1.0), STANDING)
+    assert ok.feasible and fast_calls[-1] is ok                # answered by the fast path
+    statics = ctrl.solve(q_ok, BOTH)
+    held = ctrl.compute(_state(g1, q_out, t=1.002), STANDING)
+    assert held.fallback == "last_feasible+pd" and not held.feasible
+    pd_out = ctrl.pd(q_out, np.zeros(g1.pin_model.nv))
+    assert np.abs(held.tau - (statics.tau_array + pd_out)).max() < 1e-8
+    assert held.contact_forces.keys() == statics.contact_forces.keys()
+    for name, f in statics.contact_forces.items():
+        assert np.abs(held.contact_forces[name] - f).max() < 1e-8
+        assert np.array_equal(held.contact_forces[name], ok.contact_forces[name])
+        assert not held.contact_forces[name].flags.writeable
+    # the commands' dicts are their own: editing one changes neither the other nor the next
+    ok.contact_forces.clear()
+    again = ctrl.compute(_state(g1, q_out, t=1.004), STANDING)
+    assert again.contact_forces.keys() == statics.contact_forces.keys()

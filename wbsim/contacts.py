@@ -31,6 +31,7 @@ from typing import Any
 import mujoco
 import numpy as np
 
+from wbsim.conventions import MjDataGather
 from wbsim.errors import UnknownNameError, WbsimError, check_keys
 
 __all__ = [
@@ -404,13 +405,17 @@ class PointContactSensor:
         self._last_key: tuple | None = None
         self._last_plan: Any = None
         self._feet_cache: dict[bytes, frozenset[str]] = {}
+        # the fast path's one-take gather of positions and velocity factors (per MjData, see
+        # :meth:`_gather_for`)
+        self._gather: MjDataGather | None = None
+        self._gather_data: mujoco.MjData | None = None  # the MjData _gather was made for
 
     def __getstate__(self) -> dict:
         """For copy and pickle: without the fast path's caches, whose scratch buffers are shared
         by views (a copy would break the sharing); they are rebuilt at the next :meth:`sense`."""
         state = self.__dict__.copy()
         state.update(_fast=None, _fast_checked=False, _plans={}, _last_key=None, _last_plan=None,
-                     _feet_cache={})
+                     _feet_cache={}, _gather=None, _gather_data=None)
         return state
 
     # ------------------------------------------------------------------------------------------
@@ -566,13 +571,29 @@ class PointContactSensor:
             Q[n + i, 3 * i:3 * i + 3] = t2
             Q[2 * n + 3 * i:2 * n + 3 * i + 3, 3 * i:3 * i + 3] = proj
         z = np.zeros(9 * n)
+        gather_parts = None
+        if self.point_site_ids is not None:
+            # one take from MjData (:meth:`_gather_for`): G = [site positions (3 n) | p factors (6 n)
+            # | c factors (6 n) | omega factors (6 n) | v_c (3 n)], each factor block made of two
+            # (n, 3) halves: (omega x r)_a = omega_a+1 r_a+2 - omega_a+2 r_a+1 with r = p - c
+            site_flat = (3 * self.point_site_ids[:, None] + np.arange(3)).reshape(-1)
+            body = np.repeat(self._vel_body, 3)  # body of each (point, axis) entry, point-major
+            root = np.repeat(self._vel_root, 3)
+            axis = np.tile(np.arange(3), n)
+            pt3 = np.repeat(np.arange(n), 3) * 3
+            w_f = np.concatenate([6 * body + (axis + 1) % 3, 6 * body + (axis + 2) % 3])
+            r_ax = np.concatenate([(axis + 2) % 3, (axis + 1) % 3])
+            p_f = site_flat[np.tile(pt3, 2) + r_ax]
+            c_f = 3 * np.tile(root, 2) + r_ax
+            gather_parts = (("site_xpos", site_flat), ("site_xpos", p_f), ("subtree_com", c_f),
+                            ("cvel", w_f), ("cvel", 6 * body + 3 + axis))
         fast = _FastSetup(
             floor_n=floor_n, floor_c=floor_c, basis=np.vstack([floor_n, t1, t2]).T,
             vel_matrix=(Q @ G).T.copy(), w_idx=np.array(w_idx), r_idx=np.array(r_idx),
             vc_idx=np.array(vc_idx), z=z, z_prod=z[:6 * n], z_vc=z[6 * n:],
             f_threshold=np.full(n, self.thresholds.normal_force),
             v_threshold=np.full(n, self.thresholds.slip_speed),
-            threshold_source=self.thresholds)
+            threshold_source=self.thresholds, gather_parts=gather_parts)
         self._fast = fast
         return fast
 
@@ -625,9 +646,14 @@ class PointContactSensor:
             gap_order, gap_points, gap_rows = None, pidx.copy(), ext.copy()
         else:
             gap_order = gap_points = gap_rows = None
-        return _Plan(k=ncon, n_rows=rows * ncon, last_row=rows * (ncon - 1), B=B, N0=N0,
+        # z up and contact i at point i: the normal and tangential parts and the contact forces
+        # are the point forces' components, so F needs only the point forces (compact)
+        compact = bool(self._z_up and ke == ncon == n and gap_order is None)
+        return _Plan(k=ncon, n_rows=rows * ncon, last_row=rows * (ncon - 1),
+                     B=B[:, :3 * n].copy() if compact else B, N0=N0,
                      ext=None if ke == ncon else ext, ke=ke, gap_all=ke == ncon == n,
-                     gap_order=gap_order, gap_points=gap_points, gap_rows=gap_rows)
+                     gap_order=gap_order, gap_points=gap_points, gap_rows=gap_rows,
+                     compact=compact)
 
     def _sense_fast(self, d: mujoco.MjData, con, plan: _Plan, fast: _FastSetup) -> ContactSensing:
         n = self._n
@@ -639,18 +665,40 @@ class PointContactSensor:
                 return self._sense_general(d)  # inactive contacts, or rows not consecutive
             F = d.efc_force[e0:e0 + plan.n_rows].dot(plan.B)
         else:
-            F = np.zeros(N0 + 3 * n)
-        if self.point_site_ids is not None:
-            pos = d.site_xpos.take(self.point_site_ids, axis=0)
+            F = np.zeros(plan.B.shape[1])
+        gather = self._gather if self._gather_data is d else self._gather_for(d, fast)
+        if gather is not None:
+            # one take: G = [pos (3 n) | p (6 n) | c (6 n) | omega (6 n) | v_c (3 n)] (_setup_fast);
+            # the products omega (p - c) overwrite the omega part: v = v_c + omega x (p - c)
+            G = gather.gather()
+            prod = np.multiply(G[15 * n:21 * n], np.subtract(G[3 * n:9 * n], G[9 * n:15 * n]),
+                               out=G[15 * n:21 * n])
+            vt = np.subtract(prod[:3 * n], prod[3 * n:], out=G[9 * n:12 * n])
+            vt += G[21 * n:]
+            vt = vt.reshape(n, 3)
+            pos = G[:3 * n].reshape(n, 3)
+            if self._z_up:  # tangential = horizontal
+                vt[:, 2] = 0.0
+                slip = np.hypot(vt[:, 0], vt[:, 1])
+            else:
+                vt -= (vt @ fast.floor_n)[:, None] * fast.floor_n
+                slip = np.sqrt(np.add.reduce(vt * vt, 1))
         else:
             pos = self._positions(d, fast.floor_n)
-        V = self._velocities(d, pos, fast)
-        ft = np.hypot(F[N0 + n:N0 + 2 * n], F[N0 + 2 * n:])
-        slip = np.hypot(V[:n], V[n:2 * n])
-        fn = F[N0:N0 + n]
+            V = self._velocities(d, pos, fast)
+            slip = np.hypot(V[:n], V[n:2 * n])
+            vt = V[2 * n:].reshape(n, 3)
+        if plan.compact:  # z up, contact i at point i: F is the force at each point
+            force = F.reshape(n, 3)
+            fn = force[:, 2]
+            ft = np.hypot(force[:, 0], force[:, 1])
+        else:
+            force = F[:3 * n].reshape(n, 3)
+            fn = F[N0:N0 + n]
+            ft = np.hypot(F[N0 + n:N0 + 2 * n], F[N0 + 2 * n:])
         loaded = fn > fast.f_threshold
-        mode = (loaded & (slip > fast.v_threshold)).view(np.int8)  # 1 if loaded and sliding ...
-        mode += loaded.view(np.int8)  # ... plus 1 if loaded: OPEN 0, STICKING 1, SLIDING 2
+        # OPEN 0, STICKING 1 (loaded), SLIDING 2 (loaded and sliding)
+        mode = np.add(loaded, loaded & (slip > fast.v_threshold), dtype=np.int8)
         # gap: the contact distance at points with a contact, else the height above the floor
         if plan.gap_all:
             gap = con.dist.copy() if plan.gap_order is None else con.dist.take(plan.gap_order)
@@ -673,9 +721,20 @@ class PointContactSensor:
             if len(self._feet_cache) < _MAX_CACHE:
                 self._feet_cache[key] = feet
         return ContactSensing(
-            self.names, self.point_feet, pos, gap, fast.floor_n, F[:3 * n].reshape(n, 3), fn, ft,
-            V[2 * n:].reshape(n, 3), slip, self.friction, mode, feet, {}, c_pos,
-            F[3 * n:N0].reshape(plan.ke, 3))
+            self.names, self.point_feet, pos, gap, fast.floor_n, force, fn, ft, vt, slip,
+            self.friction, mode, feet, {}, c_pos,
+            F.reshape(n, 3) if plan.compact else F[3 * n:N0].reshape(plan.ke, 3))
+
+    def _gather_for(self, d: mujoco.MjData, fast: _FastSetup) -> MjDataGather | None:
+        """The :class:`~wbsim.conventions.MjDataGather` of ``fast.gather_parts`` on ``d``, or ``None``
+        (no sites, or not one take); kept for the next calls with the same ``d``."""
+        gather = None
+        if fast.gather_parts is not None:
+            gather = MjDataGather(d, fast.gather_parts)
+            if not gather.one_take:
+                gather = None
+        self._gather, self._gather_data = gather, d
+        return gather
 
     def _velocities(self, d: mujoco.MjData, pos: np.ndarray, fast: _FastSetup) -> np.ndarray:
         """``(5 n,)`` ``[v . t1 (n) | v . t2 (n) | tangential v (n, 3)]`` of the points ``pos (n,
@@ -811,6 +870,7 @@ class _FastSetup:
     f_threshold: np.ndarray  # (n,) SensingThresholds.normal_force
     v_threshold: np.ndarray  # (n,) SensingThresholds.slip_speed
     threshold_source: SensingThresholds  # the sensor's thresholds these were taken from
+    gather_parts: tuple | None  # MjDataGather parts of [pos | p | c | omega | v_c] (sites only)
 
 
 @dataclass(frozen=True, slots=True)
@@ -828,6 +888,7 @@ class _Plan:
     gap_order: np.ndarray | None  # ... the contact of each point (None: the same order)
     gap_points: np.ndarray | None  # else the points with a contact ...
     gap_rows: np.ndarray | None  # ... and their contacts
+    compact: bool = False  # B gives only the point forces (z-up floor, contact i at point i)
 
 
 _MISSING = object()

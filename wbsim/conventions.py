@@ -35,6 +35,7 @@ import pinocchio as pin
 from wbsim.errors import WbsimError
 
 __all__ = [
+    "MjDataGather",
     "StateConverter",
     "quat_wxyz_to_xyzw",
     "quat_xyzw_to_wxyz",
@@ -64,6 +65,88 @@ def rotation_from_wxyz(quat_wxyz: np.ndarray) -> np.ndarray:
     mat = np.empty(9)
     mujoco.mju_quat2Mat(mat, quat)
     return mat.reshape(3, 3)
+
+
+class MjDataGather:
+    """Chosen entries of several fixed-size ``mujoco.MjData`` arrays, read with ONE numpy ``take``.
+
+    Every fixed-size array of ``mjData`` (``qpos``, ``qvel``, ``xpos``, ``subtree_com``, ``cvel``,
+    ``site_xpos``, ...) lives in one allocation of ``data.nbuffer`` bytes (MuJoCo's ``mjData.buffer``)
+    and the binding's arrays are views into it. At construction the offset of each requested array
+    is read from the binding's own view (its address), and a read-only float64 view spanning them is
+    made; a gather is then one ``take`` from that view instead of one per array (each numpy call on
+    a tiny array costs ~1 us, more with the caches cold after ``mj_step``). The view keeps a
+    reference to ``data``. If the layout is not as expected (an array not float64 and C-contiguous,
+    an offset not a multiple of 8 bytes, the span larger than ``data.nbuffer``), :attr:`one_take` is
+    ``False`` and :meth:`gather` reads array by array (same values).
+
+    Args:
+        data: the ``mujoco.MjData``.
+        parts: ``(field name, flat indices into that field)`` pairs, e.g. ``("qpos", [0, 1, 2])``,
+            ``("cvel", 6 * body + [0, 1, 2])``; the result holds them in this order.
+
+    Raises:
+        WbsimError: an unknown field, or an index outside its field.
+    """
+
+    def __init__(self, data: mujoco.MjData, parts: Sequence[tuple[str, Sequence[int]]]):
+        self.data = data
+        self.parts = []
+        arrays = {}
+        for name, idx in parts:
+            arr = getattr(data, name, None)
+            if not isinstance(arr, np.ndarray):
+                raise WbsimError(f"MjDataGather: MjData has no array field {name!r}")
+            idx = np.asarray(idx, dtype=np.intp).reshape(-1)
+            if idx.size and (idx.min() < 0 or idx.max() >= arr.size):
+                raise WbsimError(f"MjDataGather: index outside {name} (size {arr.size})")
+            arrays[name] = arr
+            self.parts.append((name, idx))
+        #: number of gathered values
+        self.size = int(sum(idx.size for _, idx in self.parts))
+
+        def address(a):
+            return a.__array_interface__["data"][0]
+
+        ok = all(a.dtype == np.float64 and a.flags.c_contiguous for a in arrays.values())
+        if ok and arrays:
+            lo = min(arrays.values(), key=address)
+            start = address(lo)
+            end = max(address(a) + a.nbytes for a in arrays.values())
+            offsets = {k: address(a) - start for k, a in arrays.items()}
+            ok = (end - start <= int(data.nbuffer)
+                  and all(off % 8 == 0 for off in offsets.values()))
+        #: ``True``: one ``take`` from a view of MjData's buffer; ``False``: array by array
+        self.one_take = bool(ok and arrays)
+        self.index = None
+        self._view = None
+        if self.one_take:
+            self._view = np.lib.stride_tricks.as_strided(
+                lo.reshape(-1), shape=((end - start) // 8,), strides=(8,), writeable=False)
+            self.index = np.concatenate(
+                [offsets[name] // 8 + idx for name, idx in self.parts]).astype(np.intp)
+            # the view must read what the binding's arrays hold
+            if not np.array_equal(self._view.take(self.index), self._gather_each(), equal_nan=True):
+                self.one_take, self._view, self.index = False, None, None
+
+    def _gather_each(self) -> np.ndarray:
+        d = self.data
+        if not self.parts:
+            return np.empty(0)
+        return np.concatenate([getattr(d, name).reshape(-1).take(idx) for name, idx in self.parts])
+
+    def gather(self, out: np.ndarray | None = None) -> np.ndarray:
+        """The entries ``(size,)`` (float64), fresh, or written into ``out`` (contiguous float64)."""
+        if self.one_take:
+            return self._view.take(self.index, out=out)
+        g = self._gather_each()
+        if out is None:
+            return g
+        out[:] = g
+        return out
+
+    def __getstate__(self):
+        raise TypeError("MjDataGather holds a view of one MjData's memory; build a new one instead")
 
 
 class StateConverter:
@@ -133,9 +216,9 @@ class StateConverter:
         if self.floating:
             self._v_pin_to_mj[self.mj_base_vadr : self.mj_base_vadr + 6] = np.arange(6)
         self._v_pin_to_mj[self.mj_vadr] = self.pin_vidx
-        # full gather maps for mj_to_pin (one ``take`` each): q = qpos[_q_from_mj] (the quaternion
-        # reordered (w, x, y, z) -> (x, y, z, w) by the map), v = qvel[_v_from_mj] (the base's linear
-        # part then rotated into the base frame)
+        # full gather maps for mj_to_pin (one ``take`` each): q = qpos[q_from_mj] (the quaternion
+        # reordered (w, x, y, z) -> (x, y, z, w) by the map), v = qvel[v_from_mj] (the base's linear
+        # part then rotated into the base frame, base_velocity_to_local)
         self._q_from_mj = np.empty(self.nq_pin, dtype=np.intp)
         self._q_from_mj[self.pin_qidx] = self.mj_qadr
         self._v_from_mj = np.empty(self.nv_pin, dtype=np.intp)
@@ -144,6 +227,19 @@ class StateConverter:
             a, b = self.mj_base_qadr, self.mj_base_vadr
             self._q_from_mj[0:7] = [a, a + 1, a + 2, a + 4, a + 5, a + 6, a + 3]
             self._v_from_mj[0:6] = np.arange(b, b + 6)
+        self._q_from_mj.setflags(write=False)
+        self._v_from_mj.setflags(write=False)
+
+    @property
+    def q_from_mj(self) -> np.ndarray:
+        """``(nq,)`` read-only gather map: Pinocchio ``q = qpos[q_from_mj]`` (MuJoCo ``qpos``)."""
+        return self._q_from_mj
+
+    @property
+    def v_from_mj(self) -> np.ndarray:
+        """``(nv,)`` read-only gather map: ``qvel[v_from_mj]`` is Pinocchio's ``v`` except the base's
+        linear part, which is still in the world frame (see :meth:`base_velocity_to_local`)."""
+        return self._v_from_mj
 
     # -- states ------------------------------------------------------------------------------------
     def mj_to_pin(self, qpos: np.ndarray, qvel: np.ndarray | None = None):
@@ -160,21 +256,37 @@ class StateConverter:
             return q, None
         v = np.asarray(qvel, dtype=float).take(self._v_from_mj)
         if self.floating:
-            x, y, z, w = q[3:7].tolist()
-            n = math.sqrt(w * w + x * x + y * y + z * z)
-            if n == 0.0:
-                raise WbsimError("mj_to_pin: the base quaternion is zero")
-            w, x, y, z = w / n, x / n, y / n, z / n
-            # R (base to world) of the unit quaternion, as mju_quat2Mat; v_base = R^T v_world
-            q00, q01, q02, q03 = w * w, w * x, w * y, w * z
-            q11, q12, q13 = x * x, x * y, x * z
-            q22, q23, q33 = y * y, y * z, z * z
-            r0, r1, r2 = q00 + q11 - q22 - q33, 2 * (q12 - q03), 2 * (q13 + q02)
-            r3, r4, r5 = 2 * (q12 + q03), q00 - q11 + q22 - q33, 2 * (q23 - q01)
-            r6, r7, r8 = 2 * (q13 - q02), 2 * (q23 + q01), q00 - q11 - q22 + q33
-            a, b, c = v[0:3].tolist()
-            v[0:3] = (r0 * a + r3 * b + r6 * c, r1 * a + r4 * b + r7 * c, r2 * a + r5 * b + r8 * c)
+            self.base_velocity_to_local(q, v)
         return q, v
+
+    def base_velocity_to_local(self, q: np.ndarray, v: np.ndarray) -> tuple[float, ...]:
+        """Rotate ``v[0:3]`` (the base's linear velocity, world frame, m/s) into the base frame, in
+        place, with the normalised quaternion ``q[3:7]`` ``(x, y, z, w)`` (the rotation matrix of
+        ``mujoco.mju_quat2Mat``, written out on scalars: this runs every step). The last step of
+        :meth:`mj_to_pin` on ``q = qpos[q_from_mj]``, ``v = qvel[v_from_mj]``.
+
+        Returns:
+            ``(x, y, z, w, vx, vy, vz)``: the quaternion as given (not normalised) and the world
+            linear velocity, as Python floats (for callers that need them too).
+
+        Raises:
+            WbsimError: a zero base quaternion.
+        """
+        x0, y0, z0, w0 = q[3:7].tolist()
+        n = math.sqrt(w0 * w0 + x0 * x0 + y0 * y0 + z0 * z0)
+        if n == 0.0:
+            raise WbsimError("mj_to_pin: the base quaternion is zero")
+        w, x, y, z = w0 / n, x0 / n, y0 / n, z0 / n
+        # R (base to world) of the unit quaternion, as mju_quat2Mat; v_base = R^T v_world
+        q00, q01, q02, q03 = w * w, w * x, w * y, w * z
+        q11, q12, q13 = x * x, x * y, x * z
+        q22, q23, q33 = y * y, y * z, z * z
+        r0, r1, r2 = q00 + q11 - q22 - q33, 2 * (q12 - q03), 2 * (q13 + q02)
+        r3, r4, r5 = 2 * (q12 + q03), q00 - q11 + q22 - q33, 2 * (q23 - q01)
+        r6, r7, r8 = 2 * (q13 - q02), 2 * (q23 + q01), q00 - q11 - q22 + q33
+        a, b, c = v[0:3].tolist()
+        v[0:3] = (r0 * a + r3 * b + r6 * c, r1 * a + r4 * b + r7 * c, r2 * a + r5 * b + r8 * c)
+        return x0, y0, z0, w0, a, b, c
 
     def pin_to_mj(self, q: np.ndarray, v: np.ndarray | None = None):
         """Pinocchio ``q (nq,)``, ``v (nv,)`` -> MuJoCo ``qpos (nq,)``, ``qvel (nv,)``.

@@ -258,6 +258,10 @@ class EventDetector:
         self._up_normal: np.ndarray | None = None  # a floor normal known to be exactly +z
         self._screens: dict[tuple[str, ...], tuple] = {}
         self._failed_status: dict[str, bool] = {}
+        #: ``(m, 3)`` the commanded forces of the last :meth:`update`, in ``contact_forces`` key
+        #: order, when every key is a point with a ``(3,)`` force (a fresh array; ``None``
+        #: otherwise). :func:`wbsim.rollout.run_episode` logs it without building it again.
+        self.command_forces: np.ndarray | None = None
 
     def __getstate__(self) -> dict:
         """For copy and pickle: without the screens' scratch buffers, which are shared by views (a
@@ -272,8 +276,6 @@ class EventDetector:
         self.__init__(self.tolerances, dt=self.dt)
 
     def _layout(self, sensing: ContactSensing) -> None:
-        if sensing.names is self._names:
-            return
         self._names = sensing.names
         self._point_index = {n: i for i, n in enumerate(sensing.names)}
         feet: dict[str, list[int]] = {}
@@ -315,10 +317,12 @@ class EventDetector:
                 raise WbsimError(f"step {step} does not follow step {self._last_step}")
             if self.dt is None:
                 self.dt = (t - self._last_t) / (step - self._last_step)
-        self._layout(sensing)
+        if sensing.names is not self._names:
+            self._layout(sensing)
         new: list[Event] = []
         hits: list[tuple[str, str, str, float, dict]] = []  # kind, where, source, magnitude, detail
         forces = command.contact_forces
+        self.command_forces = None
         # the usual step: a quick screen of the force checks finds nothing to look at
         cmd = self._screen(sensing, forces)
         if cmd is None:
@@ -332,7 +336,11 @@ class EventDetector:
         if command.fallback:
             hits.append(("fallback", str(command.fallback), "commanded", 0.0,
                          {"status": str(command.status)}))
-        if (not command.feasible) or self._is_failed(command.status):
+        status = command.status
+        failed = self._failed_status.get(status) if type(status) is str else None
+        if failed is None:
+            failed = self._is_failed(status)
+        if failed or not command.feasible:
             hits.append(("solver_failure", "controller", "commanded", 0.0,
                          {"status": str(command.status), "feasible": bool(command.feasible),
                           "fallback": str(command.fallback)}))
@@ -400,14 +408,16 @@ class EventDetector:
                 return None
             if F.shape != (m, 3):
                 return None
+            self.command_forces = F
             fn = F[:, 2]
-            ft = np.sqrt((F * F).dot(_XY))  # f_x^2 + f_y^2 (+ 0 f_z^2): the same rounding
+            # |f_t| = sqrt(f_x^2 + f_y^2 (+ 0 f_z^2)): the same rounding
+            ft = np.sqrt((F * F).dot(_XY), out=S_cone)
             if identity:
                 gaps, mus = sensing.gap, sensing.friction
             else:
                 gaps, mus = sensing.gap.take(idx), sensing.friction.take(idx)
             np.negative(fn, out=S_pull)  # -f_n > force_sign: pulling
-            np.subtract(ft, mus * fn, out=S_cone)  # |f_t| - mu f_n > friction_cone
+            np.subtract(ft, mus * fn, out=S_cone)  # |f_t| - mu f_n > friction_cone (in place)
             np.multiply(gaps, fn, out=S_comp)  # h f_n > complementarity
         sfn, sft = sensing.normal_force, sensing.tangential_force
         np.subtract(sft, sensing.friction * sfn, out=S_sim_cone)
@@ -509,6 +519,7 @@ class EventDetector:
                                          f"got {shape}")
             gaps = sensing.gap.take(idx)
             mus = sensing.friction.take(idx)
+            self.command_forces = F
         else:
             F = np.empty((len(keys), 3))
             gaps = np.empty(len(keys))
@@ -743,6 +754,9 @@ class MomentumBalance:
         self._a_index = None if np.array_equal(index, np.arange(self.model.nv)) else index
         self._com = self.data.com  # Pinocchio's per-subtree CoMs (com[0]: the robot's)
         self._ones: dict[int, np.ndarray] = {}
+        self._views: tuple | None = None  # (data, qacc, xfrc_applied, xipos) of the last MjData
+        self._out: tuple | None = None  # views of Pinocchio's data.dhg and data.com[0] (_outputs)
+        self._res = np.empty(6)  # scratch of _residual
 
     def acceleration(self, q: np.ndarray, v: np.ndarray, qacc: np.ndarray) -> np.ndarray:
         """Pinocchio ``vdot (nv,)`` from MuJoCo's ``qacc (nv,)`` at Pinocchio state ``(q, v)``.
@@ -754,19 +768,23 @@ class MomentumBalance:
         z, w; normalised). Equal to ``solve(velocity_map(q), qacc - velocity_map_dot_times_v(q,
         v))`` (``tests/test_diagnostics.py``) at a fraction of its cost.
         """
-        qacc = np.asarray(qacc, dtype=float)
+        return self._vdot(np.asarray(q, dtype=float), np.asarray(v, dtype=float),
+                          np.asarray(qacc, dtype=float))
+
+    def _vdot(self, q: np.ndarray, v: np.ndarray, qacc: np.ndarray) -> np.ndarray:
+        """:meth:`acceleration` for float arrays (no conversion)."""
         a = qacc.copy() if self._a_index is None else qacc.take(self._a_index)
         if self._floating:
-            x, y, z, w = np.asarray(q, dtype=float)[3:7].tolist()
-            l0, l1, l2, w0, w1, w2 = np.asarray(v, dtype=float)[0:6].tolist()
+            x, y, z, w = q[3:7].tolist()
+            l0, l1, l2, w0, w1, w2 = v[0:6].tolist()
             b0, b1, b2 = a[0:3].tolist()
             s = 1.0 / math.sqrt(x * x + y * y + z * z + w * w)
             x, y, z, w = -x * s, -y * s, -z * s, w * s  # the conjugate: rotation by R^T
             # r = b + 2 w (u x b) + 2 u x (u x b), u = (x, y, z)
             t0, t1, t2 = 2.0 * (y * b2 - z * b1), 2.0 * (z * b0 - x * b2), 2.0 * (x * b1 - y * b0)
-            a[0:3] = (b0 + w * t0 + (y * t2 - z * t1) - (w1 * l2 - w2 * l1),
-                      b1 + w * t1 + (z * t0 - x * t2) - (w2 * l0 - w0 * l2),
-                      b2 + w * t2 + (x * t1 - y * t0) - (w0 * l1 - w1 * l0))
+            a[0] = b0 + w * t0 + (y * t2 - z * t1) - (w1 * l2 - w2 * l1)
+            a[1] = b1 + w * t1 + (z * t0 - x * t2) - (w2 * l0 - w0 * l2)
+            a[2] = b2 + w * t2 + (x * t1 - y * t0) - (w0 * l1 - w1 * l0)
         return a
 
     def residual(self, q: np.ndarray, v: np.ndarray, qacc: np.ndarray, sensing: ContactSensing,
@@ -787,10 +805,33 @@ class MomentumBalance:
         Raises:
             WbsimError: ``xfrc_applied`` pushes without ``xipos``.
         """
-        a = self.acceleration(q, v, qacc)
-        dh = pin.computeCentroidalMomentumTimeVariation(self.model, self.data, q, v, a)
-        d0, d1, d2, d3, d4, d5 = dh.vector.tolist()  # [linear; angular]
-        cx, cy, cz = self._com[0].tolist()
+        return self._residual(np.asarray(q, dtype=float), np.asarray(v, dtype=float),
+                              np.asarray(qacc, dtype=float), sensing, xfrc_applied, xipos)[0].copy()
+
+    def _residual(self, q: np.ndarray, v: np.ndarray, qacc: np.ndarray, sensing: ContactSensing,
+                  xfrc_applied: np.ndarray | None, xipos: np.ndarray | None
+                  ) -> tuple[np.ndarray, float]:
+        """:meth:`residual` for float arrays, with its norm (N, mixed N and N·m); the residual is
+        a scratch buffer, overwritten by the next call.
+
+        The per-step path: the operations of :meth:`acceleration` are inlined (one Python call
+        fewer); ``tests/test_diagnostics.py`` checks both against ``solve(velocity_map, qacc -
+        Tdot v)``."""
+        a = qacc.copy() if self._a_index is None else qacc.take(self._a_index)
+        if self._floating:
+            x, y, z, w = q[3:7].tolist()
+            l0, l1, l2, w0, w1, w2 = v[0:6].tolist()
+            b0, b1, b2 = a[0:3].tolist()
+            s = 1.0 / math.sqrt(x * x + y * y + z * z + w * w)
+            x, y, z, w = -x * s, -y * s, -z * s, w * s  # the conjugate: rotation by R^T
+            t0, t1, t2 = 2.0 * (y * b2 - z * b1), 2.0 * (z * b0 - x * b2), 2.0 * (x * b1 - y * b0)
+            a[0] = b0 + w * t0 + (y * t2 - z * t1) - (w1 * l2 - w2 * l1)
+            a[1] = b1 + w * t1 + (z * t0 - x * t2) - (w2 * l0 - w0 * l2)
+            a[2] = b2 + w * t2 + (x * t1 - y * t0) - (w0 * l1 - w1 * l0)
+        dhg, com = self._out or self._outputs()
+        pin.computeCentroidalMomentumTimeVariation(self.model, self.data, q, v, a)
+        d0, d1, d2, d3, d4, d5 = dhg.tolist()  # the result, data.dhg: [linear; angular]
+        cx, cy, cz = com.tolist()
         # contact wrench about the origin from F = sum_k f_k and P = sum_k p_k f_k^T (one matmul
         # instead of k cross products): sum_k p_k x f_k = (P_yz - P_zy, P_zx - P_xz, P_xy - P_yx)
         fx, fy, fz = self._weight_list
@@ -807,7 +848,9 @@ class MomentumBalance:
             mx = P[1][2] - P[2][1] - (cy * sz - cz * sy)  # about the CoM: minus c x F
             my = P[2][0] - P[0][2] - (cz * sx - cx * sz)
             mz = P[0][1] - P[1][0] - (cx * sy - cy * sx)
-        res = np.array([d0 - fx, d1 - fy, d2 - fz, d3 - mx, d4 - my, d5 - mz])
+        res = self._res
+        res[0], res[1], res[2] = d0 - fx, d1 - fy, d2 - fz
+        res[3], res[4], res[5] = d3 - mx, d4 - my, d5 - mz
         if xfrc_applied is not None:
             xfrc = np.asarray(xfrc_applied)
             if np.count_nonzero(xfrc):
@@ -819,16 +862,46 @@ class MomentumBalance:
                 res[3:6] -= np.cross(r, xf[:, :3]).sum(axis=0) + xf[:, 3:].sum(axis=0)
         norm = math.sqrt(float(res.dot(res)))
         self.max_norm = max(self.max_norm, norm)
-        return res
+        return res, norm
 
     def residual_from_data(self, data: mujoco.MjData, q: np.ndarray, v: np.ndarray,
                            sensing: ContactSensing) -> np.ndarray:
         """:meth:`residual` reading ``qacc``, ``xfrc_applied`` and ``xipos`` from ``data`` (right
         after ``mj_step`` or ``mj_forward``; ``q, v`` the state they belong to)."""
-        xfrc = data.xfrc_applied
-        if np.count_nonzero(xfrc):
-            return self.residual(q, v, data.qacc, sensing, xfrc, data.xipos)
-        return self.residual(q, v, data.qacc, sensing)
+        views = self._views
+        if views is None or views[0] is not data:  # MjData's arrays are views of fixed buffers
+            views = self._views = (data, data.qacc, data.xfrc_applied, data.xipos)
+        if type(q) is not np.ndarray or type(v) is not np.ndarray:
+            q, v = np.asarray(q, dtype=float), np.asarray(v, dtype=float)
+        if np.count_nonzero(views[2]):
+            return self._residual(q, v, views[1], sensing, views[2], views[3])[0].copy()
+        return self._residual(q, v, views[1], sensing, None, None)[0].copy()
+
+    def relative_from_data(self, data: mujoco.MjData, q: np.ndarray, v: np.ndarray,
+                           sensing: ContactSensing) -> float:
+        """``relative(residual_from_data(data, q, v, sensing))``: the same float, bit for bit (the
+        per-step call of :func:`wbsim.rollout.run_episode`)."""
+        views = self._views
+        if views is None or views[0] is not data:
+            views = self._views = (data, data.qacc, data.xfrc_applied, data.xipos)
+        if type(q) is not np.ndarray or type(v) is not np.ndarray:
+            q, v = np.asarray(q, dtype=float), np.asarray(v, dtype=float)
+        if np.count_nonzero(views[2]):
+            return self._residual(q, v, views[1], sensing, views[2], views[3])[1] / self.weight
+        return self._residual(q, v, views[1], sensing, None, None)[1] / self.weight
+
+    def _outputs(self) -> tuple[np.ndarray, np.ndarray]:
+        """Views ``(6,)`` of ``data.dhg`` and ``(3,)`` of ``data.com[0]`` (Pinocchio hands out views
+        of its ``Data``: they follow every computation, no conversion per call)."""
+        self._out = (self.data.dhg.vector, self.data.com[0])
+        return self._out
+
+    def __getstate__(self) -> dict:
+        """For copy and pickle: without the cached views of an ``MjData`` or of Pinocchio's
+        ``Data`` (rebuilt at the next call)."""
+        state = self.__dict__.copy()
+        state["_views"] = state["_out"] = None
+        return state
 
     def relative(self, residual: np.ndarray) -> float:
         """``|residual| / (m g)``."""

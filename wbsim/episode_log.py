@@ -111,6 +111,25 @@ class EpisodeLog:
         self.row_buffer()[:] = row
         self.commit_row()
 
+    def add_row_parts(self, parts: Sequence[Any]) -> None:
+        """Append one row made of ``parts`` (1-D arrays or lists of numbers, in column order) in one
+        ``np.concatenate`` into the row buffer: the same values as :meth:`add_row` of their
+        concatenation, with no intermediate array.
+
+        Raises:
+            WbsimError: the parts do not hold exactly ``n_cols`` values (nothing is stored).
+        """
+        try:
+            np.concatenate(parts, out=self._buf[self._n_buf])
+        except ValueError as exc:
+            n = sum(int(np.size(p)) for p in parts)
+            raise WbsimError(f"a row of {n} values for a step table of {self.n_cols} columns "
+                             f"({exc})") from None
+        self._n_buf += 1
+        self.n_rows += 1
+        if self._n_buf == self.flush_every:
+            self.flush()
+
     def add_event(self, event: Mapping[str, Any]) -> None:
         """Append one event (a JSON-able mapping: ``kind``, ``t``, ``step``, ``where``, ...)."""
         self._events.write(json.dumps(_jsonable(event)) + "\n")

@@ -111,6 +111,44 @@ def _columns(robot) -> tuple[list[str], dict[str, str]]:
     return cols, units
 
 
+def _direct_step(env):
+    """The unwrapped env's ``step`` once every wrapper around it passes ``step`` through unchanged
+    (Gymnasium's ``OrderEnforcing`` after a reset, ``PassiveEnvChecker`` after its checks of the
+    first two steps), else ``None`` (keep calling ``env.step``)."""
+    from gymnasium.wrappers import OrderEnforcing, PassiveEnvChecker
+
+    e = env
+    while e is not e.unwrapped:
+        if type(e) is OrderEnforcing:
+            if not e.has_reset:
+                return None
+        elif type(e) is PassiveEnvChecker:
+            if not (e.checked_step and e.checked_data_reuse):
+                return None
+        else:
+            return None
+        e = e.env
+    return e.step
+
+
+def _action_buffer(uenv, n_joints: int) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """``(effort, buffer)`` to map torques to actions in one call, ``np.divide(tau, effort,
+    out=buffer)``: what :meth:`wbsim.envs.humanoid.HumanoidEnv.torque_to_action` computes (``tau /
+    effort`` as float32, bit for bit; ``tests/test_rollout.py`` compares the two) into a reused
+    float32 buffer (``step`` copies its action). ``(None, None)`` for an env without that method
+    (then ``torque_to_action`` is called)."""
+    from wbsim.envs.humanoid import HumanoidEnv
+
+    effort = getattr(uenv, "effort", None)
+    space = getattr(uenv, "action_space", None)
+    if (type(uenv).torque_to_action is HumanoidEnv.torque_to_action
+            and isinstance(effort, np.ndarray) and effort.dtype == np.float64
+            and effort.shape == (n_joints,) and space is not None
+            and space.shape == (n_joints,) and space.dtype == np.float32):
+        return effort, np.empty(n_joints, dtype=np.float32)
+    return None, None
+
+
 def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
     """Run one episode; write the video and the log if asked; return the summary.
 
@@ -179,6 +217,11 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
                    for f in ("left_foot", "right_foot")}
     f_cmd = np.zeros((n_p, 3))
     violating_until = np.full(n_p, -1.0)
+    # joint errors go to a block of rows, folded into the per-joint maximum of |error| every
+    # len(qerr_block) steps and at the end (fmax: a NaN entry is ignored)
+    qerr_block = np.empty((256, n_j))
+    qerr_max = np.zeros(n_j)
+    n_qerr = 0
     acc = _Accumulators()
 
     def own_event(kind: str, step: int, t: float, where: str = "", magnitude: float = float("nan"),
@@ -222,15 +265,27 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
         # per-step bookkeeping on Python floats and preallocated arrays (the loop's own cost is
         # measured by ``wbsim bench``); written into ``summary`` in ``finally``
         qadr = np.asarray(robot.converter.mj_qadr)
-        feet_names = tuple(foot_points)
-        idx_all = np.concatenate([foot_points[f] for f in feet_names])
-        contiguous = bool(np.array_equal(idx_all, np.arange(n_p))) and len(
-            {len(foot_points[f]) for f in feet_names}) == 1
+        # the joints' qpos entries: a slice when they are one run in joint order (a view, no copy)
+        qsl = (slice(int(qadr[0]), int(qadr[0]) + n_j)
+               if n_j and np.array_equal(qadr, np.arange(qadr[0], qadr[0] + n_j)) else None)
+        lr = ("left_foot", "right_foot")  # the order of the sole_min_z columns
+        foot_l, foot_r = (foot_points[f].tolist() for f in lr)
+        # a foot's points in one run of indices: its lowest point is min over a slice
+        sl_l, sl_r = (slice(ix[0], ix[-1] + 1) if ix == list(range(ix[0], ix[-1] + 1)) else None
+                      for ix in (foot_l, foot_r))
         bx, by, bz = (float(x) for x in base0)
-        lr = ("left_foot", "right_foot")
+        point_names = tuple(robot.contact_point_names)
+        # command keys -> (position in the command, row of f_cmd) of each point key
+        scatters: dict[tuple[str, ...], list[tuple[int, int]]] = {}
+        nan3 = [math.nan] * 3
+        d_views = None  # MjData views, built once (MjData's buffers do not move)
+        action_fast, action = _action_buffer(uenv, n_j)
+        env_step, direct = env.step, False
         loop0 = time.perf_counter()
         for step in range(n_steps):
             d = uenv.data
+            if d is not d_views:
+                d_views, qpos_v, com_v = d, d.qpos, d.subtree_com
             t = float(d.time)
             schedule = info["schedule"]
             if render_mode is not None and t + 1e-9 >= next_frame:
@@ -250,8 +305,12 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
             c0 = time.perf_counter()
             cmd = controller.compute(state, schedule)
             c_time = time.perf_counter() - c0
-            if not np.isfinite(cmd.tau).all():
-                bad = [robot.joint_names[i] for i in np.flatnonzero(~np.isfinite(cmd.tau))]
+            tau = cmd.tau
+            if type(tau) is not np.ndarray:
+                tau = np.asarray(tau, dtype=float)
+            # a finite sum of squares means every entry is finite (one call); else look closer
+            if not math.isfinite(tau.dot(tau)) and not np.isfinite(tau).all():
+                bad = [robot.joint_names[i] for i in np.flatnonzero(~np.isfinite(tau))]
                 own_event("invalid_command", step, t, where=",".join(bad), status="non-finite torque")
                 summary["status"], summary["stopped_reason"] = (
                     "stopped", f"controller returned a non-finite torque at step {step} "
@@ -259,7 +318,13 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
                 break
             uenv.overlay_command = cmd
             q, v = state.q, state.v
-            obs, reward, terminated, truncated, info = env.step(uenv.torque_to_action(cmd.tau))
+            obs, reward, terminated, truncated, info = env_step(
+                np.divide(tau, action_fast, out=action) if action is not None
+                else uenv.torque_to_action(tau))
+            if not direct:
+                direct_step = _direct_step(env)
+                if direct_step is not None:
+                    env_step, direct = direct_step, True
             state = info["state"]
             acc.ret += float(reward)
 
@@ -273,76 +338,70 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
                     hit += [i for w in event.where.split(",") if w in foot_points
                             for i in foot_points[w]]
                     violating_until[hit] = t + 0.25  # drawn red for a quarter second
-            residual = momentum.relative(momentum.residual_from_data(d, q, v, sensing))
+            residual = momentum.relative_from_data(d, q, v, sensing)
             if residual > acc.momentum:
                 acc.momentum = residual
 
-            qpos = d.qpos
-            bx1, by1, bz1, qw, qx, qy, qz = qpos[0:7].tolist()
+            qpos7 = qpos_v[0:7].tolist()
+            bx1, by1, bz1, qw, qx, qy, qz = qpos7
             # angle between the base z axis and the vertical: R[2, 2] of the (normalised) quaternion
             zz = 1.0 - 2.0 * (qx * qx + qy * qy) / (qw * qw + qx * qx + qy * qy + qz * qz)
             tilt = math.degrees(math.acos(max(-1.0, min(1.0, zz))))
-            qerr = qpos[qadr]
-            qerr -= q_ref
-            qerr_max = float(np.abs(qerr).max())
+            if n_qerr == len(qerr_block):
+                np.fmax(qerr_max, np.fmax.reduce(np.abs(qerr_block), axis=0), out=qerr_max)
+                n_qerr = 0
+            qerr = qerr_block[n_qerr]
+            np.subtract(qpos_v[qsl] if qsl is not None else qpos_v.take(qadr), q_ref, out=qerr)
+            n_qerr += 1
             if tilt > acc.tilt:
                 acc.tilt = tilt
-            if qerr_max > acc.qerr:
-                acc.qerr = qerr_max
             drift = math.sqrt((bx1 - bx) ** 2 + (by1 - by) ** 2 + (bz1 - bz) ** 2)
             if drift > acc.drift:
                 acc.drift = drift
             if bz - bz1 > acc.drop:
                 acc.drop = bz - bz1
-            com = d.subtree_com[1]
+            com = com_v[1]
             com_ref = schedule.targets.get("com")
             if com_ref is not None:
                 e = com - com_ref
                 acc.com_err_sq += float(e @ e)
                 acc.com_err_n += 1
-            sole_z = sensing.position_world[:, 2]
-            if contiguous:
-                mins = sole_z.reshape(len(feet_names), -1).min(axis=1).tolist()
-            else:
-                mins = [float(sole_z[foot_points[f]].min()) for f in feet_names]
-            sole_min = dict(zip(feet_names, mins))
-            for foot, z in zip(feet_names, mins):
-                if foot not in contact_set:
-                    if z > acc.swing_max:
-                        acc.swing_max = z
-                    if schedule.phase == "hold" and z < acc.hold_min:
-                        acc.hold_min = z
+            sole_z = sensing.position_world[:, 2].tolist()
+            z_l = min(sole_z[sl_l]) if sl_l is not None else min([sole_z[i] for i in foot_l])
+            z_r = min(sole_z[sl_r]) if sl_r is not None else min([sole_z[i] for i in foot_r])
+            if lr[0] not in contact_set or lr[1] not in contact_set:  # a foot planned off
+                for foot, z in ((lr[0], z_l), (lr[1], z_r)):
+                    if foot not in contact_set:
+                        if z > acc.swing_max:
+                            acc.swing_max = z
+                        if schedule.phase == "hold" and z < acc.hold_min:
+                            acc.hold_min = z
             if log is not None:
-                f_cmd[:] = 0.0
-                for name, f in cmd.contact_forces.items():
-                    i = point_index.get(name)
-                    if i is not None:
-                        f_cmd[i] = f[:3]
-                row = log.row_buffer()
-                row[0] = t
-                row[1:8] = qpos[0:7]
-                row[8] = tilt
-                row[9:12] = com
-                row[12:15] = com_ref if com_ref is not None else np.nan
-                row[15], row[16], row[17] = schedule.phase_index, c_time, float(cmd.feasible)
+                # the row in one concatenate: the scalars, then the arrays (see _columns)
                 cset, sensed = cmd.contact_set, sensing.feet_in_contact
-                row[18] = lr[0] in cset
-                row[19] = lr[1] in cset
-                row[20] = lr[0] in sensed
-                row[21] = lr[1] in sensed
-                row[22] = sole_min["left_foot"]
-                row[23] = sole_min["right_foot"]
-                row[24], row[25] = residual, reward
-                k = 26
-                row[k:k + n_j] = qerr
-                row[k + n_j:k + 2 * n_j] = uenv.tau
-                k += 2 * n_j
-                row[k:k + 3 * n_p] = f_cmd.ravel()
-                row[k + 3 * n_p:k + 6 * n_p] = sensing.force_world.ravel()
-                k += 6 * n_p
-                row[k:k + n_p] = sensing.gap
-                row[k + n_p:k + 2 * n_p] = sensing.mode
-                log.commit_row()
+                head = [t, *qpos7, tilt, *com.tolist(),
+                        *(com_ref.tolist() if com_ref is not None else nan3),
+                        schedule.phase_index, c_time, float(cmd.feasible),
+                        lr[0] in cset, lr[1] in cset, lr[0] in sensed, lr[1] in sensed,
+                        z_l, z_r, residual, reward]
+                forces = cmd.contact_forces
+                keys = tuple(forces)
+                F = detector.command_forces  # (m, 3), the values of ``forces`` in key order
+                if keys == point_names and F is not None:  # every point, in column order
+                    log.add_row_parts((head, qerr, uenv.tau, F.reshape(-1),
+                                       sensing.force_world.reshape(-1), sensing.gap, sensing.mode))
+                else:
+                    scatter = scatters.get(keys)
+                    if scatter is None:
+                        scatter = scatters[keys] = [(j, point_index[k]) for j, k in
+                                                    enumerate(keys) if k in point_index]
+                    f_cmd[:] = 0.0
+                    if scatter:
+                        values = tuple(forces.values())
+                        for j, i in scatter:
+                            f_cmd[i] = values[j][:3]
+                    log.add_row_parts((head, qerr, uenv.tau, f_cmd.reshape(-1),
+                                       sensing.force_world.reshape(-1), sensing.gap, sensing.mode))
             acc.steps = step + 1
             if bar is not None:
                 bar.update(1)
@@ -365,6 +424,9 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
         raise
     finally:
         wall = time.perf_counter() - wall0
+        if n_qerr:
+            np.fmax(qerr_max, np.fmax.reduce(np.abs(qerr_block[:n_qerr]), axis=0), out=qerr_max)
+        acc.qerr = float(qerr_max.max()) if n_j else 0.0
         summary.update(steps=acc.steps, max_base_tilt_deg=acc.tilt, max_joint_error_rad=acc.qerr,
                        base_drift_m=acc.drift, base_height_drop_m=acc.drop,
                        momentum_residual_max=acc.momentum)

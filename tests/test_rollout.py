@@ -1,0 +1,262 @@
+"""run_episode's step table and summary against a slow reference recomputed in the test from MjData.
+
+The loop's per-step code is written for speed (one gather for the log row, running maxima in blocks,
+cached MjData views, the momentum residual without its intermediate calls). Here every column of
+every logged row, and every summary figure, is recomputed the slow and obvious way from what the
+simulation held at that step: MuJoCo's ``qpos``, ``subtree_com``, ``qacc``, ``xfrc_applied``,
+``xipos`` and contacts (read with ``mj_contactForce``, not through the env's sensing), the
+controller's command and the plan's schedule, looked up BY NAME (joint, point, foot), and the
+centroidal momentum rate from Pinocchio with ``vdot = solve(T, qacc - Tdot v)``.
+"""
+
+import math
+
+import mujoco
+import numpy as np
+import pinocchio as pin
+import pytest
+from wbsim.controllers import controller_class
+from wbsim.envs import humanoid
+
+from wbsim.episode_log import load_run
+from wbsim.rollout import EpisodeConfig, run_episode
+
+FEET = ("left_foot", "right_foot")
+
+
+def _record(monkeypatch, controller):
+    """Patch the env's step and the controller's compute (class level, so the loop's own calls
+    are the ones recorded) to keep, per step, what the reference needs."""
+    steps = []
+    step0 = humanoid.HumanoidEnv.step
+    cls = controller_class(controller)
+    compute0 = cls.compute
+
+    def compute(self, state, schedule):
+        cmd = compute0(self, state, schedule)
+        steps.append({"q": state.q.copy(), "v": state.v.copy(), "schedule": schedule, "cmd": cmd})
+        return cmd
+
+    def step(self, action):
+        d, m = self.data, self.model
+        rec = steps[-1]
+        rec["t"] = float(d.time)
+        out = step0(self, action)
+        root = m.body_rootid[self.robot.feet["left_foot"].mj_body_id]
+        contacts = []
+        f6 = np.zeros(6)
+        for i in range(d.ncon):
+            c = d.contact[i]
+            r1 = m.body_rootid[m.geom_bodyid[c.geom1]] == root
+            r2 = m.body_rootid[m.geom_bodyid[c.geom2]] == root
+            if r1 == r2:
+                continue
+            mujoco.mj_contactForce(m, d, i, f6)
+            frame = c.frame.reshape(3, 3)
+            sign = 1.0 if r2 else -1.0  # mj_contactForce: the force of geom1 on geom2
+            contacts.append((c.pos.copy(), sign * frame.T @ f6[:3], sign * frame.T @ f6[3:]))
+        rec.update(t_after=float(d.time), qpos=d.qpos.copy(), com=d.subtree_com[1].copy(), qacc=d.qacc.copy(),
+                   xfrc=d.xfrc_applied.copy(), xipos=d.xipos.copy(), tau=self.tau.copy(),
+                   sensing=out[4]["contacts"], reward=out[1], contacts=contacts,
+                   robot_bodies=np.flatnonzero(m.body_rootid == root))
+        return out
+
+    monkeypatch.setattr(humanoid.HumanoidEnv, "step", step)
+    monkeypatch.setattr(cls, "compute", compute)
+    return steps
+
+
+def _tilt_deg(quat_wxyz):
+    R = np.zeros(9)
+    mujoco.mju_quat2Mat(R, quat_wxyz / np.linalg.norm(quat_wxyz))
+    return math.degrees(math.acos(np.clip(R[8], -1.0, 1.0)))
+
+
+def _momentum_residual(robot, pdata, rec):
+    """|dh_G/dt - sum of external wrenches - m g| / (m g), from scratch."""
+    conv = robot.converter
+    q, v = rec["q"], rec["v"]
+    vdot = np.linalg.solve(conv.velocity_map(q), rec["qacc"] - conv.velocity_map_dot_times_v(q, v))
+    dh = pin.computeCentroidalMomentumTimeVariation(robot.pin_model, pdata, q, v, vdot).vector
+    c = pdata.com[0].copy()
+    g = np.array(robot.mj_model.opt.gravity)
+    force = robot.total_mass * g
+    moment = np.zeros(3)
+    for p, f, tq in rec["contacts"]:
+        force = force + f
+        moment = moment + np.cross(p - c, f) + tq
+    for b in rec["robot_bodies"]:
+        xf = rec["xfrc"][b]
+        force = force + xf[:3]
+        moment = moment + np.cross(rec["xipos"][b] - c, xf[:3]) + xf[3:]
+    res = dh - np.concatenate([force, moment])
+    return np.linalg.norm(res) / (robot.total_mass * np.linalg.norm(g))
+
+
+def _check_run(run, summary, steps, robot):
+    """Every column of every row, and the summary, against the reference."""
+    m = robot.mj_model
+    cols = run.columns
+    n = run.steps.shape[0]
+    assert n == len(steps) == summary["steps"]
+    col = {c: run[c] for c in cols}
+    points = list(robot.contact_point_names)
+    q0 = steps[0]["qpos0"]
+    base0 = q0[0:3]
+    pdata = robot.pin_model.createData()
+    ref = {c: np.empty(n) for c in cols}
+    tilts, drifts, drops, qerrs, residuals = [], [], [], [], []
+    com_sq, swing, hold = [], [], []
+    for k, rec in enumerate(steps):
+        qpos, s, cmd, sch = rec["qpos"], rec["sensing"], rec["cmd"], rec["schedule"]
+        r = {"t": rec["t"], "base_tilt_deg": _tilt_deg(qpos[3:7]),
+             "phase_index": sch.phase_index, "feasible": float(cmd.feasible),
+             "momentum_residual": _momentum_residual(robot, pdata, rec), "reward": rec["reward"]}
+        for i, a in enumerate(("x", "y", "z")):
+            r[f"base_{a}"] = qpos[i]
+            r[f"com_{a}"] = rec["com"][i]
+            r[f"com_ref_{a}"] = sch.targets["com"][i] if "com" in sch.targets else np.nan
+        for i, a in enumerate(("qw", "qx", "qy", "qz")):
+            r[f"base_{a}"] = qpos[3 + i]
+        sensed_names = list(s.names)
+        for foot in FEET:
+            r[f"assumed_{foot}"] = float(foot in cmd.contact_set)
+            r[f"sensed_{foot}"] = float(foot in s.feet_in_contact)
+            r[f"sole_min_z_{foot}"] = min(s.position_world[sensed_names.index(p), 2]
+                                          for p in robot.foot(foot).point_names)
+        for j, name in enumerate(robot.joint_names):
+            adr = m.jnt_qposadr[mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, name)]
+            r[f"qerr/{name}"] = qpos[adr] - q0[adr]
+            r[f"tau/{name}"] = rec["tau"][j]
+        for p in points:
+            i = sensed_names.index(p)
+            f = cmd.contact_forces.get(p)
+            for a, ax in enumerate("xyz"):
+                r[f"f_cmd/{p}/{ax}"] = 0.0 if f is None else f[a]
+                r[f"f_sim/{p}/{ax}"] = s.force_world[i, a]
+            r[f"gap/{p}"] = s.gap[i]
+            r[f"mode/{p}"] = s.mode[i]
+        for c in cols:
+            if c != "controller_time_s":
+                ref[c][k] = r[c]
+        tilts.append(r["base_tilt_deg"])
+        drifts.append(np.linalg.norm(qpos[0:3] - base0))
+        drops.append(base0[2] - qpos[2])
+        qerrs.append(max(abs(r[f"qerr/{j}"]) for j in robot.joint_names))
+        residuals.append(r["momentum_residual"])
+        if "com" in sch.targets:
+            com_sq.append(float(np.sum((rec["com"] - sch.targets["com"]) ** 2)))
+        for foot in FEET:
+            if foot not in sch.contact_set:
+                swing.append(r[f"sole_min_z_{foot}"])
+                if sch.phase == "hold":
+                    hold.append(r[f"sole_min_z_{foot}"])
+
+    # the step table: bit for bit where the log only copies or subtracts, to rounding where the
+    # reference takes another route (tilt from the rotation matrix, the momentum balance)
+    approx = {"base_tilt_deg": 1e-6, "momentum_residual": 1e-9}
+    for c in cols:
+        if c == "controller_time_s":
+            assert np.all(np.isfinite(col[c]) & (col[c] > 0) & (col[c] < 10)), c
+        elif c in approx:
+            np.testing.assert_allclose(col[c], ref[c], rtol=0, atol=approx[c], err_msg=c)
+        else:
+            np.testing.assert_array_equal(col[c], ref[c], err_msg=c)
+
+    # the summary
+    assert summary["max_base_tilt_deg"] == pytest.approx(max(tilts), abs=1e-6)
+    assert summary["base_drift_m"] == pytest.approx(max(drifts), rel=1e-12, abs=1e-15)
+    assert summary["base_height_drop_m"] == pytest.approx(max(0.0, max(drops)), rel=1e-12,
+                                                           abs=1e-15)
+    assert summary["max_joint_error_rad"] == max(qerrs)
+    assert summary["momentum_residual_max"] == pytest.approx(max(residuals), abs=1e-9)
+    assert summary["momentum_residual_max"] == float(np.max(col["momentum_residual"]))
+    assert summary["return"] == sum(rec["reward"] for rec in steps)
+    assert summary["seconds"] == round(steps[-1]["t_after"], 9)
+    if com_sq:
+        assert summary["com_tracking_rms_m"] == pytest.approx(math.sqrt(np.mean(com_sq)),
+                                                              rel=1e-12)
+    else:
+        assert "com_tracking_rms_m" not in summary
+    if swing:
+        assert summary["swing_clearance_max_m"] == max(swing)
+    else:
+        assert "swing_clearance_max_m" not in summary
+    if hold:
+        assert summary["swing_clearance_min_hold_m"] == min(hold)
+    else:
+        assert "swing_clearance_min_hold_m" not in summary
+    # the events on disk and the counts agree
+    for kind, count in summary["events"].items():
+        assert sum(1 for e in run.events if e["kind"] == kind) == count, kind
+
+
+def _run(monkeypatch, tmp_path, **kw):
+    import wbsim
+
+    steps = _record(monkeypatch, kw.get("controller", "gravity_qp"))
+    reset0 = humanoid.HumanoidEnv.reset
+
+    def reset(self, *, seed=None, options=None):
+        out = reset0(self, seed=seed, options=options)
+        steps.append({"qpos0": self.data.qpos.copy()})
+        return out
+
+    monkeypatch.setattr(humanoid.HumanoidEnv, "reset", reset)
+    summary = run_episode(EpisodeConfig(log=tmp_path / "run", progress=False, **kw))
+    qpos0 = steps.pop(0)["qpos0"]
+    steps[0]["qpos0"] = qpos0
+    robot = wbsim.load_robot(summary["robot"])
+    return load_run(tmp_path / "run"), summary, steps, robot
+
+
+def test_standing_with_pushes_matches_the_reference(monkeypatch, tmp_path):
+    """gravity_qp, every sole point commanded (the row's fast path), pushes on the torso every
+    0.1 s (xfrc_applied enters the momentum balance)."""
+    run, summary, steps, robot = _run(
+        monkeypatch, tmp_path, env="wbsim/G1Push-v0", controller="gravity_qp", seconds=0.5,
+        env_options={"push_interval": 0.1, "push_magnitude": 30.0})
+    assert summary["status"] == "completed"
+    assert any(np.count_nonzero(rec["xfrc"]) for rec in steps)
+    _check_run(run, summary, steps, robot)
+
+
+@pytest.mark.slow
+def test_one_leg_matches_the_reference(monkeypatch, tmp_path):
+    """projected_id on one leg: the CoM target, commands on a subset of the points (the row's
+    scatter path), a swing foot and a hold phase."""
+    run, summary, steps, robot = _run(
+        monkeypatch, tmp_path, env="wbsim/G1OneLeg-v0", controller="projected_id",
+        controller_options={"variant": "qp"}, seconds=3.6)
+    assert summary["status"] == "completed"
+    keys = {tuple(rec["cmd"].contact_forces) for rec in steps}
+    assert len(keys) > 1 and tuple(robot.contact_point_names) in keys  # both row paths ran
+    assert any(rec["schedule"].phase == "hold" for rec in steps)
+    _check_run(run, summary, steps, robot)
+
+
+def test_a_fall_matches_the_reference(monkeypatch, tmp_path):
+    """PD alone: the robot falls (the last row is the fall's step; drop and tilt grow)."""
+    run, summary, steps, robot = _run(monkeypatch, tmp_path, controller="pd", seconds=2.5)
+    assert summary["fell"]
+    _check_run(run, summary, steps, robot)
+
+
+def test_fast_action_equals_torque_to_action():
+    """The loop's one-call tau -> action (rollout._action_buffer) is the env's torque_to_action,
+    bit for bit."""
+    from wbsim.envs import make
+
+    from wbsim.rollout import _action_buffer
+
+    env = make("wbsim/G1Stand-v0")
+    u = env.unwrapped
+    effort, buf = _action_buffer(u, u.robot.n_joints)
+    assert effort is not None
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        tau = rng.normal(size=u.robot.n_joints) * 10.0 ** rng.uniform(-3, 3)
+        np.divide(tau, effort, out=buf)
+        expected = u.torque_to_action(tau)
+        assert buf.dtype == expected.dtype and buf.tobytes() == expected.tobytes()
+    env.close()
