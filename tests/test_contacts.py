@@ -556,3 +556,76 @@ def test_copied_sensor_senses_the_same(g1):
     assert np.all(want.slip_velocity > 0.01)
     for twin in twins:
         assert twin.sense(d) == want  # bit for bit: the same fast path
+
+
+# ------------------------------------------------------------------------------------------------
+# the hot path (raw contact views, one product) against the reference
+# ------------------------------------------------------------------------------------------------
+def binding_key(d):
+    """The contact-list key the slow way: every contact's geom pair, frame and friction bytes from
+    the binding's fields, contact by contact."""
+    con = d.contact
+    return b"".join(con.geom[i].tobytes() + con.frame[i].tobytes() + con.friction[i].tobytes()
+                    for i in range(d.ncon))
+
+
+def test_raw_contact_key_is_the_bindings_key(g1):
+    """The key read from raw views of MjData's arena is the bytes of the binding's geom, frame and
+    friction of each contact (for lists of several lengths), changes with any of them and with
+    nothing else; the values read beside it are the binding's dist and pos."""
+    from wbsim.contacts import _RawContacts
+
+    m = g1.mj_model
+    d = mujoco.MjData(m)
+    q = g1.pose_q("stand")
+    q[2] += 0.02
+    q[3:7] = [0.04, 0.02, 0.0, 1.0]
+    q[3:7] /= np.linalg.norm(q[3:7])
+    d.qpos[:] = g1.pin_to_mj(q)[0]
+    raw, lengths = None, set()
+    for _ in range(60):
+        mujoco.mj_step(m, d)
+        if d.ncon == 0:
+            continue
+        raw = raw or _RawContacts.build(d)
+        k = d.ncon
+        lengths.add(k)
+        assert raw.key(k) == binding_key(d)
+        np.testing.assert_array_equal(raw.values(k), np.r_[d.contact.dist, d.contact.pos.ravel()])
+    assert len(lengths) >= 3
+    con = d.contact
+    key = raw.key(d.ncon)
+    for field, i in (("geom", (0, 1)), ("frame", (d.ncon - 1, 4)), ("friction", (1, 0))):
+        arr = getattr(con, field)
+        old = arr[i]
+        arr[i] = old + 1
+        assert raw.key(d.ncon) != key, field
+        arr[i] = old
+        assert raw.key(d.ncon) == key
+    con.dist[0] += 1e-3
+    con.pos[1, 2] += 1e-3
+    con.efc_address[0] += 1
+    assert raw.key(d.ncon) == key  # not part of the key
+    assert raw.values(d.ncon)[0] == con.dist[0] and raw.values(d.ncon)[d.ncon + 5] == con.pos[1, 2]
+
+
+def test_g1_hot_path_equals_the_reference(g1):
+    """The G1 standing on its 8 sole points with the feet moving (random joint velocities), on two
+    MjData in turn and across a reset: the hot path (compact plan) is taken and every sensed field
+    equals the slow reference."""
+    m = g1.mj_model
+    sensor = ContactSensor(g1)
+    hot = sensor._sense_hot
+    calls = []
+    sensor._sense_hot = lambda *a: calls.append(1) or hot(*a)
+    rng = np.random.default_rng(3)
+    datas = [g1.make_data("stand"), g1.make_data("stand")]
+    weight = g1.total_mass * G
+    for rep in range(3):
+        for d in datas:
+            if rep == 1:
+                mujoco.mj_resetData(m, d)
+                d.qpos[:] = g1.pose_qpos("stand")
+            d.qvel[6:] = rng.normal(scale=0.05, size=m.nv - 6)
+            check_states(sensor, m, d, weight, 4)
+    assert len(calls) >= 30

@@ -23,6 +23,7 @@ MuJoCo facts this module relies on (verified against the installed MuJoCo 4.x in
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -409,13 +410,20 @@ class PointContactSensor:
         # :meth:`_gather_for`)
         self._gather: MjDataGather | None = None
         self._gather_data: mujoco.MjData | None = None  # the MjData _gather was made for
+        # the contact list read from raw views of MjData's arena, and the compact plans' scratch
+        # (per MjData, see :meth:`_raw_for` and :meth:`_sense_hot`)
+        self._raw: _RawContacts | None = None
+        self._raw_data: mujoco.MjData | None = None  # the MjData _raw was made for
+        self._hot: _HotSetup | None = None
+        self._hot_data: mujoco.MjData | None = None
 
     def __getstate__(self) -> dict:
         """For copy and pickle: without the fast path's caches, whose scratch buffers are shared
         by views (a copy would break the sharing); they are rebuilt at the next :meth:`sense`."""
         state = self.__dict__.copy()
         state.update(_fast=None, _fast_checked=False, _plans={}, _last_key=None, _last_plan=None,
-                     _feet_cache={}, _gather=None, _gather_data=None)
+                     _feet_cache={}, _gather=None, _gather_data=None, _raw=None, _raw_data=None,
+                     _hot=None, _hot_data=None)
         return state
 
     # ------------------------------------------------------------------------------------------
@@ -505,10 +513,20 @@ class PointContactSensor:
                 return self._sense_general(data)
         ncon = data.ncon
         if ncon:
-            con = data.contact
-            key = (con.geom.tobytes(), con.frame.tobytes(), con.friction.tobytes())
+            # the key: the bytes of every contact's geom pair, frame and friction (what a plan
+            # depends on), in one take from a raw view of the contact array (_raw_for)
+            raw = self._raw if self._raw_data is data else self._raw_for(data)
+            if raw is not None and ncon <= raw.max_ncon:
+                # T = [dist (ncon) and pos (ncon, 3) as int32 pairs | the key's words]
+                idx = raw.indices.get(ncon)
+                T = raw.i32.take(raw.index(ncon) if idx is None else idx)
+                key = T[8 * ncon:].tobytes()
+            else:
+                raw = None
+                con = data.contact
+                key = (con.geom.tobytes(), con.frame.tobytes(), con.friction.tobytes())
         else:
-            con, key = None, ()
+            raw, key = None, ()
         if key == self._last_key:
             plan = self._last_plan
         else:
@@ -522,11 +540,13 @@ class PointContactSensor:
                 self._last_key, self._last_plan = key, plan
                 return self._sense_general(data)
         if plan is _SEEN_ONCE:
-            plan = self._plans[key] = self._make_plan(data, con, ncon)
+            plan = self._plans[key] = self._make_plan(data, data.contact if ncon else None, ncon)
         self._last_key, self._last_plan = key, plan
         if plan is None:
             return self._sense_general(data)
-        return self._sense_fast(data, con, plan, fast)
+        if plan.hot and raw is not None:
+            return self._sense_hot(data, raw, T, plan, fast)
+        return self._sense_fast(data, data.contact if ncon else None, plan, fast)
 
     __call__ = sense
 
@@ -649,11 +669,12 @@ class PointContactSensor:
         # z up and contact i at point i: the normal and tangential parts and the contact forces
         # are the point forces' components, so F needs only the point forces (compact)
         compact = bool(self._z_up and ke == ncon == n and gap_order is None)
+        hot = compact and self.point_site_ids is not None
         return _Plan(k=ncon, n_rows=rows * ncon, last_row=rows * (ncon - 1),
                      B=B[:, :3 * n].copy() if compact else B, N0=N0,
                      ext=None if ke == ncon else ext, ke=ke, gap_all=ke == ncon == n,
                      gap_order=gap_order, gap_points=gap_points, gap_rows=gap_rows,
-                     compact=compact)
+                     compact=compact, hot=hot, M=self._hot_matrix(B[:, :3 * n]) if hot else None)
 
     def _sense_fast(self, d: mujoco.MjData, con, plan: _Plan, fast: _FastSetup) -> ContactSensing:
         n = self._n
@@ -724,6 +745,98 @@ class PointContactSensor:
             self.names, self.point_feet, pos, gap, fast.floor_n, force, fn, ft, vt, slip,
             self.friction, mode, feet, {}, c_pos,
             F.reshape(n, 3) if plan.compact else F[3 * n:N0].reshape(plan.ke, 3))
+
+    def _sense_hot(self, d: mujoco.MjData, raw: _RawContacts, T: np.ndarray, plan: _Plan,
+                   fast: _FastSetup) -> ContactSensing:
+        """:meth:`_sense_fast` for a compact plan (z-up floor, contact i at point i, sites), in the
+        fewest numpy calls: X = [efc_force rows | omega x (p - c) products | v_c] in one scratch
+        buffer (one take from MjData, one copy of the rows, two in-place ufuncs), then ONE product
+        with ``plan.M`` gives ``[force at each point (n, 3) | tangential velocity (n, 3)]`` and one
+        ``hypot`` both norms. The same values as :meth:`_sense_fast` to round-off (the products'
+        sums are grouped differently); positions, gaps and contact positions are exact copies.
+        ``T``: :meth:`sense`'s take from ``raw`` (its first ``8 n`` words: dist and pos)."""
+        n = self._n
+        mv, ea, step = raw.mv, raw.ea_word, raw.step
+        e0 = mv[ea]
+        if e0 < 0 or mv[ea + step * (n - 1)] - e0 != plan.last_row:
+            return self._sense_general(d)  # inactive contacts, or rows not consecutive
+        hot = self._hot if self._hot_data is d else self._hot_for(d, plan.n_rows)
+        if hot is None:
+            return self._sense_fast(d, d.contact, plan, fast)
+        hot.x_efc[:] = d.efc_force[e0:e0 + plan.n_rows]
+        hot.g_view.take(hot.g_index, out=hot.x_tail)  # [p | v_c | c | omega], p where the products go
+        prod = hot.x_prod
+        np.subtract(prod, hot.x_c, out=prod)
+        np.multiply(prod, hot.x_w, out=prod)
+        out = hot.x_head.dot(plan.M)  # fresh: [force (n, 3) | tangential v (n, 3) | 0 (2 n)]
+        fv = out[:6 * n].reshape(2 * n, 3)
+        np.hypot(fv[:, 0], fv[:, 1], out=out[6 * n:])  # [f_t | slip]
+        force = fv[:n]
+        fn = force[:, 2]
+        slip = out[7 * n:]
+        loaded = fn > fast.f_threshold
+        # OPEN 0, STICKING 1 (loaded), SLIDING 2 (loaded and sliding): loaded << sliding
+        mode = np.left_shift(loaded.view(np.int8), (slip > fast.v_threshold).view(np.int8))
+        cv = T[:8 * n].view(np.float64)  # fresh: [dist (n) | contact positions (n, 3)]
+        key = loaded.tobytes()
+        feet = self._feet_cache.get(key)
+        if feet is None:
+            feet = self._feet_of(loaded)
+            if len(self._feet_cache) < _MAX_CACHE:
+                self._feet_cache[key] = feet
+        return ContactSensing(
+            self.names, self.point_feet, hot.p_view.take(hot.p_index).reshape(n, 3), cv[:n],
+            fast.floor_n, force, fn, out[6 * n:7 * n], fv[n:], slip, self.friction, mode, feet, {},
+            cv[n:].reshape(n, 3), force)
+
+    def _hot_for(self, d: mujoco.MjData, n_rows: int) -> _HotSetup | None:
+        """The scratch and gathers of :meth:`_sense_hot` on ``d`` (``None``: not one take), kept for
+        the next calls with the same ``d``."""
+        n = self._n
+        site = 3 * self.point_site_ids
+        body, root = 6 * self._vel_body, 3 * self._vel_root
+        # products (omega x r)_x = w_y r_z - w_z r_y, (omega x r)_y = w_z r_x - w_x r_z, r = p - c:
+        # [w_y r_z | w_z r_x | w_z r_y | w_x r_z], each (n,)
+        axes = (2, 0, 1, 2)  # r's axis of each product block
+        parts = (("site_xpos", np.concatenate([site + a for a in axes])),
+                 ("cvel", np.concatenate([body + 3, body + 4])),  # v_c x, y
+                 ("subtree_com", np.concatenate([root + a for a in axes])),
+                 ("cvel", np.concatenate([body + 1, body + 2, body + 2, body + 0])))  # omega
+        gather = MjDataGather(d, parts)
+        pos = MjDataGather(d, (("site_xpos", (site[:, None] + np.arange(3)).reshape(-1)),))
+        hot = None
+        if gather.one_take and pos.one_take:
+            x = np.zeros(n_rows + 14 * n)
+            t = n_rows
+            hot = _HotSetup(g_view=gather.view, g_index=gather.index, p_view=pos.view,
+                            p_index=pos.index, x=x, x_efc=x[:t], x_tail=x[t:],
+                            x_prod=x[t:t + 4 * n], x_c=x[t + 6 * n:t + 10 * n],
+                            x_w=x[t + 10 * n:], x_head=x[:t + 6 * n])
+        self._hot, self._hot_data = hot, d
+        return hot
+
+    def _hot_matrix(self, B: np.ndarray) -> np.ndarray:
+        """``plan.M`` of :meth:`_sense_hot`: ``(n_rows + 6 n, 8 n)``, the compact ``B`` (efc rows ->
+        point forces) and the velocity map (products, v_c -> horizontal point velocity)."""
+        n, R = self._n, B.shape[0]
+        M = np.zeros((R + 6 * n, 8 * n))
+        M[:R, :3 * n] = B
+        i = np.arange(n)
+        vx, vy = 3 * n + 3 * i, 3 * n + 3 * i + 1  # columns of each point's v_t x, y
+        M[R + i, vx] = 1.0  # + w_y r_z
+        M[R + 2 * n + i, vx] = -1.0  # - w_z r_y
+        M[R + 4 * n + i, vx] = 1.0  # + v_c x
+        M[R + n + i, vy] = 1.0  # + w_z r_x
+        M[R + 3 * n + i, vy] = -1.0  # - w_x r_z
+        M[R + 5 * n + i, vy] = 1.0  # + v_c y
+        return M
+
+    def _raw_for(self, d: mujoco.MjData) -> _RawContacts | None:
+        """:class:`_RawContacts` of ``d`` (``None``: the layout is not as expected), kept for the
+        next calls with the same ``d``; ``d`` must list contacts."""
+        raw = _RawContacts.build(d)
+        self._raw, self._raw_data = raw, d
+        return raw
 
     def _gather_for(self, d: mujoco.MjData, fast: _FastSetup) -> MjDataGather | None:
         """The :class:`~wbsim.conventions.MjDataGather` of ``fast.gather_parts`` on ``d``, or ``None``
@@ -889,6 +1002,108 @@ class _Plan:
     gap_points: np.ndarray | None  # else the points with a contact ...
     gap_rows: np.ndarray | None  # ... and their contacts
     compact: bool = False  # B gives only the point forces (z-up floor, contact i at point i)
+    M: np.ndarray | None = None  # (n_rows + 6 n, 8 n) of :meth:`PointContactSensor._sense_hot`
+    hot: bool = False  # compact, with sites: :meth:`PointContactSensor._sense_hot` applies
+
+
+@dataclass(frozen=True, slots=True)
+class _HotSetup:
+    """Scratch and gathers of :meth:`PointContactSensor._sense_hot` on one MjData."""
+
+    g_view: np.ndarray  # MjDataGather view and index of [p (4 n) | v_c x, y (2 n) | c (4 n) |
+    g_index: np.ndarray  # omega (4 n)], taken into x_tail
+    p_view: np.ndarray  # ... and of the site positions (3 n)
+    p_index: np.ndarray
+    x: np.ndarray  # (n_rows + 14 n,) [efc rows | products | v_c | c | omega]
+    x_efc: np.ndarray  # views of x
+    x_tail: np.ndarray
+    x_prod: np.ndarray
+    x_c: np.ndarray
+    x_w: np.ndarray
+    x_head: np.ndarray  # [efc rows | products | v_c]
+
+
+class _RawContacts:
+    """Raw read-only views of ``d.contact`` (the ``mjContact`` array at the start of MjData's arena:
+    MuJoCo's ``mj_clearEfc`` sets ``d->contact = d->arena`` before every collision pass), so that
+    the contact-list key is one ``take``: the bytes of every contact's ``geom``, ``frame`` and
+    ``friction``, the same bytes ``d.contact``'s fields hold. Field offsets and the struct size come
+    from the binding's own views; :meth:`build` checks the views read what the binding reads."""
+
+    def __init__(self, d, base: int, size: int, offsets: dict[str, int], nbytes: int):
+        self.data = d  # keeps the memory alive
+        self.step = size // 4  # int32 words per contact
+        self.max_ncon = nbytes // size
+        self.i32 = _raw_view(base, nbytes // 4, np.int32)
+        self.mv = memoryview(self.i32)
+        w = lambda name, count: offsets[name] // 4 + np.arange(count)
+        self._key_words = np.concatenate([w("geom", 2), w("frame", 18), w("friction", 10)])
+        self.ea_word = offsets["efc_address"] // 4
+        self._dist = offsets["dist"] // 4 + np.arange(2)
+        self._pos = offsets["pos"] // 4 + np.arange(6)
+        self.indices: dict[int, np.ndarray] = {}  # ncon -> index(ncon)
+
+    @classmethod
+    def build(cls, d) -> _RawContacts | None:
+        con = d.contact
+        fields = {"geom": con.geom, "frame": con.frame, "friction": con.friction, "dist": con.dist,
+                  "pos": con.pos, "efc_address": con.efc_address}
+
+        def address(a):
+            return a.__array_interface__["data"][0]
+
+        size = con.dist.strides[0]
+        base = address(con.dist)
+        offsets = {k: address(a) - base for k, a in fields.items()}
+        ok = (d.ncon > 0 and size % 8 == 0 and all(a.strides[0] == size for a in fields.values())
+              and all(0 <= off < size for off in offsets.values())
+              and all(offsets[k] % 8 == 0 for k in ("frame", "friction", "dist", "pos"))
+              and offsets["geom"] % 4 == 0 and offsets["efc_address"] % 4 == 0
+              and con.geom.dtype == np.int32 and con.efc_address.dtype == np.int32)
+        if not ok:
+            return None
+        # the contacts lie in the arena (narena bytes from its start, where contact 0 is)
+        raw = cls(d, base, size, offsets, (int(d.narena) // size - 1) * size)
+        k = d.ncon
+        want = np.concatenate([con.geom.view(np.int32).reshape(k, -1),
+                               con.frame.view(np.int32).reshape(k, -1),
+                               con.friction.view(np.int32).reshape(k, -1)], axis=1).tobytes()
+        values = np.concatenate([con.dist, con.pos.reshape(-1)])
+        ea = [raw.mv[raw.ea_word + raw.step * i] for i in range(k)]
+        if (raw.key(k) != want or ea != con.efc_address.tolist()
+                or raw.values(k).tobytes() != values.tobytes()):
+            return None
+        return raw
+
+    def index(self, ncon: int) -> np.ndarray:
+        """Indices into :attr:`i32` of ``[dist (ncon) and pos (ncon, 3) as int32 pairs | the key]``,
+        the key being the words of the geom pairs, frames and friction of contacts ``0..ncon-1``;
+        cached in :attr:`indices` up to 64 contacts."""
+        c = self.step * np.arange(ncon)[:, None]
+        idx = np.concatenate([(c + self._dist).reshape(-1), (c + self._pos).reshape(-1),
+                              (c + self._key_words).reshape(-1)])
+        if ncon <= 64:
+            self.indices[ncon] = idx
+        return idx
+
+    def key(self, ncon: int) -> bytes:
+        """The key's bytes of contacts ``0..ncon-1`` (as :meth:`PointContactSensor.sense` takes it)."""
+        return self.i32.take(self.index(ncon))[8 * ncon:].tobytes()
+
+    def values(self, ncon: int) -> np.ndarray:
+        """``[dist (ncon) | pos (ncon, 3)]`` of contacts ``0..ncon-1``."""
+        return self.i32.take(self.index(ncon))[:8 * ncon].view(np.float64)
+
+    def __getstate__(self):
+        raise TypeError("_RawContacts holds views of one MjData's memory")
+
+
+def _raw_view(address: int, count: int, dtype) -> np.ndarray:
+    """Read-only ``(count,)`` view of ``dtype`` at ``address`` (memory that outlives the view)."""
+    arr = np.frombuffer((ctypes.c_char * (count * np.dtype(dtype).itemsize)).from_address(address),
+                        dtype=dtype)
+    arr.setflags(write=False)
+    return arr
 
 
 _MISSING = object()

@@ -118,6 +118,8 @@ class MjDataGather:
                   and all(off % 8 == 0 for off in offsets.values()))
         #: ``True``: one ``take`` from a view of MjData's buffer; ``False``: array by array
         self.one_take = bool(ok and arrays)
+        #: with :attr:`one_take`, ``gather()`` is ``view.take(index)`` (both read-only; for callers
+        #: that take into their own buffers without the method call); else ``None``
         self.index = None
         self._view = None
         if self.one_take:
@@ -128,6 +130,7 @@ class MjDataGather:
             # the view must read what the binding's arrays hold
             if not np.array_equal(self._view.take(self.index), self._gather_each(), equal_nan=True):
                 self.one_take, self._view, self.index = False, None, None
+        self.view = self._view
 
     def _gather_each(self) -> np.ndarray:
         d = self.data
