@@ -20,7 +20,7 @@ REQUIRED = ["mj_step", "compute/pd", "loop/gravity_qp/log", "loop/gravity_qp/nol
             "env_step/wbsim", "env_step/wbsim/mj_step", "env_step/wbsim/fs1",
             "env_step/wbsim/fs1/mj_step", "env_step/humanoid_v5",
             "env_step/humanoid_v5/mj_step", "vec/async_1", "vec/async_2", "vec/full/async_1",
-            "vec/full/async_2"] + [
+            "vec/full/async_2", "vec/fs5/async_1", "vec/fs5/async_2"] + [
     f"compute/gravity_qp/{s}" for s in QP_SOLVERS if s in qpsolvers.available_solvers]
 OPTIONAL = ["compute/projected_id/pinv", "compute/projected_id/qp", "loop/projected_id/qp/log",
             "loop/projected_id/qp/nolog", "render/640x480"]
@@ -108,12 +108,15 @@ def test_ratios_are_paired_with_the_right_reference(quick):
     assert r["env_step/humanoid_v5"]["frame_skip"] == 5 and r["env_step/wbsim"]["frame_skip"] == 5
     assert r["env_step/wbsim/fs1"]["frame_skip"] == 1
     # 2 workers: throughput over 1 worker's, block by block (time of 1 over time of 2)
-    for prefix in ("vec/", "vec/full/"):
+    for prefix in ("vec/", "vec/full/", "vec/fs5/"):
         v1, v2 = r[f"{prefix}async_1"], r[f"{prefix}async_2"]
         assert v2["block_ratios"] == pytest.approx(
             [a / b for a, b in zip(v1["block_values"], v2["block_values"], strict=True)])
     assert "info_mode='lean'" in r["vec/async_2"]["what"], r["vec/async_2"]["what"]
     assert "info_mode='full'" in r["vec/full/async_2"]["what"]
+    # the target entry is wbsim's default frame_skip; frame_skip 5 is reported next to it
+    assert r["vec/async_2"]["frame_skip"] == 1 and r["vec/fs5/async_2"]["frame_skip"] == 5
+    assert r["vec/async_2"].get("target") and not r["vec/fs5/async_2"].get("target")
     for key in ("loop/gravity_qp/log", "loop/gravity_qp/nolog"):
         e = r[key]
         assert e["env_dt"] == pytest.approx(0.002)
