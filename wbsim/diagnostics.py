@@ -814,20 +814,8 @@ class MomentumBalance:
         """:meth:`residual` for float arrays, with its norm (N, mixed N and N·m); the residual is
         a scratch buffer, overwritten by the next call.
 
-        The per-step path: the operations of :meth:`acceleration` are inlined (one Python call
-        fewer); ``tests/test_diagnostics.py`` checks both against ``solve(velocity_map, qacc -
-        Tdot v)``."""
-        a = qacc.copy() if self._a_index is None else qacc.take(self._a_index)
-        if self._floating:
-            x, y, z, w = q[3:7].tolist()
-            l0, l1, l2, w0, w1, w2 = v[0:6].tolist()
-            b0, b1, b2 = a[0:3].tolist()
-            s = 1.0 / math.sqrt(x * x + y * y + z * z + w * w)
-            x, y, z, w = -x * s, -y * s, -z * s, w * s  # the conjugate: rotation by R^T
-            t0, t1, t2 = 2.0 * (y * b2 - z * b1), 2.0 * (z * b0 - x * b2), 2.0 * (x * b1 - y * b0)
-            a[0] = b0 + w * t0 + (y * t2 - z * t1) - (w1 * l2 - w2 * l1)
-            a[1] = b1 + w * t1 + (z * t0 - x * t2) - (w2 * l0 - w0 * l2)
-            a[2] = b2 + w * t2 + (x * t1 - y * t0) - (w0 * l1 - w1 * l0)
+        ``tests/test_diagnostics.py`` checks it against ``solve(velocity_map, qacc - Tdot v)``."""
+        a = self._vdot(q, v, qacc)
         dhg, com = self._out or self._outputs()
         pin.computeCentroidalMomentumTimeVariation(self.model, self.data, q, v, a)
         d0, d1, d2, d3, d4, d5 = dhg.tolist()  # the result, data.dhg: [linear; angular]
@@ -868,27 +856,26 @@ class MomentumBalance:
                            sensing: ContactSensing) -> np.ndarray:
         """:meth:`residual` reading ``qacc``, ``xfrc_applied`` and ``xipos`` from ``data`` (right
         after ``mj_step`` or ``mj_forward``; ``q, v`` the state they belong to)."""
-        views = self._views
-        if views is None or views[0] is not data:  # MjData's arrays are views of fixed buffers
-            views = self._views = (data, data.qacc, data.xfrc_applied, data.xipos)
-        if type(q) is not np.ndarray or type(v) is not np.ndarray:
-            q, v = np.asarray(q, dtype=float), np.asarray(v, dtype=float)
-        if np.count_nonzero(views[2]):
-            return self._residual(q, v, views[1], sensing, views[2], views[3])[0].copy()
-        return self._residual(q, v, views[1], sensing, None, None)[0].copy()
+        return self._from_data(data, q, v, sensing)[0].copy()
 
     def relative_from_data(self, data: mujoco.MjData, q: np.ndarray, v: np.ndarray,
                            sensing: ContactSensing) -> float:
         """``relative(residual_from_data(data, q, v, sensing))``: the same float, bit for bit (the
         per-step call of :func:`wbsim.rollout.run_episode`)."""
+        return self._from_data(data, q, v, sensing)[1] / self.weight
+
+    def _from_data(self, data: mujoco.MjData, q: np.ndarray, v: np.ndarray,
+                   sensing: ContactSensing) -> tuple[np.ndarray, float]:
+        """:meth:`_residual` on ``data``'s ``qacc`` (and ``xfrc_applied``, ``xipos`` when something
+        pushes), through views cached per ``MjData`` (its arrays are views of fixed buffers)."""
         views = self._views
         if views is None or views[0] is not data:
             views = self._views = (data, data.qacc, data.xfrc_applied, data.xipos)
         if type(q) is not np.ndarray or type(v) is not np.ndarray:
             q, v = np.asarray(q, dtype=float), np.asarray(v, dtype=float)
         if np.count_nonzero(views[2]):
-            return self._residual(q, v, views[1], sensing, views[2], views[3])[1] / self.weight
-        return self._residual(q, v, views[1], sensing, None, None)[1] / self.weight
+            return self._residual(q, v, views[1], sensing, views[2], views[3])
+        return self._residual(q, v, views[1], sensing, None, None)
 
     def _outputs(self) -> tuple[np.ndarray, np.ndarray]:
         """Views ``(6,)`` of ``data.dhg`` and ``(3,)`` of ``data.com[0]`` (Pinocchio hands out views
