@@ -68,8 +68,8 @@ import numpy as np
 
 import wbsim
 from wbsim.contacts import ContactSensor, support_polygon
-from wbsim.controllers.base import ContactSchedule, RobotState
-from wbsim.conventions import MjDataGather
+from wbsim.controllers.base import ContactSchedule, RobotState, _build
+from wbsim.conventions import MjDataGather, world_to_base_velocity
 from wbsim.envs.schedules import PhasePlan, standing_plan
 from wbsim.errors import WbsimError
 
@@ -220,7 +220,7 @@ class HumanoidEnv(gym.Env):
         a = self.check_action(action)
         d, m = self.data, self.model
         if self._pd is None:
-            tau = a * self.effort
+            tau = np.multiply(a, self.effort, out=a)  # a is check_action's fresh array
             self.tau = tau
             if self.push_magnitude <= 0.0:
                 d.ctrl[:] = tau
@@ -245,11 +245,14 @@ class HumanoidEnv(gym.Env):
         self.sensing = sensing = self.sensor.sense(d)
         non_sole = sorted(sensing.non_sole_contacts) if sensing.non_sole_contacts else []
         state = self._read_state()
-        fell = bool(state[0][2] < self.fall_height * self._base_height0 or non_sole)
+        fell = bool(state[3][0] < self.fall_height * self._base_height0 or non_sole)
         terms = self._reward_terms(fell, state)
-        reward = float(sum(terms.values()))
-        truncated = bool(d.time >= self.max_seconds - 1e-9) and not fell
-        obs, info = self._observe(fell=fell, reward_terms=terms, non_sole=non_sole, state=state)
+        # the sum of the terms in their order, as sum(terms.values()) adds them
+        reward = (0.0 + terms["alive"] + terms["upright"] + terms["posture"] + terms["torque"]
+                  + terms["base_velocity"])
+        t = float(d.time)
+        truncated = t >= self.max_seconds - 1e-9 and not fell
+        obs, info = self._observe(fell=fell, reward_terms=terms, non_sole=non_sole, state=state, t=t)
         return obs, reward, fell, truncated, info
 
     def render(self):
@@ -361,12 +364,20 @@ class HumanoidEnv(gym.Env):
         """The action as floats clipped to [-1, 1] (a fresh array); ``ValueError`` for a wrong shape
         or NaN/inf. (Entries beyond ~1e154 in size also make numpy warn of an overflow in the
         one-call finiteness check; they are then checked one by one and clipped.)"""
-        a = np.array(action, dtype=float)  # a fresh copy, clipped in place below
+        # a fresh float copy, clipped in place below (astype: the same copy as np.array(action,
+        # dtype=float) for a plain ndarray, in a cheaper call)
+        a = action.astype(np.float64) if type(action) is np.ndarray else np.array(action, dtype=float)
         if a.shape != self._action_shape:
             raise ValueError(f"{self.env_id}: action of shape {a.shape}; expected {self.action_space}")
         # a finite sum of squares means every entry is finite (one call); else look closer (it
         # may have overflowed)
-        if not math.isfinite(a.dot(a)) and not np.isfinite(a).all():
+        ss = float(a.dot(a))
+        if ss <= 1.0:
+            # no entry beyond [-1, 1]: a sum of nonnegative squares, rounded, is never below any of
+            # its terms' rounded squares, and the rounded square of |x| > 1 is > 1; so clipping
+            # would change nothing (the usual case of small actions: two numpy calls fewer)
+            return a
+        if not math.isfinite(ss) and not np.isfinite(a).all():
             bad = [self.robot.joint_names[i] for i in np.flatnonzero(~np.isfinite(a))]
             raise ValueError(f"{self.env_id}: action has NaN/inf at {', '.join(bad[:5])}; "
                              f"expected finite values in {self.action_space}")
@@ -405,18 +416,24 @@ class HumanoidEnv(gym.Env):
         conv = self.robot.converter
         nq, nv, n = conv.nq_pin, conv.nv_pin, self.robot.n_joints
         self._action_shape = self.action_space.shape
-        # S = [q (nq) | v (nv) | CoM (3) | joint angles, joint_names order (n) | extras (7)], read
-        # with one gather (the extras' slots are filled with qpos[0], then overwritten)
+        # S = [q (nq) | v (nv) | CoM (3) | joint angles, joint_names order (n) | extras (7) |
+        # scalars (10)], read with one gather (the extras' slots are filled with qpos[0], then
+        # overwritten); the scalars are copies of q[2], q[3:7], v[0:3] (world, before the
+        # rotation) and the CoM's x, y, read as Python floats with one tolist
         self._n_extras = 7
-        self._state_parts = (("qpos", conv.q_from_mj), ("qvel", conv.v_from_mj),
+        q_map, v_map = conv.q_from_mj, conv.v_from_mj
+        self._state_parts = (("qpos", q_map), ("qvel", v_map),
                              ("subtree_com", [3, 4, 5]), ("qpos", conv.mj_qadr),
-                             ("qpos", [0] * self._n_extras))
+                             ("qpos", [0] * self._n_extras),
+                             ("qpos", q_map[2:7]), ("qvel", v_map[0:3]), ("subtree_com", [3, 4]))
         self._state_gather = MjDataGather(self.data, self._state_parts)
         self._s_v = slice(nq, nq + nv)
-        self._s_com_xy = slice(nq + nv, nq + nv + 2)
         self._s_joints = slice(nq + nv + 3, nq + nv + 3 + n)
         extras = nq + nv + 3 + n
         self._s_extras = slice(extras, extras + self._n_extras)
+        self._i_extras = tuple(range(extras, extras + self._n_extras))
+        self._s_scalars = slice(extras + self._n_extras, extras + self._n_extras + 10)
+        self._i_v_lin = (nq, nq + 1, nq + 2)
         # the observation: one take from S
         self._obs_index = np.concatenate([
             [2, 6, 3, 4, 5],                 # base height, quaternion (w, x, y, z) from q's (x, y, z, w)
@@ -428,52 +445,68 @@ class HumanoidEnv(gym.Env):
         assert self._obs_index.size == self.observation_space.shape[0]
         self._q_ref_joints = self._q_ref[conv.pin_qidx]
         # sole point rows of each planned contact set, for the support centre
-        self._centre_rows: dict[frozenset[str], tuple[int, ...]] = {}
+        self._centre_rows: dict[frozenset[str], tuple[int, ...] | slice] = {}
 
-    def _read_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[float, ...]]:
-        """The state of ``self.data``, one gather: ``(S, q, v, (x, y, z, w, vx, vy, vz))`` with
-        ``S`` the fresh buffer of :meth:`_init_fast_paths`, ``q`` ``(nq,)`` and ``v`` ``(nv,)`` the
-        Pinocchio state (views of ``S``, as :meth:`~wbsim.conventions.StateConverter.mj_to_pin`
-        gives them), the base quaternion and the base's world linear velocity (m/s) as floats."""
+    def _read_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[float]]:
+        """The state of ``self.data``, one gather: ``(S, q, v, [h, x, y, z, w, vx, vy, vz, cx,
+        cy])`` with ``S`` the fresh buffer of :meth:`_init_fast_paths`, ``q`` ``(nq,)`` and ``v``
+        ``(nv,)`` the Pinocchio state (views of ``S``, as
+        :meth:`~wbsim.conventions.StateConverter.mj_to_pin` gives them), then as floats the base
+        height (m), the base quaternion, the base's world linear velocity (m/s) and the CoM's x, y
+        (world, m)."""
         if self._state_gather.data is not self.data:  # data replaced: gather from the new one
             self._state_gather = MjDataGather(self.data, self._state_parts)
         S = self._state_gather.gather()
-        q, v = S[:self._s_v.start], S[self._s_v]
-        base = self.robot.converter.base_velocity_to_local(q, v)
-        return S, q, v, base
+        scalars = S[self._s_scalars].tolist()
+        _, x, y, z, w, vx, vy, vz, _, _ = scalars
+        # v[0:3] into the base frame (StateConverter.base_velocity_to_local's rotation)
+        i, j, k = self._i_v_lin
+        S[i], S[j], S[k] = world_to_base_velocity(x, y, z, w, vx, vy, vz)
+        return S, S[:i], S[self._s_v], scalars
 
     def _support_centre(self, planned: frozenset[str]) -> tuple[float, float]:
         """x, y (m, world) of the mean of the sole points of the feet in ``planned``."""
         rows = self._centre_rows.get(planned)
         if rows is None:
             rows = tuple(i for i, f in enumerate(self.sensing.point_foot) if f in planned)
+            if rows and rows == tuple(range(rows[0], rows[-1] + 1)):
+                rows = slice(rows[0], rows[-1] + 1)  # consecutive rows (the usual case): a slice
             self._centre_rows[planned] = rows
         pts = self.sensing.position_world.tolist()
+        if type(rows) is slice:
+            pts = pts[rows]
+            n = len(pts)
+        else:
+            pts = [pts[i] for i in rows]
+            n = len(rows)
         cx = cy = 0.0
-        for i in rows:
-            p = pts[i]
+        for p in pts:
             cx += p[0]
             cy += p[1]
-        return cx / len(rows), cy / len(rows)
+        return cx / n, cy / n
 
     def _observe(self, fell: bool, reward_terms: dict[str, float], non_sole: list[str] | None = None,
-                 state: tuple | None = None) -> tuple[np.ndarray, dict[str, Any]]:
+                 state: tuple | None = None, t: float | None = None
+                 ) -> tuple[np.ndarray, dict[str, Any]]:
         """Observation and info of the current state (``state``: :meth:`_read_state`'s, read if
-        ``None``; the schedule computed once)."""
-        S, q, v, _ = self._read_state() if state is None else state
-        t = float(self.data.time)
+        ``None``; ``t``: ``float(data.time)``, read if ``None``; the schedule computed once)."""
+        S, q, v, scalars = self._read_state() if state is None else state
+        if t is None:
+            t = float(self.data.time)
         sched = self.plan.at(t)
         sensed = self.sensing.feet_in_contact
         planned = sched.contact_set
         cx, cy = self._support_centre(planned or FEET_SET)
-        com_x, com_y = S[self._s_com_xy].tolist()
         duration = sched.phase_duration
-        S[self._s_extras] = (com_x - cx, com_y - cy,
-                             1.0 if "left_foot" in sensed else 0.0,
-                             1.0 if "right_foot" in sensed else 0.0,
-                             1.0 if "left_foot" in planned else 0.0,
-                             1.0 if "right_foot" in planned else 0.0,
-                             sched.phase_time / duration if math.isfinite(duration) else 0.0)
+        # item writes (cheaper than one slice write from a tuple)
+        e0, e1, e2, e3, e4, e5, e6 = self._i_extras
+        S[e0] = scalars[8] - cx
+        S[e1] = scalars[9] - cy
+        S[e2] = 1.0 if "left_foot" in sensed else 0.0
+        S[e3] = 1.0 if "right_foot" in sensed else 0.0
+        S[e4] = 1.0 if "left_foot" in planned else 0.0
+        S[e5] = 1.0 if "right_foot" in planned else 0.0
+        S[e6] = sched.phase_time / duration if math.isfinite(duration) else 0.0
         obs = S.take(self._obs_index).astype(np.float32)
         if self.info_mode == "lean":
             return obs, {"t": t, "fell": fell, "reward_terms": reward_terms}
@@ -481,7 +514,8 @@ class HumanoidEnv(gym.Env):
         push_force = self._push_force.copy() if pushing else np.zeros(3)
         info = {
             "t": t,
-            "state": RobotState(t=t, q=q, v=v, sensed_contacts=sensed),
+            # RobotState(t=t, q=q, v=v, sensed_contacts=sensed) without its frozen __init__
+            "state": _build(RobotState, {"t": t, "q": q, "v": v, "sensed_contacts": sensed}),
             "schedule": sched,
             "sensed_contacts": sensed,
             "contacts": self.sensing,
@@ -497,9 +531,11 @@ class HumanoidEnv(gym.Env):
         rotation entry (``mju_quat2Mat``'s formula), mean squares as dot products. ``state``:
         :meth:`_read_state`'s (read if ``None``)."""
         w = self.reward_weights
-        S, _, _, (qx, qy, qz, qw, vx, vy, vz) = self._read_state() if state is None else state
+        S, _, _, (_, qx, qy, qz, qw, vx, vy, vz, _, _) = (self._read_state() if state is None
+                                                          else state)
         r22 = qw * qw - qx * qx - qy * qy + qz * qz
-        tilt = math.acos(min(max(r22, -1.0), 1.0))
+        # min(max(r22, -1.0), 1.0), NaN kept
+        tilt = math.acos(-1.0 if r22 < -1.0 else (1.0 if r22 > 1.0 else r22))
         qerr = S[self._s_joints] - self._q_ref_joints
         u = self.tau / self.effort
         return {

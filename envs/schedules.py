@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from wbsim.controllers.base import ContactSchedule
+from wbsim.controllers.base import ContactSchedule, _build
 
 __all__ = ["Phase", "PhasePlan", "standing_plan", "BOTH_FEET"]
 
@@ -71,6 +71,13 @@ class PhasePlan:
         self._next = [self.phases[i + 1] if i + 1 < len(self.phases)
                       else (self.phases[self.repeat_from] if periodic else p)
                       for i, p in enumerate(self.phases)]
+        # per phase, the schedule's fields that do not change within the phase (field order; at()
+        # fills phase_time and targets)
+        self._fields = [{"contact_set": p.contact_set, "next_contact_set": nxt.contact_set,
+                         "phase": p.name, "phase_index": i, "phase_time": 0.0,
+                         "phase_duration": p.duration, "targets": None}
+                        for i, (p, nxt) in enumerate(zip(self.phases, self._next))]
+        assert list(self._fields[0]) == list(ContactSchedule.__dataclass_fields__)
 
     @property
     def duration(self) -> float:
@@ -106,19 +113,21 @@ class PhasePlan:
         t_in = t - self._starts[i]
         finite = self._finite[i]
         s = min(max(t_in / phase.duration, 0.0), 1.0) if finite else 0.0
-        context = self.context
-        targets = {name: fn(s, context) for name, fn in phase.targets.items()}
-        if finite and targets:
-            # time derivatives for feed-forward, by central differences in the phase progress s
-            ds = 1e-4
-            lo, hi = max(s - ds, 0.0), min(s + ds, 1.0)
-            scale = (hi - lo) * phase.duration
-            for name, fn in phase.targets.items():
-                targets[f"{name}_velocity"] = (fn(hi, context) - fn(lo, context)) / scale
-        return ContactSchedule(contact_set=phase.contact_set,
-                               next_contact_set=self._next[i].contact_set, phase=phase.name,
-                               phase_index=i, phase_time=float(t_in),
-                               phase_duration=phase.duration, targets=targets)
+        if phase.targets:
+            context = self.context
+            targets = {name: fn(s, context) for name, fn in phase.targets.items()}
+            if finite:
+                # time derivatives for feed-forward, by central differences in the phase progress s
+                ds = 1e-4
+                lo, hi = max(s - ds, 0.0), min(s + ds, 1.0)
+                scale = (hi - lo) * phase.duration
+                for name, fn in phase.targets.items():
+                    targets[f"{name}_velocity"] = (fn(hi, context) - fn(lo, context)) / scale
+        else:
+            targets = {}
+        # ContactSchedule(**fields) built without its frozen __init__ (the same object, ~3x cheaper)
+        return _build(ContactSchedule, {**self._fields[i], "phase_time": float(t_in),
+                                        "targets": targets})
 
     def switch_times(self, horizon: float) -> list[tuple[float, frozenset[str], frozenset[str]]]:
         """Planned contact-set switches up to ``horizon`` s: ``(time, before, after)``."""

@@ -165,3 +165,27 @@ def test_mj_data_gather_rejects_bad_parts(g1):
         MjDataGather(d, [("qpos", [g1.mj_model.nq])])
     with pytest.raises(TypeError, match="new one"):
         pickle.dumps(MjDataGather(d, [("qpos", [0])]))
+
+
+def test_world_to_base_velocity_matches_pinocchio():
+    """The scalar rotation of the env's per-step path equals R^T v with R from Pinocchio's normalised
+    quaternion, for unnormalised quaternions; ``base_velocity_to_local`` uses it; a zero quaternion
+    is refused."""
+    import wbsim
+    from wbsim.conventions import world_to_base_velocity
+
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        x, y, z, w = rng.normal(size=4) * rng.uniform(0.1, 3.0)
+        vel = rng.normal(size=3)
+        R = pin.Quaternion(np.array([x, y, z, w])).normalized().toRotationMatrix()
+        np.testing.assert_allclose(world_to_base_velocity(x, y, z, w, *vel), R.T @ vel,
+                                   rtol=0, atol=1e-14)
+    conv = wbsim.load_robot("g1").converter
+    q, v = np.zeros(conv.nq_pin), np.zeros(conv.nv_pin)
+    q[3:7], v[0:3] = [0.1, -0.4, 0.3, 0.8], [0.5, -1.0, 2.0]
+    expected = world_to_base_velocity(0.1, -0.4, 0.3, 0.8, 0.5, -1.0, 2.0)
+    assert conv.base_velocity_to_local(q, v) == (0.1, -0.4, 0.3, 0.8, 0.5, -1.0, 2.0)
+    assert tuple(v[0:3]) == expected
+    with pytest.raises(wbsim.WbsimError, match="quaternion is zero"):
+        world_to_base_velocity(0.0, 0.0, 0.0, 0.0, 1.0, 2.0, 3.0)

@@ -391,3 +391,33 @@ def test_action_check_edges():
     bad[2] = -np.inf
     with pytest.raises(ValueError, match="NaN/inf at left_hip_yaw_joint"):
         e1.step(bad)
+
+
+def test_check_action_is_a_clipped_float_copy():
+    """``check_action`` (astype copy; clipping skipped when the sum of squares is <= 1) gives exactly
+    ``np.clip(np.array(action, dtype=float), -1, 1)`` (signs of zeros included), as a fresh float64
+    array, for every input type and for entries just beyond and exactly at +-1."""
+    env = gym.make("wbsim/G1Stand-v0").unwrapped
+    rng = np.random.default_rng(5)
+    above, below = np.nextafter(1.0, 2.0), np.nextafter(-1.0, -2.0)
+    cases = [rng.uniform(-s, s, 29) for s in (0.01, 0.1, 0.18, 0.5, 1.0, 3.0)]
+    for value in (above, below, 1.0, -1.0, np.nextafter(1.0, 0.0), -0.0, 1.0 + 1e-9):
+        a = np.zeros(29)
+        a[7] = value
+        cases.append(a)
+    cases.append(np.full(29, 1.0 / np.sqrt(29)))  # sum of squares ~1
+    inputs = []
+    for a in cases:
+        inputs += [a, a.astype(np.float32), a.tolist(), np.asfortranarray(a), a[::-1].copy()[::-1],
+                   np.round(a).astype(np.int64)]
+    for x in inputs:
+        out = env.check_action(x)
+        ref = np.clip(np.array(x, dtype=float), -1.0, 1.0)
+        assert out.dtype == np.float64 and out.shape == (29,)
+        assert np.array_equal(out, ref) and np.array_equal(np.signbit(out), np.signbit(ref))
+        if isinstance(x, np.ndarray):
+            assert not np.shares_memory(out, x)
+    a = np.zeros(29)
+    a[3] = above
+    assert env.check_action(a)[3] == 1.0 and a[3] == above  # clipped, input untouched
+    env.close()

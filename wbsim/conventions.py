@@ -40,7 +40,33 @@ __all__ = [
     "quat_wxyz_to_xyzw",
     "quat_xyzw_to_wxyz",
     "rotation_from_wxyz",
+    "world_to_base_velocity",
 ]
+
+
+def world_to_base_velocity(x: float, y: float, z: float, w: float, vx: float, vy: float,
+                           vz: float) -> tuple[float, float, float]:
+    """A world-frame vector ``(vx, vy, vz)`` (e.g. the base's linear velocity, m/s) in the frame of
+    the base quaternion ``(x, y, z, w)`` (base to world, Pinocchio's order; normalised here):
+    ``R^T v`` with ``R`` the rotation matrix of ``mujoco.mju_quat2Mat``, written out on Python
+    floats (this runs every env step). The rotation of
+    :meth:`StateConverter.base_velocity_to_local`.
+
+    Raises:
+        WbsimError: a zero quaternion.
+    """
+    n = math.sqrt(w * w + x * x + y * y + z * z)
+    if n == 0.0:
+        raise WbsimError("mj_to_pin: the base quaternion is zero")
+    w, x, y, z = w / n, x / n, y / n, z / n
+    # R (base to world) of the unit quaternion, as mju_quat2Mat; v_base = R^T v_world
+    q00, q01, q02, q03 = w * w, w * x, w * y, w * z
+    q11, q12, q13 = x * x, x * y, x * z
+    q22, q23, q33 = y * y, y * z, z * z
+    r0, r1, r2 = q00 + q11 - q22 - q33, 2 * (q12 - q03), 2 * (q13 + q02)
+    r3, r4, r5 = 2 * (q12 + q03), q00 - q11 + q22 - q33, 2 * (q23 - q01)
+    r6, r7, r8 = 2 * (q13 - q02), 2 * (q23 + q01), q00 - q11 - q22 + q33
+    return (r0 * vx + r3 * vy + r6 * vz, r1 * vx + r4 * vy + r7 * vz, r2 * vx + r5 * vy + r8 * vz)
 
 
 def quat_wxyz_to_xyzw(quat_wxyz: np.ndarray) -> np.ndarray:
@@ -276,19 +302,9 @@ class StateConverter:
             WbsimError: a zero base quaternion.
         """
         x0, y0, z0, w0 = q[3:7].tolist()
-        n = math.sqrt(w0 * w0 + x0 * x0 + y0 * y0 + z0 * z0)
-        if n == 0.0:
-            raise WbsimError("mj_to_pin: the base quaternion is zero")
-        w, x, y, z = w0 / n, x0 / n, y0 / n, z0 / n
-        # R (base to world) of the unit quaternion, as mju_quat2Mat; v_base = R^T v_world
-        q00, q01, q02, q03 = w * w, w * x, w * y, w * z
-        q11, q12, q13 = x * x, x * y, x * z
-        q22, q23, q33 = y * y, y * z, z * z
-        r0, r1, r2 = q00 + q11 - q22 - q33, 2 * (q12 - q03), 2 * (q13 + q02)
-        r3, r4, r5 = 2 * (q12 + q03), q00 - q11 + q22 - q33, 2 * (q23 - q01)
-        r6, r7, r8 = 2 * (q13 - q02), 2 * (q23 + q01), q00 - q11 - q22 + q33
         a, b, c = v[0:3].tolist()
-        v[0:3] = (r0 * a + r3 * b + r6 * c, r1 * a + r4 * b + r7 * c, r2 * a + r5 * b + r8 * c)
+        # three item writes (cheaper than one slice write from a tuple)
+        v[0], v[1], v[2] = world_to_base_velocity(x0, y0, z0, w0, a, b, c)
         return x0, y0, z0, w0, a, b, c
 
     def pin_to_mj(self, q: np.ndarray, v: np.ndarray | None = None):
