@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
 
 import mujoco
@@ -16,6 +17,9 @@ from wbsim.errors import WbsimError
 from wbsim.overlay import OverlayData, draw_geoms
 
 __all__ = ["Viewer", "NO_DISPLAY_MESSAGE"]
+
+#: longest wait, s, for the viewer's render thread to finish in :meth:`Viewer.close`
+CLOSE_TIMEOUT_S = 10.0
 
 NO_DISPLAY_MESSAGE = (
     "the viewer needs a display, and there is none (DISPLAY is not set). Run headless instead: "
@@ -39,11 +43,14 @@ class Viewer:
                              " unset MUJOCO_GL when a display is present")
         import mujoco.viewer
 
+        before = set(threading.enumerate())
         try:
             self.handle = mujoco.viewer.launch_passive(model, data, show_left_ui=False,
                                                        show_right_ui=False)
         except Exception as exc:
             raise WbsimError(f"cannot open MuJoCo's viewer ({exc}). {NO_DISPLAY_MESSAGE}") from exc
+        # the render thread launch_passive started (it does not hand it out): close() joins it
+        self._threads = [t for t in threading.enumerate() if t not in before]
         self.model, self.data, self.realtime = model, data, realtime
         self._wall0 = time.perf_counter()
         self._sim0 = data.time
@@ -73,6 +80,8 @@ class Viewer:
         if getattr(self, "handle", None) is not None:
             self.handle.close()
             self.handle = None
-            # let the render thread tear down its GLFW window before the interpreter exits: without
-            # this pause the process segfaults at exit (google-deepmind/mujoco#790, seen here too)
-            time.sleep(0.3)
+            # wait until the render thread has torn down its GLFW window: a process that exits
+            # while it still runs segfaults (google-deepmind/mujoco#790; a fixed 0.3 s pause here
+            # was not always enough on a loaded machine)
+            for thread in self._threads:
+                thread.join(timeout=CLOSE_TIMEOUT_S)
