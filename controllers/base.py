@@ -7,13 +7,21 @@ Controllers see the Pinocchio state ``(q, v)`` and the robot's models; they neve
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["Command", "ContactSchedule", "Controller", "RobotState", "STANDING"]
+__all__ = ["Command", "ContactSchedule", "Controller", "RobotState", "STANDING", "is_real"]
+
+
+def is_real(value: Any) -> bool:
+    """True for a real number (``int``, ``float``, a numpy integer or float); False for anything else,
+    ``bool`` included (``-c frequency_hz=true`` is a mistake, not 1). Option checks call it before
+    comparing a value, so a string gives a clear error instead of a ``TypeError``."""
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
 
 
 def _equal(a: Any, b: Any) -> bool:

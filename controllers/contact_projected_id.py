@@ -86,7 +86,7 @@ import numpy as np
 import pinocchio as pin
 import qpsolvers
 from scipy.linalg.lapack import dposv as _dposv
-from wbsim.controllers.base import Command, ContactSchedule, RobotState
+from wbsim.controllers.base import Command, ContactSchedule, RobotState, is_real
 from wbsim.controllers.tasks import (
     ComTask,
     DynamicsSnapshot,
@@ -988,6 +988,13 @@ class ContactProjectedID:
             raise UnknownNameError("task space", task_space, TASK_SPACES)
         if pinv_forces not in PINV_FORCES:
             raise UnknownNameError("pinv force model", pinv_forces, PINV_FORCES)
+        for name, value in (("mu", mu), ("force_weight", force_weight),
+                            ("relax_weight", relax_weight), ("regularization", regularization),
+                            ("transition_time", transition_time),
+                            ("transition_force", transition_force), ("release_time", release_time),
+                            ("min_normal_force", min_normal_force), ("com_margin", com_margin)):
+            if not is_real(value):
+                raise WbsimError(f"{name} must be a real number, got {value!r}")
         if not (mu > 0):
             raise WbsimError(f"mu must be > 0, got {mu!r}")
         if not (force_weight > 0 and relax_weight > 0 and regularization > 0):

@@ -153,7 +153,7 @@ try:  # DAQP called directly on the condensed QP (qpsolvers lists it when instal
 except ImportError:  # pragma: no cover - then qpsolvers does not offer "daqp" either
     daqp = None
 
-from wbsim.controllers.base import Command, ContactSchedule, RobotState
+from wbsim.controllers.base import Command, ContactSchedule, RobotState, is_real
 from wbsim.controllers.pd import JointPD, PDGains
 from wbsim.errors import UnknownNameError, WbsimError
 
@@ -730,14 +730,16 @@ class GravityCompensationQP:
                 "method 'single' needs contact_model='wrench': with 4 point forces per foot the "
                 "single-support forces are not unique (12 unknowns, 6 equations)"
             )
-        for label, value, ok in (("eps", eps, eps > 0), ("mu", mu, mu > 0),
-                                 ("f_min", f_min, f_min >= 0),
-                                 ("frequency_hz", frequency_hz, frequency_hz > 0),
-                                 ("damping_ratio", damping_ratio, damping_ratio >= 0),
-                                 ("feasibility_tol", feasibility_tol, feasibility_tol >= 0),
-                                 ("residual_tol", residual_tol, residual_tol >= 0)):
-            if not (np.isfinite(value) and ok):
-                raise GravityCompensationError(f"{label} = {value!r} is out of range")
+        for label, value, expected in (("eps", eps, "> 0"), ("mu", mu, "> 0"),
+                                       ("f_min", f_min, ">= 0"),
+                                       ("frequency_hz", frequency_hz, "> 0"),
+                                       ("damping_ratio", damping_ratio, ">= 0"),
+                                       ("feasibility_tol", feasibility_tol, ">= 0"),
+                                       ("residual_tol", residual_tol, ">= 0")):
+            if not (is_real(value) and np.isfinite(value)
+                    and (value > 0 if expected == "> 0" else value >= 0)):
+                raise GravityCompensationError(f"{label} = {value!r}: expected a finite number "
+                                               f"{expected}")
         self.robot = robot
         self.contact_model = contact_model
         self.method = method

@@ -30,7 +30,7 @@ import numpy as np
 import pinocchio as pin
 from scipy.linalg import cho_factor, cho_solve
 
-from wbsim.controllers.base import Command, ContactSchedule, RobotState
+from wbsim.controllers.base import Command, ContactSchedule, RobotState, is_real
 from wbsim.errors import WbsimError
 
 __all__ = ["JointPD", "PDController", "PDGains", "ZeroController", "inertia_scaled_gains",
@@ -45,10 +45,13 @@ class PDGains:
     damping_ratio: float = 1.0
 
     def __post_init__(self):
-        if not (np.isfinite(self.frequency_hz) and self.frequency_hz > 0):
-            raise WbsimError(f"frequency_hz must be > 0, got {self.frequency_hz}")
-        if not (np.isfinite(self.damping_ratio) and self.damping_ratio >= 0):
-            raise WbsimError(f"damping_ratio must be >= 0, got {self.damping_ratio}")
+        if not (is_real(self.frequency_hz) and np.isfinite(self.frequency_hz)
+                and self.frequency_hz > 0):
+            raise WbsimError(f"frequency_hz must be a finite number > 0, got {self.frequency_hz!r}")
+        if not (is_real(self.damping_ratio) and np.isfinite(self.damping_ratio)
+                and self.damping_ratio >= 0):
+            raise WbsimError(f"damping_ratio must be a finite number >= 0, got "
+                             f"{self.damping_ratio!r}")
 
 
 def joint_space_inertia(robot, q: np.ndarray) -> np.ndarray:

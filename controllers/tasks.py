@@ -39,6 +39,7 @@ import numpy as np
 import pinocchio as pin
 from scipy.linalg.lapack import dposv, dpotrf, dpotrs
 
+from wbsim.controllers.base import is_real
 from wbsim.errors import WbsimError
 
 __all__ = [
@@ -122,6 +123,10 @@ class TaskGains:
     weight: float = 1.0
 
     def __post_init__(self):
+        for f in fields(self):
+            if not is_real(getattr(self, f.name)):
+                raise WbsimError(f"TaskGains: {f.name} must be a real number, got "
+                                 f"{getattr(self, f.name)!r}")
         w = 2.0 * np.pi * self.frequency_hz
         object.__setattr__(self, "_kp", w * w)
         object.__setattr__(self, "_kd", 2.0 * self.damping_ratio * w)
@@ -155,7 +160,7 @@ class TaskGains:
                 raise WbsimError(f"TaskGains: unknown keys {sorted(unknown)}; known: {sorted(known)}")
             return cls(**value)
         if isinstance(value, (tuple, list)) and 1 <= len(value) <= 3:
-            return cls(*(float(x) for x in value))
+            return cls(*(float(x) if is_real(x) else x for x in value))
         raise WbsimError(f"TaskGains: cannot build gains from {value!r}")
 
 

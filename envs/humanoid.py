@@ -59,6 +59,7 @@ merges three keys instead of nine. The rest stays reachable on the env itself
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -68,7 +69,7 @@ import numpy as np
 
 import wbsim
 from wbsim.contacts import ContactSensor, support_polygon
-from wbsim.controllers.base import ContactSchedule, RobotState, _build
+from wbsim.controllers.base import ContactSchedule, RobotState, _build, is_real
 from wbsim.conventions import MjDataGather, world_to_base_velocity
 from wbsim.envs.schedules import PhasePlan, standing_plan
 from wbsim.errors import WbsimError
@@ -133,6 +134,29 @@ class HumanoidEnv(gym.Env):
         if unknown:
             raise WbsimError(f"{env_id}: unknown reward weights {sorted(unknown)}; known: "
                              f"{sorted(DEFAULT_REWARD_WEIGHTS)}")
+        inf = math.inf
+        for name, value, integer, ok, expected in (  # ok runs on real numbers only
+                ("frame_skip", frame_skip, True, lambda x: x >= 1, "an integer >= 1"),
+                ("width", width, True, lambda x: x >= 1, "an integer >= 1 (pixels)"),
+                ("height", height, True, lambda x: x >= 1, "an integer >= 1 (pixels)"),
+                ("max_seconds", max_seconds, False, lambda x: x > 0, "a number > 0 (s)"),
+                ("reset_noise_scale", reset_noise_scale, False, lambda x: 0 <= x < inf,
+                 "a finite number >= 0 (rad)"),
+                ("fall_height", fall_height, False, lambda x: 0 <= x <= 1,
+                 "a number in [0, 1] (fraction of the reset base height)"),
+                ("push_magnitude", push_magnitude, False, lambda x: 0 <= x < inf,
+                 "a finite number >= 0 (N)"),
+                ("push_interval", push_interval, False, lambda x: 0 < x < inf,
+                 "a finite number > 0 (s)"),
+                ("push_duration", push_duration, False, lambda x: 0 <= x < inf,
+                 "a finite number >= 0 (s)"),
+                ("joint_position_scale", joint_position_scale, False, lambda x: 0 < x < inf,
+                 "a finite number > 0 (rad per unit action)"),
+                ("pd_frequency_hz", pd_frequency_hz, False, lambda x: 0 < x < inf,
+                 "a finite number > 0 (Hz)")):
+            if not (is_real(value) and (isinstance(value, numbers.Integral) or not integer)
+                    and ok(value)):
+                raise WbsimError(f"{env_id}: {name} must be {expected}, got {value!r}")
         self.env_id = env_id
         self.model = self.robot.mj_model
         self.data = mujoco.MjData(self.model)

@@ -16,7 +16,36 @@ import numpy as np
 
 from wbsim.rollout import EpisodeConfig, run_episode
 
-__all__ = ["run_baseline"]
+__all__ = ["default_json_path", "run_baseline"]
+
+
+def default_json_path(env: str, controller: str,
+                      controller_options: Mapping[str, Any] | None = None) -> str:
+    """``baselines/<env>_<controller>[-key=value...].json``: the env id without its namespace, the
+    controller and its options that differ from the controller's defaults, sorted by key (values as
+    ``-c`` takes them, e.g. ``baselines/G1OneLeg-v0_projected_id-variant=pinv.json``), so runs of
+    two variants do not overwrite each other."""
+    import inspect
+
+    from wbsim.controllers import controller_class
+
+    defaults = {name: p.default for name, p in
+                inspect.signature(controller_class(controller).__init__).parameters.items()}
+    parts = [f"{env.split('/')[-1]}_{controller}"]
+    for key, value in sorted(dict(controller_options or {}).items()):
+        if key in defaults and _same(value, defaults[key]):
+            continue
+        text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+        parts.append(f"{key}={text}".replace("/", "_"))
+    return f"baselines/{'-'.join(parts)}.json"
+
+
+def _same(value: Any, default: Any) -> bool:
+    try:
+        # 3 == 3.0, but True is not 1
+        return (type(value) is bool) == (type(default) is bool) and bool(value == default)
+    except (TypeError, ValueError):  # arrays
+        return False
 
 
 def run_baseline(env: str, controller: str, episodes: int = 20, seed: int = 0,
@@ -26,7 +55,8 @@ def run_baseline(env: str, controller: str, episodes: int = 20, seed: int = 0,
                  json_path: str | Path | None = None, progress: bool = True) -> dict[str, Any]:
     """Run ``episodes`` episodes (seeds ``seed``, ``seed + 1``, ...) and aggregate.
 
-    Returns (and writes to ``json_path`` if given) a dict with ``env``, ``controller``, ``episodes``,
+    Returns (and writes to ``json_path`` if given) a dict with ``env``, ``controller``,
+    ``controller_options`` (as given; baselines written before it was recorded lack it), ``episodes``,
     ``seconds``, ``return_mean``, ``return_std``, ``success_rate``, ``length_mean``, ``length_std``
     (steps), ``fell``, ``events`` (kind -> count summed over the episodes), ``per_episode``.
     """
@@ -55,7 +85,8 @@ def run_baseline(env: str, controller: str, episodes: int = 20, seed: int = 0,
         for kind, n in p["events"].items():
             violations[kind] = violations.get(kind, 0) + n
     out = {
-        "env": env, "controller": controller, "episodes": episodes, "seed": seed,
+        "env": env, "controller": controller,
+        "controller_options": dict(controller_options or {}), "episodes": episodes, "seed": seed,
         "seconds": seconds, "reset_noise_scale": reset_noise_scale,
         "return_mean": float(returns.mean()), "return_std": float(returns.std()),
         "success_rate": float(np.mean(success)), "length_mean": float(lengths.mean()),

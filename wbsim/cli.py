@@ -66,6 +66,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise WbsimError(f"--seconds must be a positive number, got {args.seconds}")
     if not (np.isfinite(args.fps) and args.fps > 0):
         raise WbsimError(f"--fps must be a positive number, got {args.fps}")
+    if args.log and not args.overwrite:  # EpisodeLog replaces a previous run's files
+        log = Path(args.log)
+        if log.exists() and not log.is_dir():
+            raise WbsimError(f"--log {log}: not a folder; expected a new or empty folder")
+        if log.is_dir() and any(log.iterdir()):
+            raise WbsimError(f"--log {log}: the folder is not empty (it holds a run or other "
+                             "files); expected a new or empty folder: pick another one, or pass "
+                             "--overwrite to replace the run in it")
     try:
         summary = run_episode(cfg)
     except KeyboardInterrupt:
@@ -154,12 +162,14 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_baseline(args: argparse.Namespace) -> int:
-    from wbsim.baseline import run_baseline
+    from wbsim.baseline import default_json_path, run_baseline
 
+    controller_options = _parse_options(args.controller_option)
     out = run_baseline(args.env, args.controller, episodes=args.episodes, seed=args.seed,
                        seconds=args.seconds, reset_noise_scale=args.reset_noise,
-                       controller_options=_parse_options(args.controller_option),
-                       json_path=args.json or f"baselines/{args.env.split('/')[-1]}_{args.controller}.json",
+                       controller_options=controller_options,
+                       json_path=args.json or default_json_path(args.env, args.controller,
+                                                                controller_options),
                        progress=not args.no_progress)
     print(f"{out['env']} {out['controller']}: {out['episodes']} episodes of {out['seconds']:g} s")
     print(f"  return        {out['return_mean']:.2f} ± {out['return_std']:.2f}")
@@ -185,18 +195,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_list)
 
     p = sub.add_parser("run", formatter_class=argparse.ArgumentDefaultsHelpFormatter, help="run one episode headless, write a video and a log")
-    p.add_argument("--env", default="wbsim/G1Stand-v0")
-    p.add_argument("--controller", default="gravity_qp")
+    p.add_argument("--env", default="wbsim/G1Stand-v0", help="env id (wbsim list shows them)")
+    p.add_argument("--controller", default="gravity_qp",
+                   help="controller name (wbsim list shows them)")
     p.add_argument("--seconds", type=float, default=10.0, help="simulated time, s")
     p.add_argument("--video", help="MP4 path (H.264)")
-    p.add_argument("--log", help="episode folder")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--fps", type=float, default=30.0)
-    p.add_argument("--width", type=int, default=640)
-    p.add_argument("--height", type=int, default=480)
+    p.add_argument("--log", help="episode folder, new or empty (see --overwrite)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="let --log replace the run in a folder that is not empty")
+    p.add_argument("--seed", type=int, default=0, help="reset seed")
+    p.add_argument("--fps", type=float, default=30.0, help="video frames per second")
+    p.add_argument("--width", type=int, default=640, help="video frame width, pixels")
+    p.add_argument("--height", type=int, default=480, help="video frame height, pixels")
     p.add_argument("--controller-option", "-c", action="append", default=[], metavar="KEY=VALUE",
                    help="controller option, e.g. -c frequency_hz=3 (repeatable)")
-    p.add_argument("--env-option", "-e", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--env-option", "-e", action="append", default=[], metavar="KEY=VALUE",
+                   help="env option, e.g. -e push_magnitude=40 (repeatable)")
     p.add_argument("--id-variant", choices=["qp", "pinv"],
                    help="projected_id's inverse dynamics (same as -c variant=...)")
     p.add_argument("--tolerance", "-t", action="append", default=[], metavar="KEY=VALUE",
@@ -225,8 +239,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--seconds", type=float, help="episode length, s (default: the env's limit)")
     p.add_argument("--reset-noise", type=float, default=0.02, help="joint noise at reset, rad")
-    p.add_argument("--controller-option", "-c", action="append", default=[], metavar="KEY=VALUE")
-    p.add_argument("--json", help="output JSON (default baselines/<env>_<controller>.json)")
+    p.add_argument("--controller-option", "-c", action="append", default=[], metavar="KEY=VALUE",
+                   help="controller option, e.g. -c variant=pinv for projected_id (repeatable)")
+    p.add_argument("--json", help="output JSON (default baselines/<env>_<controller>.json, with "
+                   "-key=value for each -c option that is not the controller's default)")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=cmd_baseline)
 

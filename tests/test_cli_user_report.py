@@ -1,0 +1,127 @@
+"""What a fresh user hit from the README: `wbsim run --log` on a folder holding a run, bad option
+values, baselines of two controller variants overwriting each other, `wbsim run` arguments without
+help."""
+
+import argparse
+import json
+
+import numpy as np
+import pytest
+
+from wbsim.cli import build_parser, main
+from wbsim.errors import WbsimError
+
+
+def _run(*args):
+    return main(["run", "--seconds", "0.01", "--no-progress", *args])
+
+
+def test_run_refuses_a_folder_holding_a_run(tmp_path, capsys):
+    run_dir = tmp_path / "g1_stand"
+    assert _run("--log", str(run_dir)) == 0  # a missing folder: created
+    (run_dir / "normal_forces.png").write_bytes(b"a plot of wbsim report")
+    before = {p.name: p.read_bytes() for p in run_dir.iterdir()}
+    capsys.readouterr()
+    assert _run("--log", str(run_dir)) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "error:" in err
+    assert str(run_dir) in err and "--overwrite" in err
+    assert {p.name: p.read_bytes() for p in run_dir.iterdir()} == before  # nothing touched
+    # --overwrite: today's behaviour, the run is replaced and report's stale plot removed
+    assert _run("--log", str(run_dir), "--overwrite") == 0
+    assert not (run_dir / "normal_forces.png").exists()
+    assert (run_dir / "summary.json").is_file()
+
+
+def test_run_into_an_empty_existing_folder(tmp_path):
+    assert _run("--log", str(tmp_path)) == 0
+    assert (tmp_path / "summary.json").is_file()
+
+
+@pytest.mark.parametrize("args, name", [
+    (["-c", "frequency_hz=abc"], "frequency_hz"),
+    (["--controller", "pd", "-c", "frequency_hz=abc"], "frequency_hz"),
+    (["--controller", "projected_id", "-c", "mu=abc"], "mu"),
+    (["-e", "push_magnitude=abc"], "push_magnitude"),
+    (["-e", "frame_skip=0"], "frame_skip"),
+])
+def test_bad_option_values_are_one_line_errors(capsys, args, name):
+    assert _run(*args) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "error:" in err and "Traceback" not in err
+    assert name in err and ("'abc'" in err or "got 0" in err)
+
+
+@pytest.mark.parametrize("option, value", [
+    ("frame_skip", 0), ("frame_skip", 2.5), ("frame_skip", "2"), ("max_seconds", 0.0),
+    ("max_seconds", "abc"), ("push_magnitude", "abc"), ("push_magnitude", -1.0),
+    ("push_interval", 0.0), ("push_duration", float("nan")), ("fall_height", "abc"),
+    ("fall_height", 1.5), ("joint_position_scale", "abc"), ("pd_frequency_hz", "abc"),
+    ("pd_frequency_hz", 0.0), ("reset_noise_scale", -0.1), ("reset_noise_scale", True),
+    ("width", 0), ("height", "480"),
+])
+def test_env_rejects_bad_numeric_options(g1, option, value):
+    from wbsim.envs.humanoid import HumanoidEnv
+
+    with pytest.raises(WbsimError, match=rf"{option} must be .*, got {value!r}"):
+        HumanoidEnv(g1, **{option: value})
+
+
+def test_env_accepts_numpy_numbers(g1):
+    from wbsim.envs.humanoid import HumanoidEnv
+
+    env = HumanoidEnv(g1, frame_skip=np.int64(2), max_seconds=np.float64(1.0), width=64, height=48)
+    assert env.frame_skip == 2 and env.dt == pytest.approx(2 * g1.mj_model.opt.timestep)
+
+
+@pytest.mark.parametrize("controller, option", [
+    ("gravity_qp", "frequency_hz"), ("gravity_qp", "eps"), ("gravity_qp", "mu"),
+    ("projected_id", "mu"), ("projected_id", "force_weight"), ("projected_id", "release_time"),
+    ("projected_id", "com_margin"), ("pd", "frequency_hz"), ("pd", "damping_ratio"),
+])
+def test_controllers_reject_non_numbers(g1, controller, option):
+    from wbsim.controllers import make_controller
+
+    with pytest.raises(WbsimError, match=rf"{option}.*'abc'"):
+        make_controller(controller, g1, **{option: "abc"})
+
+
+def test_task_gains_reject_non_numbers():
+    from wbsim.controllers.tasks import TaskGains
+
+    with pytest.raises(WbsimError, match="frequency_hz .*'abc'"):
+        TaskGains.from_value({"frequency_hz": "abc"})
+    with pytest.raises(WbsimError, match="weight .*'abc'"):
+        TaskGains.from_value([2.0, 1.0, "abc"])
+
+
+def test_baseline_default_path_names_non_default_options():
+    from wbsim.baseline import default_json_path
+
+    assert default_json_path("wbsim/G1OneLeg-v0", "projected_id") == \
+        "baselines/G1OneLeg-v0_projected_id.json"
+    assert default_json_path("wbsim/G1OneLeg-v0", "projected_id", {"variant": "qp"}) == \
+        "baselines/G1OneLeg-v0_projected_id.json"  # the default variant
+    assert default_json_path("wbsim/G1OneLeg-v0", "projected_id", {"variant": "pinv"}) == \
+        "baselines/G1OneLeg-v0_projected_id-variant=pinv.json"
+    assert default_json_path("wbsim/G1Stand-v0", "pd", {"frequency_hz": 4, "damping_ratio": 1.0}) \
+        == "baselines/G1Stand-v0_pd-frequency_hz=4.json"
+
+
+def test_baseline_records_controller_options(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    args = ["baseline", "--controller", "pd", "--episodes", "1", "--seconds", "0.05", "--no-progress"]
+    assert main([*args, "-c", "frequency_hz=4"]) == 0
+    assert main(args) == 0
+    tuned = json.loads((tmp_path / "baselines/G1Stand-v0_pd-frequency_hz=4.json").read_text())
+    default = json.loads((tmp_path / "baselines/G1Stand-v0_pd.json").read_text())
+    assert tuned["controller_options"] == {"frequency_hz": 4}
+    assert default["controller_options"] == {}
+
+
+def test_every_run_argument_has_help():
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    run = sub.choices["run"]
+    missing = [a.option_strings[0] for a in run._actions if a.help is None]
+    assert missing == []
