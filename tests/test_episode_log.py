@@ -103,3 +103,27 @@ def test_add_row_parts_is_add_row_of_the_concatenation(tmp_path):
     run = load_run(tmp_path)
     assert run.steps.shape == (7, 9)
     assert run.steps.tobytes() == np.array(rows).tobytes()
+
+
+def test_a_used_folder_is_refused_without_overwrite(tmp_path):
+    """A logged run is never replaced silently: EpisodeLog and run_episode refuse a folder that holds
+    files (nothing in it is touched), accept it with overwrite, and refuse a file as the folder."""
+    from wbsim.episode_log import check_run_dir
+    from wbsim.rollout import EpisodeConfig, run_episode
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "mine.txt").write_text("keep")
+    with pytest.raises(WbsimError, match="not empty"):
+        EpisodeLog(run, ["t"])
+    with pytest.raises(WbsimError, match="overwrite"):
+        run_episode(EpisodeConfig(seconds=0.01, log=run, progress=False))
+    assert sorted(p.name for p in run.iterdir()) == ["mine.txt"]
+    assert (run / "mine.txt").read_text() == "keep"
+    summary = run_episode(EpisodeConfig(seconds=0.01, log=run, progress=False, overwrite=True))
+    assert summary["status"] == "completed" and (run / "summary.json").exists()
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(WbsimError, match="not a folder"):
+        check_run_dir(tmp_path / "file", overwrite=True)
+    assert check_run_dir(tmp_path / "new") == tmp_path / "new"  # new: fine, not created
+    assert not (tmp_path / "new").exists()

@@ -60,20 +60,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         log=args.log, seed=args.seed, fps=args.fps, width=args.width, height=args.height,
         controller_options=controller_options,
         env_options=_parse_options(args.env_option), progress=not args.no_progress,
-        viewer=args.viewer, tolerances=_parse_options(args.tolerance),
+        viewer=args.viewer, tolerances=_parse_options(args.tolerance), overwrite=args.overwrite,
     )
     if not (np.isfinite(args.seconds) and args.seconds > 0):
         raise WbsimError(f"--seconds must be a positive number, got {args.seconds}")
     if not (np.isfinite(args.fps) and args.fps > 0):
         raise WbsimError(f"--fps must be a positive number, got {args.fps}")
-    if args.log and not args.overwrite:  # EpisodeLog replaces a previous run's files
-        log = Path(args.log)
-        if log.exists() and not log.is_dir():
-            raise WbsimError(f"--log {log}: not a folder; expected a new or empty folder")
-        if log.is_dir() and any(log.iterdir()):
-            raise WbsimError(f"--log {log}: the folder is not empty (it holds a run or other "
-                             "files); expected a new or empty folder: pick another one, or pass "
-                             "--overwrite to replace the run in it")
     try:
         summary = run_episode(cfg)
     except KeyboardInterrupt:

@@ -60,22 +60,44 @@ def _jsonable(value: Any) -> Any:
     return repr(value)  # e.g. a plan function passed as an env option: recorded by name
 
 
+def check_run_dir(run_dir: str | Path, overwrite: bool = False) -> Path:
+    """``run_dir`` as a ``Path`` if an episode log may be written there: a new or empty folder, or
+    any folder with ``overwrite`` (nothing is touched here).
+
+    Raises:
+        WbsimError: ``run_dir`` is a file; or a folder that is not empty (it holds a run or other
+            files) and ``overwrite`` is false: a logged run is never replaced silently.
+    """
+    path = Path(run_dir)
+    if path.exists() and not path.is_dir():
+        raise WbsimError(f"log folder {path}: not a folder; expected a new or empty folder")
+    if not overwrite and path.is_dir() and any(path.iterdir()):
+        raise WbsimError(f"log folder {path} is not empty (it holds a run or other files); expected a "
+                         "new or empty folder: pick another one, or overwrite it (overwrite=True; "
+                         "wbsim run --overwrite)")
+    return path
+
+
 class EpisodeLog:
     """Writes one episode folder (see the module docstring). Use as a context manager.
 
     Args:
-        run_dir: the episode folder (created; a previous run's files in it are replaced or removed,
-            so a folder never mixes two runs).
+        run_dir: the episode folder: new or empty, or, with ``overwrite``, a used one whose previous
+            run's files are then replaced or removed (a folder never mixes two runs).
         columns: names of the step table's columns (``t`` first by convention).
         units: column name -> unit string, stored in ``columns.json``.
         config: the run's configuration, stored in ``config.json`` at once.
         flush_every: rows buffered before they are written (events are written at once).
+        overwrite: allow a folder that is not empty (see :func:`check_run_dir`).
+
+    Raises:
+        WbsimError: ``run_dir`` is a file, or a folder that is not empty without ``overwrite``.
     """
 
     def __init__(self, run_dir: str | Path, columns: Sequence[str],
                  units: Mapping[str, str] | None = None, config: Mapping[str, Any] | None = None,
-                 flush_every: int = 250):
-        self.dir = Path(run_dir)
+                 flush_every: int = 250, overwrite: bool = False):
+        self.dir = check_run_dir(run_dir, overwrite)
         self.dir.mkdir(parents=True, exist_ok=True)
         if len(set(columns)) != len(columns):
             raise WbsimError("duplicate column names in the step table")

@@ -52,6 +52,8 @@ class EpisodeConfig:
         viewer: show MuJoCo's passive viewer (real time, with the overlay) instead of rendering
             off-screen; needs a display.
         tolerances: overrides of :class:`wbsim.diagnostics.Tolerances`.
+        overwrite: allow a ``log`` folder that already holds files (a previous run's are replaced);
+            otherwise such a folder is an error (:func:`wbsim.episode_log.check_run_dir`).
     """
 
     env: str = "wbsim/G1Stand-v0"
@@ -68,6 +70,7 @@ class EpisodeConfig:
     progress: bool = True
     viewer: bool = False
     tolerances: Mapping[str, float] = field(default_factory=dict)
+    overwrite: bool = False
 
 
 class _Accumulators:
@@ -171,7 +174,8 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
 
     Raises:
         UnknownNameError: unknown env or controller (the message lists the known ones).
-        WbsimError: ``viewer`` without a display (the message says how to run headless).
+        WbsimError: ``viewer`` without a display (the message says how to run headless); a ``log``
+            folder that is not empty without ``overwrite``.
     """
     from wbsim.controllers import controller_class
     from wbsim.diagnostics import EVENT_KINDS, EventDetector, MomentumBalance
@@ -185,6 +189,10 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
                          f"env option info_mode must be 'full', got "
                          f"{cfg.env_options['info_mode']!r} ('lean' is for vector envs)")
     controller_class(cfg.controller)
+    if cfg.log:  # before anything is built: a logged run is never replaced silently
+        from wbsim.episode_log import check_run_dir
+
+        check_run_dir(cfg.log, cfg.overwrite)
     if cfg.viewer:
         import os
 
@@ -244,7 +252,7 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
                       "tolerances": detector.tolerances.to_dict(),
                       "versions": {"wbsim": wbsim.__version__, "mujoco": mujoco.__version__,
                                    "python": platform.python_version()}}
-            log = EpisodeLog(cfg.log, cols, units, config)
+            log = EpisodeLog(cfg.log, cols, units, config, overwrite=cfg.overwrite)
         if cfg.video:
             from wbsim.render import VideoWriter
 
