@@ -735,12 +735,7 @@ class PointContactSensor:
             c_pos = con.pos.copy() if plan.ext is None else con.pos.take(plan.ext, axis=0)
         else:
             c_pos = _EMPTY3
-        key = loaded.tobytes()
-        feet = self._feet_cache.get(key)
-        if feet is None:
-            feet = self._feet_of(loaded)
-            if len(self._feet_cache) < _MAX_CACHE:
-                self._feet_cache[key] = feet
+        feet = self._feet_cached(loaded)
         return ContactSensing(
             self.names, self.point_feet, pos, gap, fast.floor_n, force, fn, ft, vt, slip,
             self.friction, mode, feet, {}, c_pos,
@@ -778,12 +773,7 @@ class PointContactSensor:
         # OPEN 0, STICKING 1 (loaded), SLIDING 2 (loaded and sliding): loaded << sliding
         mode = np.left_shift(loaded.view(np.int8), (slip > fast.v_threshold).view(np.int8))
         cv = T[:8 * n].view(np.float64)  # fresh: [dist (n) | contact positions (n, 3)]
-        key = loaded.tobytes()
-        feet = self._feet_cache.get(key)
-        if feet is None:
-            feet = self._feet_of(loaded)
-            if len(self._feet_cache) < _MAX_CACHE:
-                self._feet_cache[key] = feet
+        feet = self._feet_cached(loaded)
         return ContactSensing(
             self.names, self.point_feet, hot.p_view.take(hot.p_index).reshape(n, 3), cv[:n],
             fast.floor_n, force, fn, out[6 * n:7 * n], fv[n:], slip, self.friction, mode, feet, {},
@@ -857,6 +847,16 @@ class PointContactSensor:
         np.multiply(cvel.take(fast.w_idx), r.take(fast.r_idx), out=fast.z_prod)
         cvel.take(fast.vc_idx, out=fast.z_vc)
         return fast.z.dot(fast.vel_matrix)
+
+    def _feet_cached(self, loaded: np.ndarray) -> frozenset[str]:
+        """:meth:`_feet_of`, cached by the bytes of ``loaded`` (up to ``_MAX_CACHE`` patterns)."""
+        key = loaded.tobytes()
+        feet = self._feet_cache.get(key)
+        if feet is None:
+            feet = self._feet_of(loaded)
+            if len(self._feet_cache) < _MAX_CACHE:
+                self._feet_cache[key] = feet
+        return feet
 
     def _feet_of(self, loaded: np.ndarray) -> frozenset[str]:
         """Feet with a loaded point."""
