@@ -995,10 +995,10 @@ class ContactProjectedID:
                             ("min_normal_force", min_normal_force), ("com_margin", com_margin)):
             if not is_real(value):
                 raise WbsimError(f"{name} must be a real number, got {value!r}")
-        if not (mu > 0):
-            raise WbsimError(f"mu must be > 0, got {mu!r}")
-        if not (force_weight > 0 and relax_weight > 0 and regularization > 0):
-            raise WbsimError("force_weight, relax_weight and regularization must be > 0")
+        for name, value in (("mu", mu), ("force_weight", force_weight),
+                            ("relax_weight", relax_weight), ("regularization", regularization)):
+            if not (0 < value < math.inf):
+                raise WbsimError(f"{name} must be a finite number > 0, got {value!r}")
         for name, value in (("transition_time", transition_time),
                             ("transition_force", transition_force), ("release_time", release_time),
                             ("min_normal_force", min_normal_force)):

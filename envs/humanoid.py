@@ -403,8 +403,10 @@ class HumanoidEnv(gym.Env):
             return a
         if not math.isfinite(ss) and not np.isfinite(a).all():
             bad = [self.robot.joint_names[i] for i in np.flatnonzero(~np.isfinite(a))]
-            raise ValueError(f"{self.env_id}: action has NaN/inf at {', '.join(bad[:5])}; "
-                             f"expected finite values in {self.action_space}")
+            more = f" and {len(bad) - 5} more" if len(bad) > 5 else ""
+            raise ValueError(f"{self.env_id}: action has NaN/inf at {len(bad)} joint(s): "
+                             f"{', '.join(bad[:5])}{more}; expected finite values in "
+                             f"{self.action_space}")
         np.maximum(a, -1.0, out=a)
         return np.minimum(a, 1.0, out=a)
 

@@ -7,6 +7,7 @@ the baseline it improves on.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -14,6 +15,8 @@ import gymnasium as gym
 import numpy as np
 
 from wbsim.controllers import make_controller
+from wbsim.controllers.base import is_real
+from wbsim.errors import WbsimError
 
 __all__ = ["ControllerInTheLoop"]
 
@@ -42,6 +45,9 @@ class ControllerInTheLoop(gym.Wrapper):
         if getattr(base, "action_mode", "torque") != "torque":
             raise ValueError(f"{base.env_id}: ControllerInTheLoop needs a torque-mode env")
         self.controller_name = controller
+        if not (is_real(residual_scale) and 0 <= residual_scale < math.inf):
+            raise WbsimError(f"{base.env_id}: residual_scale must be a finite number >= 0, got "
+                             f"{residual_scale!r}")
         self.residual_scale = float(residual_scale)
         self.controller_options = dict(controller_options or {})
         self.controller = make_controller(controller, base.robot, **self.controller_options)

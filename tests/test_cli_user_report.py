@@ -125,3 +125,20 @@ def test_every_run_argument_has_help():
     run = sub.choices["run"]
     missing = [a.option_strings[0] for a in run._actions if a.help is None]
     assert missing == []
+
+
+@pytest.mark.parametrize("name, value", [("force_weight", 0.0), ("relax_weight", -1.0),
+                                         ("regularization", float("inf")), ("mu", float("nan"))])
+def test_projected_id_weights_name_the_option_and_value(g1, name, value):
+    from wbsim.controllers import make_controller
+
+    with pytest.raises(WbsimError, match=rf"^{name} must be a finite number > 0, got {value!r}$"):
+        make_controller("projected_id", g1, **{name: value})
+
+
+@pytest.mark.parametrize("value", [-0.1, float("inf"), float("nan"), "abc", True])
+def test_residual_scale_is_checked(value):
+    import gymnasium as gym
+
+    with pytest.raises(WbsimError, match="residual_scale must be a finite number >= 0"):
+        gym.make("wbsim/G1Stand-v0", action_mode="residual", residual_scale=value)

@@ -389,8 +389,12 @@ def test_action_check_edges():
         np.testing.assert_array_equal(e1.check_action(huge), one)
     bad = np.zeros(29)
     bad[2] = -np.inf
-    with pytest.raises(ValueError, match="NaN/inf at left_hip_yaw_joint"):
+    with pytest.raises(ValueError, match=r"NaN/inf at 1 joint\(s\): left_hip_yaw_joint;"):
         e1.step(bad)
+    # many bad entries: the first five by name, and how many more
+    with pytest.raises(ValueError, match=r"NaN/inf at 29 joint\(s\): left_hip_pitch_joint, .* "
+                                         r"and 24 more; expected"):
+        e1.step(np.full(29, np.nan))
 
 
 def test_check_action_is_a_clipped_float_copy():

@@ -322,7 +322,8 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
                 own_event("invalid_command", step, t, where=",".join(bad), status="non-finite torque")
                 summary["status"], summary["stopped_reason"] = (
                     "stopped", f"controller returned a non-finite torque at step {step} "
-                               f"(t = {t:.3f} s) on {', '.join(bad[:5])}")
+                               f"(t = {t:.3f} s) on {', '.join(bad[:5])}"
+                               f"{f' and {len(bad) - 5} more' if len(bad) > 5 else ''}")
                 break
             uenv.overlay_command = cmd
             q, v = state.q, state.v
