@@ -52,3 +52,29 @@ def test_mujoco_gl_chosen_before_import():
     env = {k: v for k, v in __import__("os").environ.items() if k not in ("MUJOCO_GL", "DISPLAY")}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert out.stdout.strip() == "egl", out.stderr
+
+
+def test_force_arrows_scale_with_force_and_are_capped(g1):
+    """An arrow is force_scale * |f| long (m) up to max_arrow, then max_arrow, along the force."""
+    import mujoco
+
+    from wbsim.overlay import OverlayData, draw_geoms
+
+    def arrow(force):
+        scene = mujoco.MjvScene(g1.mj_model, maxgeom=50)
+        p = np.array([0.1, 0.2, 0.0])
+        data = OverlayData(points=p[None], modes=np.array([1]), f_cmd=np.zeros((1, 3)),
+                           f_sim=np.array([force], float), violating=np.array([False]),
+                           com=np.zeros(3), support=np.zeros((0, 2)))
+        draw_geoms(scene, data)
+        g = scene.geoms[1]  # [point sphere, simulated-force arrow, ...]
+        assert g.type == mujoco.mjtGeom.mjGEOM_ARROW
+        return float(g.size[2]), g.mat.reshape(3, 3)[:, 2].copy(), g.pos.copy()
+
+    length, axis, start = arrow([0.0, 30.0, 40.0])  # 50 N: 0.2 m
+    assert length == pytest.approx(0.004 * 50.0)
+    np.testing.assert_allclose(axis, [0.0, 0.6, 0.8], atol=1e-12)
+    np.testing.assert_allclose(start, [0.1, 0.2, 0.0], atol=1e-12)
+    length, axis, _ = arrow([3000.0, 0.0, -4000.0])  # 5 kN: capped at 1 m, same direction
+    assert length == pytest.approx(1.0)
+    np.testing.assert_allclose(axis, [0.6, 0.0, -0.8], atol=1e-12)

@@ -44,6 +44,9 @@ class OverlayData:
         support: ``(k, 2)`` support polygon (x, y), counter-clockwise, m.
         text: the status line.
         force_scale: arrow length per newton, m/N (0.004: a G1 sole point's 40 N is 16 cm).
+        max_arrow: longest arrow drawn, m (1.0: 250 N at the default scale, above a Talos sole
+            point's load in single support); a longer one is drawn at this length in its direction
+            (a falling robot's commands can reach kN; the log holds every magnitude).
     """
 
     points: np.ndarray
@@ -55,6 +58,7 @@ class OverlayData:
     support: np.ndarray
     text: str = ""
     force_scale: float = 0.004
+    max_arrow: float = 1.0
     extra: dict = field(default_factory=dict)
 
 
@@ -93,7 +97,8 @@ def draw_geoms(scene: mujoco.MjvScene, data: OverlayData, label: str = "") -> No
                                                                          0.006)):
             norm = float(np.linalg.norm(force))
             if norm > 1e-3:
-                tip = p + data.force_scale * force
+                length = min(data.force_scale * norm, data.max_arrow)
+                tip = p + (length / norm) * np.asarray(force, float)
                 _connector(scene, arrow, width, p, tip, VIOLATION if data.violating[i] else color)
     com = np.asarray(data.com, float)
     _sphere(scene, com, 0.03, COM_COLOR)
