@@ -51,6 +51,15 @@ class _ArrayEq:
 _object_new, _object_setattr = object.__new__, object.__setattr__
 
 
+def _as_slice(idx) -> slice | np.ndarray:
+    """The 1-D index array ``idx`` as a slice when it is a run of consecutive increasing indices (a
+    view instead of a copy when indexing), else ``idx`` as an int array."""
+    idx = np.asarray(idx, dtype=int)
+    if idx.ndim == 1 and idx.size and np.array_equal(idx, np.arange(idx[0], idx[0] + idx.size)):
+        return slice(int(idx[0]), int(idx[0]) + idx.size)
+    return idx
+
+
 def _build(cls: type, values: dict[str, Any]) -> Any:
     """An instance of the frozen dataclass ``cls`` with attribute dict ``values`` (every field, in
     field order), without running ``__init__``: the same object (``==``, pickling, ``repr``,

@@ -86,7 +86,7 @@ import numpy as np
 import pinocchio as pin
 import qpsolvers
 from scipy.linalg.lapack import dposv as _dposv
-from wbsim.controllers.base import Command, ContactSchedule, RobotState, is_real
+from wbsim.controllers.base import Command, ContactSchedule, RobotState, _as_slice, is_real
 from wbsim.controllers.tasks import (
     ComTask,
     DynamicsSnapshot,
@@ -452,12 +452,6 @@ def _split_rows(nv: int, actuated_v: np.ndarray | slice) -> np.ndarray | slice:
         mask[actuated_v] = False
         out = _SPLIT_CACHE[key] = _as_slice(np.flatnonzero(mask))
     return out
-
-
-def _as_slice(idx: np.ndarray) -> np.ndarray | slice:
-    if idx.size and np.array_equal(idx, np.arange(idx[0], idx[0] + idx.size)):
-        return slice(int(idx[0]), int(idx[0]) + idx.size)
-    return idx
 
 
 def distribute_wrench(wrench: np.ndarray, rotation: np.ndarray, distribution: np.ndarray) -> np.ndarray:

@@ -370,6 +370,7 @@ class _SupportProblem:
         self.sole_joints = tuple(int(model.frames[f].parentJoint) for f in sole_frames)
         self.sole_rel = tuple(model.frames[f].placement.rotation.copy() for f in sole_frames)
         self.sole_rel_identity = all(np.array_equal(r, np.eye(3)) for r in self.sole_rel)
+        self._sole_rel_stack = np.stack(self.sole_rel)  # (n_feet, 3, 3), for fill
         self.rot_f = np.empty((nf, 3, 3))                      # sole rotations, filled each call
         self._per_foot = d == 3 and len(set(counts)) == 1       # world_forces by foot
         self._f_shape = (nf, counts[0], 3) if self._per_foot else (nc, d // 3, 3)
@@ -504,7 +505,6 @@ class _SupportProblem:
         nl = len(reached)
         if not nl or sorted(reached) != list(range(6, 6 + nl)) or self.vsel != slice(6, 6 + n):
             return False
-        self.nl = nl
         rows = nin + 6 + nl
         self.fast_A = np.zeros((rows, m + nl))
         self.fast_A[:nin, :m] = self.G_f
@@ -544,7 +544,6 @@ class _SupportProblem:
         if not all(np.shares_memory(v, data.oMi[j].rotation)
                    for v, j in zip(views, self.sole_joints)):
             return False
-        self.fast_rot = (data, views)
         #: (W block of foot k, R_foot view) pairs: W[k] = R_foot per call
         self.fast_rot_pairs = tuple(zip(self.fast_Wb, views))
         self.fast_data = data
@@ -592,7 +591,7 @@ class _SupportProblem:
         for k, j in enumerate(self.sole_joints):
             rot_f[k] = oMi[j].rotation
         if not self.sole_rel_identity:
-            np.matmul(rot_f, np.stack(self.sole_rel), out=rot_f)
+            np.matmul(rot_f, self._sole_rel_stack, out=rot_f)
         gfj = pin.getFrameJacobian
         if self.transport:
             JT_loc = self.JT if local else self.JT_loc
@@ -1004,6 +1003,15 @@ class GravityCompensationQP:
             return None, x, dt, "solved", True      # tau = g_a - (J^T)_a f, in _statics
         return x[:n], x[n:], dt, "solved", True
 
+    def _daqp_setup(self, H, c, A, bu, bl, sense) -> tuple[daqp.Model, int]:
+        """A ``daqp.Model`` with this controller's solver options, set up on the given arrays
+        (which it keeps by reference: later calls refill them in place and ``update``); returns it
+        and the setup flag, 0 for success, < 0 for a failure."""
+        model = daqp.Model()
+        if self.solver_options:
+            model.settings = dict(self.solver_options)
+        return model, min(0, model.setup(H, c, A, bu, bl, sense)[0])  # setup: >= 0 is success
+
     def _solve_daqp(self, prob: _SupportProblem):
         """The condensed QP by DAQP called directly: a ``daqp.Model`` per support set (its
         workspace allocated once, by ``setup``) takes the arrays ``prob.H, prob.cq, prob.Aq,
@@ -1017,11 +1025,8 @@ class GravityCompensationQP:
         try:
             model = prob.daqp_model
             if model is None:
-                model = daqp.Model()
-                if self.solver_options:
-                    model.settings = dict(self.solver_options)
-                flag = model.setup(prob.H, prob.cq, prob.Aq, prob.bu, prob.bl, prob.sense)[0]
-                flag = min(0, flag)                # setup: >= 0 is success
+                model, flag = self._daqp_setup(prob.H, prob.cq, prob.Aq, prob.bu, prob.bl,
+                                               prob.sense)
                 prob.daqp_model = model
             else:
                 flag = model.update(H=prob.H, f=prob.cq, A=prob.Aq, bupper=prob.bu,
@@ -1245,10 +1250,8 @@ class GravityCompensationQP:
         t0 = time.perf_counter()
         solver = prob.fast_model
         if solver is None:
-            solver = daqp.Model()
-            if self.solver_options:
-                solver.settings = dict(self.solver_options)
-            if solver.setup(prob.fast_H, prob.fast_c, A, bu, prob.fast_bl, sense)[0] < 0:
+            solver, flag = self._daqp_setup(prob.fast_H, prob.fast_c, A, bu, prob.fast_bl, sense)
+            if flag < 0:
                 return None
             prob.fast_model = solver
         elif solver.update(A=A, bupper=bu, sense=sense) < 0:    # sense: a cold start

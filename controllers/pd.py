@@ -30,7 +30,7 @@ import numpy as np
 import pinocchio as pin
 from scipy.linalg import cho_factor, cho_solve
 
-from wbsim.controllers.base import Command, ContactSchedule, RobotState, is_real
+from wbsim.controllers.base import Command, ContactSchedule, RobotState, _as_slice, is_real
 from wbsim.errors import WbsimError
 
 __all__ = ["JointPD", "PDController", "PDGains", "ZeroController", "inertia_scaled_gains",
@@ -74,15 +74,6 @@ def inertia_scaled_gains(robot, q: np.ndarray, gains: PDGains) -> tuple[np.ndarr
     m_ii = joint_space_inertia(robot, q)
     w = 2.0 * np.pi * gains.frequency_hz
     return m_ii * w * w, 2.0 * gains.damping_ratio * m_ii * w
-
-
-def _as_slice(idx: np.ndarray) -> slice | np.ndarray:
-    """``idx`` as a slice when it is a run of consecutive indices (a view instead of a copy),
-    else the index array itself."""
-    idx = np.asarray(idx, dtype=int)
-    if idx.size and np.array_equal(idx, np.arange(idx[0], idx[0] + idx.size)):
-        return slice(int(idx[0]), int(idx[0]) + idx.size)
-    return idx
 
 
 class JointPD:

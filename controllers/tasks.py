@@ -39,7 +39,7 @@ import numpy as np
 import pinocchio as pin
 from scipy.linalg.lapack import dposv, dpotrf, dpotrs
 
-from wbsim.controllers.base import is_real
+from wbsim.controllers.base import _as_slice, is_real
 from wbsim.errors import WbsimError
 
 __all__ = [
@@ -650,13 +650,6 @@ class PostureTask(Task):
             np.multiply(self._J, sw, out=A)
         np.multiply(g.kp * e + g.kd * (0.0 - s.v[self._v_sel]), sw, out=b)
         return e
-
-
-def _as_slice(idx: np.ndarray) -> np.ndarray | slice:
-    """``idx`` as a slice when it is a contiguous increasing range, else ``idx``."""
-    if idx.ndim == 1 and idx.size and np.array_equal(idx, np.arange(idx[0], idx[0] + idx.size)):
-        return slice(int(idx[0]), int(idx[0]) + idx.size)
-    return idx
 
 
 # ------------------------------------------------------------------------------------------------

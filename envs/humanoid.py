@@ -456,7 +456,6 @@ class HumanoidEnv(gym.Env):
         self._s_v = slice(nq, nq + nv)
         self._s_joints = slice(nq + nv + 3, nq + nv + 3 + n)
         extras = nq + nv + 3 + n
-        self._s_extras = slice(extras, extras + self._n_extras)
         self._i_extras = tuple(range(extras, extras + self._n_extras))
         self._s_scalars = slice(extras + self._n_extras, extras + self._n_extras + 10)
         self._i_v_lin = (nq, nq + 1, nq + 2)

@@ -144,19 +144,19 @@ class MjDataGather:
                   and all(off % 8 == 0 for off in offsets.values()))
         #: ``True``: one ``take`` from a view of MjData's buffer; ``False``: array by array
         self.one_take = bool(ok and arrays)
-        #: with :attr:`one_take`, ``gather()`` is ``view.take(index)`` (both read-only; for callers
-        #: that take into their own buffers without the method call); else ``None``
+        #: with :attr:`one_take`, ``gather()`` is ``view.take(index)``: ``view`` a read-only float64
+        #: ``(k,)`` view spanning the requested arrays, ``index`` ``(size,)`` intp (for callers that
+        #: take into their own buffers without the method call); else both ``None``
         self.index = None
-        self._view = None
+        self.view = None
         if self.one_take:
-            self._view = np.lib.stride_tricks.as_strided(
+            self.view = np.lib.stride_tricks.as_strided(
                 lo.reshape(-1), shape=((end - start) // 8,), strides=(8,), writeable=False)
             self.index = np.concatenate(
                 [offsets[name] // 8 + idx for name, idx in self.parts]).astype(np.intp)
             # the view must read what the binding's arrays hold
-            if not np.array_equal(self._view.take(self.index), self._gather_each(), equal_nan=True):
-                self.one_take, self._view, self.index = False, None, None
-        self.view = self._view
+            if not np.array_equal(self.view.take(self.index), self._gather_each(), equal_nan=True):
+                self.one_take, self.view, self.index = False, None, None
 
     def _gather_each(self) -> np.ndarray:
         d = self.data
@@ -167,7 +167,7 @@ class MjDataGather:
     def gather(self, out: np.ndarray | None = None) -> np.ndarray:
         """The entries ``(size,)`` (float64), fresh, or written into ``out`` (contiguous float64)."""
         if self.one_take:
-            return self._view.take(self.index, out=out)
+            return self.view.take(self.index, out=out)
         g = self._gather_each()
         if out is None:
             return g

@@ -854,14 +854,16 @@ class MomentumBalance:
 
     def residual_from_data(self, data: mujoco.MjData, q: np.ndarray, v: np.ndarray,
                            sensing: ContactSensing) -> np.ndarray:
-        """:meth:`residual` reading ``qacc``, ``xfrc_applied`` and ``xipos`` from ``data`` (right
-        after ``mj_step`` or ``mj_forward``; ``q, v`` the state they belong to)."""
+        """:meth:`residual` ``(6,)`` ``[N; N·m]`` reading ``qacc``, ``xfrc_applied`` and ``xipos``
+        from ``data`` (right after ``mj_step`` or ``mj_forward``; ``q (nq,)``, ``v (nv,)`` the
+        Pinocchio state they belong to). Raises as :meth:`residual`."""
         return self._from_data(data, q, v, sensing)[0].copy()
 
     def relative_from_data(self, data: mujoco.MjData, q: np.ndarray, v: np.ndarray,
                            sensing: ContactSensing) -> float:
-        """``relative(residual_from_data(data, q, v, sensing))``: the same float, bit for bit (the
-        per-step call of :func:`wbsim.rollout.run_episode`)."""
+        """``relative(residual_from_data(data, q, v, sensing))``: ``|residual| / (m g)``, a plain
+        number (1 = the robot's weight), the same float bit for bit (the per-step call of
+        :func:`wbsim.rollout.run_episode`). Raises as :meth:`residual`."""
         return self._from_data(data, q, v, sensing)[1] / self.weight
 
     def _from_data(self, data: mujoco.MjData, q: np.ndarray, v: np.ndarray,

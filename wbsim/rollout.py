@@ -288,7 +288,8 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
         nan3 = [math.nan] * 3
         d_views = None  # MjData views, built once (MjData's buffers do not move)
         action_fast, action = _action_buffer(uenv, n_j)
-        env_step, direct = env.step, False
+        # the env's own step once the wrappers only pass it through (tried for the first steps)
+        env_step, direct_tries = env.step, 3
         loop0 = time.perf_counter()
         for step in range(n_steps):
             d = uenv.data
@@ -330,10 +331,11 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
             obs, reward, terminated, truncated, info = env_step(
                 np.divide(tau, action_fast, out=action) if action is not None
                 else uenv.torque_to_action(tau))
-            if not direct:
+            if direct_tries:
+                direct_tries -= 1
                 direct_step = _direct_step(env)
                 if direct_step is not None:
-                    env_step, direct = direct_step, True
+                    env_step, direct_tries = direct_step, 0
             state = info["state"]
             acc.ret += float(reward)
 
