@@ -33,6 +33,45 @@ def test_run_refuses_a_folder_holding_a_run(tmp_path, capsys):
     assert (run_dir / "summary.json").is_file()
 
 
+def test_run_refuses_an_existing_video_and_a_non_mp4_path(tmp_path, capsys):
+    """A recorded video is never replaced silently, and a .gif path is an error, not a GIF: both
+    are one-line errors before anything is built (the log folder stays empty, the file untouched);
+    --overwrite replaces the video with a playable MP4."""
+    video, run_dir = tmp_path / "v.mp4", tmp_path / "run"
+    video.write_bytes(b"an earlier video")
+    capsys.readouterr()
+    assert _run("--video", str(video), "--log", str(run_dir), "--width", "64", "--height", "48") == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and str(video) in err and "--overwrite" in err
+    assert video.read_bytes() == b"an earlier video" and not run_dir.exists()
+    for bad in ("v.gif", "v", "v.mp4.avi"):
+        assert _run("--video", str(tmp_path / bad)) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.count("\n") == 0 and ".mp4" in err
+        assert not (tmp_path / bad).exists()
+    assert _run("--video", str(video), "--overwrite", "--width", "64", "--height", "48") == 0
+    import imageio.v2 as imageio
+
+    assert imageio.get_reader(str(video)).get_data(0).shape == (48, 64, 3)
+
+
+def test_check_video_path(tmp_path):
+    from wbsim.render import VideoWriter, check_video_path
+
+    assert check_video_path(tmp_path / "new.MP4") == tmp_path / "new.MP4"  # any case of .mp4
+    assert not (tmp_path / "new.MP4").exists()  # nothing is created
+    (tmp_path / "old.mp4").write_bytes(b"x")
+    with pytest.raises(WbsimError, match="exists"):
+        check_video_path(tmp_path / "old.mp4")
+    assert check_video_path(tmp_path / "old.mp4", overwrite=True) == tmp_path / "old.mp4"
+    (tmp_path / "dir.mp4").mkdir()
+    with pytest.raises(WbsimError, match="folder"):
+        check_video_path(tmp_path / "dir.mp4", overwrite=True)
+    with pytest.raises(WbsimError, match="expected an .mp4 path"):
+        VideoWriter(tmp_path / "x.gif")
+    assert not (tmp_path / "x.gif").exists()
+
+
 def test_run_into_an_empty_existing_folder(tmp_path):
     assert _run("--log", str(tmp_path)) == 0
     assert (tmp_path / "summary.json").is_file()

@@ -191,10 +191,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--controller", default="gravity_qp",
                    help="controller name (wbsim list shows them)")
     p.add_argument("--seconds", type=float, default=10.0, help="simulated time, s")
-    p.add_argument("--video", help="MP4 path (H.264)")
+    p.add_argument("--video", help="MP4 path (H.264), new (see --overwrite)")
     p.add_argument("--log", help="episode folder, new or empty (see --overwrite)")
     p.add_argument("--overwrite", action="store_true",
-                   help="let --log replace the run in a folder that is not empty")
+                   help="let --log replace the run in a folder that is not empty, "
+                        "and --video replace an existing file")
     p.add_argument("--seed", type=int, default=0, help="reset seed")
     p.add_argument("--fps", type=float, default=30.0, help="video frames per second")
     p.add_argument("--width", type=int, default=640, help="video frame width, pixels")

@@ -26,7 +26,7 @@ import numpy as np
 
 from wbsim.errors import WbsimError
 
-__all__ = ["FrameRenderer", "VideoWriter", "even_frame"]
+__all__ = ["FrameRenderer", "VideoWriter", "check_video_path", "even_frame"]
 
 #: An overlay adds geometry to a scene before it is rendered: ``overlay(scene, data)``.
 Overlay = Callable[[mujoco.MjvScene, mujoco.MjData], None]
@@ -121,6 +121,28 @@ def even_frame(frame: np.ndarray) -> np.ndarray:
     return np.pad(frame, ((0, h % 2), (0, w % 2), (0, 0)), mode="edge")
 
 
+def check_video_path(path: str | Path, overwrite: bool = False) -> Path:
+    """``path`` as a ``Path`` if a video may be written there: an ``.mp4`` path (H.264; any case of
+    the suffix) that does not exist yet, or an existing file with ``overwrite`` (nothing is touched
+    here). :func:`wbsim.rollout.run_episode` calls it before anything is built, next to
+    :func:`wbsim.episode_log.check_run_dir`, so that a recorded video is never replaced silently.
+
+    Raises:
+        WbsimError: the suffix is not ``.mp4`` (a ``.gif`` or ``.avi`` would quietly get another
+            format); ``path`` is a folder; ``path`` exists and ``overwrite`` is false.
+    """
+    p = Path(path)
+    if p.suffix.lower() != ".mp4":
+        raise WbsimError(f"video {p}: expected an .mp4 path (H.264 video), got "
+                         f"{repr(p.suffix) if p.suffix else 'no suffix'}")
+    if p.is_dir():
+        raise WbsimError(f"video {p}: is a folder; expected an .mp4 file path")
+    if p.exists() and not overwrite:
+        raise WbsimError(f"video {p} exists; pick another path, or overwrite it (overwrite=True; "
+                         "wbsim run --overwrite)")
+    return p
+
+
 class VideoWriter:
     """H.264 MP4 writer (imageio + imageio-ffmpeg), usable as a context manager.
 
@@ -129,15 +151,19 @@ class VideoWriter:
     exception or Ctrl-C.
 
     Args:
-        path: output ``.mp4`` path (folders are created).
+        path: output ``.mp4`` path (folders are created; an existing file is replaced: see
+            :func:`check_video_path` for the check before a run).
         fps: frames per second.
         quality: imageio's quality, 0-10.
+
+    Raises:
+        WbsimError: ``path`` does not end in ``.mp4``, or is a folder.
     """
 
     def __init__(self, path: str | Path, fps: float = 30.0, quality: float = 7.0):
         import imageio.v2 as imageio
 
-        self.path = Path(path)
+        self.path = check_video_path(path, overwrite=True)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.fps = fps
         self.n_frames = 0

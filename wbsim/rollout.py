@@ -41,7 +41,7 @@ class EpisodeConfig:
         controller: a registered controller name (``gravity_qp``, ``pd``, ...).
         seconds: simulated time, s (the env is built with ``max_seconds=seconds``, so its time
             limit never cuts the episode short).
-        video: MP4 path, or ``None`` for no video.
+        video: ``.mp4`` path, or ``None`` for no video (an existing file needs ``overwrite``).
         log: episode folder, or ``None`` for no log.
         seed: reset seed.
         fps: video frames per second.
@@ -52,8 +52,9 @@ class EpisodeConfig:
         viewer: show MuJoCo's passive viewer (real time, with the overlay) instead of rendering
             off-screen; needs a display.
         tolerances: overrides of :class:`wbsim.diagnostics.Tolerances`.
-        overwrite: allow a ``log`` folder that already holds files (a previous run's are replaced);
-            otherwise such a folder is an error (:func:`wbsim.episode_log.check_run_dir`).
+        overwrite: allow a ``log`` folder that already holds files (a previous run's are replaced)
+            and an existing ``video`` file (replaced); otherwise either is an error
+            (:func:`wbsim.episode_log.check_run_dir`, :func:`wbsim.render.check_video_path`).
     """
 
     env: str = "wbsim/G1Stand-v0"
@@ -175,7 +176,8 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
     Raises:
         UnknownNameError: unknown env or controller (the message lists the known ones).
         WbsimError: ``viewer`` without a display (the message says how to run headless); a ``log``
-            folder that is not empty without ``overwrite``.
+            folder that is not empty, or an existing ``video`` file, without ``overwrite``; a
+            ``video`` path that does not end in ``.mp4``. All are checked before anything is built.
     """
     from wbsim.controllers import controller_class
     from wbsim.diagnostics import EVENT_KINDS, EventDetector, MomentumBalance
@@ -193,6 +195,10 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
         from wbsim.episode_log import check_run_dir
 
         check_run_dir(cfg.log, cfg.overwrite)
+    if cfg.video:  # the same for the video: never replaced silently, and an .mp4 path
+        from wbsim.render import check_video_path
+
+        check_video_path(cfg.video, cfg.overwrite)
     if cfg.viewer:
         import os
 
