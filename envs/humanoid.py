@@ -70,7 +70,7 @@ import numpy as np
 import wbsim
 from wbsim.contacts import ContactSensor, support_polygon
 from wbsim.controllers.base import ContactSchedule, RobotState, _build, is_real
-from wbsim.conventions import MjDataGather, world_to_base_velocity
+from wbsim.conventions import MjDataGather, base_tilt, world_to_base_velocity
 from wbsim.envs.schedules import PhasePlan, standing_plan
 from wbsim.errors import WbsimError
 
@@ -552,15 +552,13 @@ class HumanoidEnv(gym.Env):
         return obs, info
 
     def _reward_terms(self, fell: bool, state: tuple | None = None) -> dict[str, float]:
-        """The reward terms (module docstring), on scalars: the tilt from the quaternion's z-z
-        rotation entry (``mju_quat2Mat``'s formula), mean squares as dot products. ``state``:
+        """The reward terms (module docstring), on scalars: the tilt from
+        :func:`wbsim.conventions.base_tilt`, mean squares as dot products. ``state``:
         :meth:`_read_state`'s (read if ``None``)."""
         w = self.reward_weights
         S, _, _, (_, qx, qy, qz, qw, vx, vy, vz, _, _) = (self._read_state() if state is None
                                                           else state)
-        r22 = qw * qw - qx * qx - qy * qy + qz * qz
-        # min(max(r22, -1.0), 1.0), NaN kept
-        tilt = math.acos(-1.0 if r22 < -1.0 else (1.0 if r22 > 1.0 else r22))
+        tilt = base_tilt(qw, qx, qy, qz)
         qerr = S[self._s_joints] - self._q_ref_joints
         u = self.tau / self.effort
         return {

@@ -189,3 +189,29 @@ def test_world_to_base_velocity_matches_pinocchio():
     assert tuple(v[0:3]) == expected
     with pytest.raises(wbsim.WbsimError, match="quaternion is zero"):
         world_to_base_velocity(0.0, 0.0, 0.0, 0.0, 1.0, 2.0, 3.0)
+
+
+def test_base_tilt_matches_mujoco_rotation():
+    """base_tilt against acos of mju_quat2Mat's R[2, 2] (of the normalised quaternion) for random
+    quaternions of any norm, upright (0), upside down (pi), and NaN / zero quaternions (NaN)."""
+    import math
+
+    from wbsim.conventions import base_tilt
+
+    rng = np.random.default_rng(3)
+    R = np.empty(9)
+    for _ in range(200):
+        q = rng.normal(size=4) * rng.uniform(0.1, 10.0)
+        mujoco.mju_quat2Mat(R, q / np.linalg.norm(q))
+        assert base_tilt(*q.tolist()) == pytest.approx(np.arccos(np.clip(R[8], -1, 1)), abs=1e-7)
+    # a known angle: turned 30 deg about x (and any yaw on top of it)
+    a = math.radians(30.0)
+    qx = np.array([math.cos(a / 2), math.sin(a / 2), 0.0, 0.0])
+    yaw = np.array([math.cos(0.4), 0.0, 0.0, math.sin(0.4)])
+    q = np.empty(4)
+    mujoco.mju_mulQuat(q, yaw, qx)
+    assert base_tilt(*q.tolist()) == pytest.approx(a, abs=1e-12)
+    assert base_tilt(1.0, 0.0, 0.0, 0.0) == 0.0
+    assert base_tilt(0.0, 1.0, 0.0, 0.0) == pytest.approx(math.pi)
+    assert math.isnan(base_tilt(math.nan, 0.0, 0.0, 0.0))
+    assert math.isnan(base_tilt(0.0, 0.0, 0.0, 0.0))

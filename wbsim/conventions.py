@@ -37,6 +37,7 @@ from wbsim.errors import WbsimError
 __all__ = [
     "MjDataGather",
     "StateConverter",
+    "base_tilt",
     "quat_wxyz_to_xyzw",
     "quat_xyzw_to_wxyz",
     "rotation_from_wxyz",
@@ -67,6 +68,19 @@ def world_to_base_velocity(x: float, y: float, z: float, w: float, vx: float, vy
     r3, r4, r5 = 2 * (q12 + q03), q00 - q11 + q22 - q33, 2 * (q23 - q01)
     r6, r7, r8 = 2 * (q13 - q02), 2 * (q23 + q01), q00 - q11 - q22 + q33
     return (r0 * vx + r3 * vy + r6 * vz, r1 * vx + r4 * vy + r7 * vz, r2 * vx + r5 * vy + r8 * vz)
+
+
+def base_tilt(w: float, x: float, y: float, z: float) -> float:
+    """Angle (rad, in ``[0, pi]``) between the base's z axis and the world's vertical, from the base
+    quaternion ``(w, x, y, z)`` (base to world, any non-zero norm): ``acos(R[2, 2])`` with
+    ``R[2, 2] = 1 - 2 (x^2 + y^2) / |q|^2``, the entry of ``mujoco.mju_quat2Mat`` for the normalised
+    quaternion, clamped to ``[-1, 1]`` against round-off. On Python floats (this runs every step,
+    in the env's reward and in the rollout's log). A NaN entry gives NaN; a zero quaternion gives
+    NaN (no rotation is defined). ``tests/test_conventions.py`` checks it against
+    ``mju_quat2Mat``."""
+    n2 = w * w + x * x + y * y + z * z
+    zz = 1.0 - 2.0 * (x * x + y * y) / n2 if n2 > 0.0 else math.nan
+    return math.acos(-1.0 if zz < -1.0 else (1.0 if zz > 1.0 else zz))  # NaN kept
 
 
 def quat_wxyz_to_xyzw(quat_wxyz: np.ndarray) -> np.ndarray:

@@ -21,8 +21,9 @@ import mujoco
 import numpy as np
 
 import wbsim
-from wbsim.errors import WbsimError
 from wbsim.controllers import make_controller
+from wbsim.conventions import base_tilt
+from wbsim.errors import WbsimError
 from wbsim.envs import make as make_env
 
 __all__ = ["EpisodeConfig", "run_episode", "SUMMARY_KEYS"]
@@ -361,9 +362,7 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
 
             qpos7 = qpos_v[0:7].tolist()
             bx1, by1, bz1, qw, qx, qy, qz = qpos7
-            # angle between the base z axis and the vertical: R[2, 2] of the (normalised) quaternion
-            zz = 1.0 - 2.0 * (qx * qx + qy * qy) / (qw * qw + qx * qx + qy * qy + qz * qz)
-            tilt = math.degrees(math.acos(max(-1.0, min(1.0, zz))))
+            tilt = math.degrees(base_tilt(qw, qx, qy, qz))  # NaN for a NaN state
             if n_qerr == len(qerr_block):
                 np.fmax(qerr_max, np.fmax.reduce(np.abs(qerr_block), axis=0), out=qerr_max)
                 n_qerr = 0
