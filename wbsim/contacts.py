@@ -32,7 +32,7 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from wbsim.conventions import MjDataGather
+from wbsim.conventions import MjDataGather, buffer_address
 from wbsim.errors import UnknownNameError, WbsimError, check_keys
 
 __all__ = [
@@ -1049,12 +1049,9 @@ class _RawContacts:
         fields = {"geom": con.geom, "frame": con.frame, "friction": con.friction, "dist": con.dist,
                   "pos": con.pos, "efc_address": con.efc_address}
 
-        def address(a):
-            return a.__array_interface__["data"][0]
-
         size = con.dist.strides[0]
-        base = address(con.dist)
-        offsets = {k: address(a) - base for k, a in fields.items()}
+        base = buffer_address(con.dist)
+        offsets = {k: buffer_address(a) - base for k, a in fields.items()}
         ok = (d.ncon > 0 and size % 8 == 0 and all(a.strides[0] == size for a in fields.values())
               and all(0 <= off < size for off in offsets.values())
               and all(offsets[k] % 8 == 0 for k in ("frame", "friction", "dist", "pos"))

@@ -38,6 +38,7 @@ __all__ = [
     "MjDataGather",
     "StateConverter",
     "base_tilt",
+    "buffer_address",
     "quat_wxyz_to_xyzw",
     "quat_xyzw_to_wxyz",
     "rotation_from_wxyz",
@@ -68,6 +69,13 @@ def world_to_base_velocity(x: float, y: float, z: float, w: float, vx: float, vy
     r3, r4, r5 = 2 * (q12 + q03), q00 - q11 + q22 - q33, 2 * (q23 - q01)
     r6, r7, r8 = 2 * (q13 - q02), 2 * (q23 + q01), q00 - q11 - q22 + q33
     return (r0 * vx + r3 * vy + r6 * vz, r1 * vx + r4 * vy + r7 * vz, r2 * vx + r5 * vy + r8 * vz)
+
+
+def buffer_address(a: np.ndarray) -> int:
+    """The address of ``a``'s first byte (numpy's array interface): how :class:`MjDataGather` and
+    the contact sensor's raw read of ``data.contact`` (:mod:`wbsim.contacts`) place views of
+    MuJoCo's buffers."""
+    return a.__array_interface__["data"][0]
 
 
 def base_tilt(w: float, x: float, y: float, z: float) -> float:
@@ -145,15 +153,12 @@ class MjDataGather:
         #: number of gathered values
         self.size = int(sum(idx.size for _, idx in self.parts))
 
-        def address(a):
-            return a.__array_interface__["data"][0]
-
         ok = all(a.dtype == np.float64 and a.flags.c_contiguous for a in arrays.values())
         if ok and arrays:
-            lo = min(arrays.values(), key=address)
-            start = address(lo)
-            end = max(address(a) + a.nbytes for a in arrays.values())
-            offsets = {k: address(a) - start for k, a in arrays.items()}
+            lo = min(arrays.values(), key=buffer_address)
+            start = buffer_address(lo)
+            end = max(buffer_address(a) + a.nbytes for a in arrays.values())
+            offsets = {k: buffer_address(a) - start for k, a in arrays.items()}
             ok = (end - start <= int(data.nbuffer)
                   and all(off % 8 == 0 for off in offsets.values()))
         #: ``True``: one ``take`` from a view of MjData's buffer; ``False``: array by array
