@@ -215,3 +215,33 @@ def test_base_tilt_matches_mujoco_rotation():
     assert base_tilt(0.0, 1.0, 0.0, 0.0) == pytest.approx(math.pi)
     assert math.isnan(base_tilt(math.nan, 0.0, 0.0, 0.0))
     assert math.isnan(base_tilt(0.0, 0.0, 0.0, 0.0))
+
+
+def test_mj_acceleration_to_pin_inverts_the_velocity_map(robot):
+    """vdot from qacc against the slow route, solve(T, qacc - Tdot v), and against MuJoCo's own
+    dynamics: at a random state and torque, Pinocchio's RNEA of the converted mj_forward qacc
+    gives MuJoCo's applied forces (no contacts: the robot is lifted off the floor)."""
+    conv = robot.converter
+    rng = np.random.default_rng(5)
+    m, pm = robot.mj_model, robot.pin_model
+    for _ in range(5):
+        q, v = random_state(robot, rng)
+        qacc = rng.normal(size=m.nv)
+        expect = np.linalg.solve(conv.velocity_map(q), qacc - conv.velocity_map_dot_times_v(q, v))
+        np.testing.assert_allclose(conv.mj_acceleration_to_pin(q, v, qacc), expect, atol=1e-12)
+    d = mujoco.MjData(m)
+    q, v = random_state(robot, rng)
+    q[2] += 5.0  # high above the floor: no contact
+    d.qpos[:], d.qvel[:] = robot.pin_to_mj(q, v)
+    tau = rng.normal(size=robot.n_joints)
+    d.ctrl[:] = tau
+    mujoco.mj_forward(m, d)
+    assert d.ncon == 0
+    # Pinocchio's inverse dynamics of the converted vdot gives MuJoCo's applied forces (motors and
+    # passive forces; the armature is in both models' inertia)
+    vdot = conv.mj_acceleration_to_pin(q, v, d.qacc.copy())
+    f_mj = d.qfrc_actuator + d.qfrc_passive
+    f_pin = conv.mj_force_to_pin(f_mj, q)
+    pdata = pm.createData()
+    tau_id = pin.rnea(pm, pdata, q, v, vdot)
+    np.testing.assert_allclose(tau_id, f_pin, atol=1e-6 * max(1.0, np.abs(f_pin).max()))

@@ -371,6 +371,32 @@ class StateConverter:
             out[b : b + 3] = rot @ np.cross(v[3:6], v[0:3])
         return out
 
+    def mj_acceleration_to_pin(self, q: np.ndarray, v: np.ndarray, qacc: np.ndarray) -> np.ndarray:
+        """Pinocchio ``vdot (nv,)`` from MuJoCo's ``qacc (nv,)`` at the Pinocchio state ``(q, v)``
+        (float arrays, ``(nq,)`` and ``(nv,)``).
+
+        ``qacc = T vdot + Tdot v`` (module docstring; ``Tdot v`` non-zero only on the base's linear
+        rows, ``R (omega x v_lin)``), so block by block: ``vdot_lin = R^T qacc_lin - omega x
+        v_lin``, ``vdot_ang = qacc_ang``, the joints permuted by name. ``R^T qacc_lin`` rotates by
+        the conjugate of the base quaternion ``q[3:7]`` (x, y, z, w; normalised), on Python floats
+        (this runs every step, in :class:`wbsim.diagnostics.MomentumBalance`). Equal to
+        ``solve(velocity_map(q), qacc - velocity_map_dot_times_v(q, v))`` to round-off
+        (``tests/test_conventions.py``) at a fraction of its cost. Returns a fresh array.
+        """
+        a = qacc.take(self._v_from_mj)
+        if self.floating:
+            x, y, z, w = q[3:7].tolist()
+            l0, l1, l2, w0, w1, w2 = v[0:6].tolist()
+            b0, b1, b2 = a[0:3].tolist()
+            s = 1.0 / math.sqrt(x * x + y * y + z * z + w * w)
+            x, y, z, w = -x * s, -y * s, -z * s, w * s  # the conjugate: rotation by R^T
+            # r = b + 2 w (u x b) + 2 u x (u x b), u = (x, y, z)
+            t0, t1, t2 = 2.0 * (y * b2 - z * b1), 2.0 * (z * b0 - x * b2), 2.0 * (x * b1 - y * b0)
+            a[0] = b0 + w * t0 + (y * t2 - z * t1) - (w1 * l2 - w2 * l1)
+            a[1] = b1 + w * t1 + (z * t0 - x * t2) - (w2 * l0 - w0 * l2)
+            a[2] = b2 + w * t2 + (x * t1 - y * t0) - (w0 * l1 - w1 * l0)
+        return a
+
     def mj_matrix_to_pin(self, M_mj: np.ndarray, q: np.ndarray) -> np.ndarray:
         """A MuJoCo mass-like matrix ``(nv, nv)`` in Pinocchio coordinates: ``T^T M_mj T``."""
         T = self.velocity_map(q)

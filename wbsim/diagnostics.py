@@ -743,15 +743,7 @@ class MomentumBalance:
             m.body_rootid[m.jnt_bodyid[0]])
         self._robot_bodies = np.flatnonzero(m.body_rootid == root)
         self.max_norm = 0.0
-        # qacc -> vdot: one gather (joints permuted by name, the base rows as they are; the base's
-        # linear rows are then rotated, see acceleration)
-        conv = robot.converter
-        index = np.arange(self.model.nv)
-        index[conv.pin_vidx] = conv.mj_vadr
-        if conv.floating:
-            index[0:6] = np.arange(conv.mj_base_vadr, conv.mj_base_vadr + 6)
-        self._floating = bool(conv.floating)
-        self._a_index = None if np.array_equal(index, np.arange(self.model.nv)) else index
+        self._vdot = robot.converter.mj_acceleration_to_pin  # qacc -> vdot (float arrays)
         self._com = self.data.com  # Pinocchio's per-subtree CoMs (com[0]: the robot's)
         self._ones: dict[int, np.ndarray] = {}
         self._views: tuple | None = None  # (data, qacc, xfrc_applied, xipos) of the last MjData
@@ -759,33 +751,10 @@ class MomentumBalance:
         self._res = np.empty(6)  # scratch of _residual
 
     def acceleration(self, q: np.ndarray, v: np.ndarray, qacc: np.ndarray) -> np.ndarray:
-        """Pinocchio ``vdot (nv,)`` from MuJoCo's ``qacc (nv,)`` at Pinocchio state ``(q, v)``.
-
-        ``qacc = T vdot + Tdot v`` (:mod:`wbsim.conventions`, ``T = blockdiag(R, I, P)``, ``Tdot v``
-        non-zero only on the base's linear rows, ``R (omega x v_lin)``), so block by block:
-        ``vdot_lin = R^T qacc_lin - omega x v_lin``, ``vdot_ang = qacc_ang`` and the joints permuted
-        by name. ``R^T qacc_lin`` rotates by the conjugate of the base quaternion ``q[3:7]`` (x, y,
-        z, w; normalised). Equal to ``solve(velocity_map(q), qacc - velocity_map_dot_times_v(q,
-        v))`` (``tests/test_diagnostics.py``) at a fraction of its cost.
-        """
+        """Pinocchio ``vdot (nv,)`` from MuJoCo's ``qacc (nv,)`` at Pinocchio state ``(q, v)``:
+        :meth:`wbsim.conventions.StateConverter.mj_acceleration_to_pin`."""
         return self._vdot(np.asarray(q, dtype=float), np.asarray(v, dtype=float),
                           np.asarray(qacc, dtype=float))
-
-    def _vdot(self, q: np.ndarray, v: np.ndarray, qacc: np.ndarray) -> np.ndarray:
-        """:meth:`acceleration` for float arrays (no conversion)."""
-        a = qacc.copy() if self._a_index is None else qacc.take(self._a_index)
-        if self._floating:
-            x, y, z, w = q[3:7].tolist()
-            l0, l1, l2, w0, w1, w2 = v[0:6].tolist()
-            b0, b1, b2 = a[0:3].tolist()
-            s = 1.0 / math.sqrt(x * x + y * y + z * z + w * w)
-            x, y, z, w = -x * s, -y * s, -z * s, w * s  # the conjugate: rotation by R^T
-            # r = b + 2 w (u x b) + 2 u x (u x b), u = (x, y, z)
-            t0, t1, t2 = 2.0 * (y * b2 - z * b1), 2.0 * (z * b0 - x * b2), 2.0 * (x * b1 - y * b0)
-            a[0] = b0 + w * t0 + (y * t2 - z * t1) - (w1 * l2 - w2 * l1)
-            a[1] = b1 + w * t1 + (z * t0 - x * t2) - (w2 * l0 - w0 * l2)
-            a[2] = b2 + w * t2 + (x * t1 - y * t0) - (w0 * l1 - w1 * l0)
-        return a
 
     def residual(self, q: np.ndarray, v: np.ndarray, qacc: np.ndarray, sensing: ContactSensing,
                  xfrc_applied: np.ndarray | None = None, xipos: np.ndarray | None = None
