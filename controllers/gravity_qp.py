@@ -676,6 +676,17 @@ class _SupportProblem:
         np.negative(cq, out=cq)
 
 
+def _statics_info(solve_time: float, total_time: float, residual: float, active: tuple,
+                  solver: str, method: str, contact_model: str, possible: bool,
+                  reasons: tuple) -> dict[str, Any]:
+    """``Command.info`` of :class:`GravityCompensationQP` (the :class:`StaticsResult` fields it
+    carries): times in s, the statics residual (N·m, N), the active constraints, the solver, the
+    method, the contact model, and whether the result is physically possible (with reasons)."""
+    return {"solve_time_s": solve_time, "total_time_s": total_time, "residual": residual,
+            "active_constraints": active, "solver": solver, "method": method,
+            "contact_model": contact_model, "physically_possible": possible, "reasons": reasons}
+
+
 class GravityCompensationQP:
     """Gravity compensation from the floating-base statics, plus a joint PD; see the module
     docstring for the equations, contact models, methods, inequalities and feasibility rules.
@@ -1158,17 +1169,9 @@ class GravityCompensationQP:
             out, error = None, f"error: {type(exc).__name__}: {exc}"
         if out is not None and out[8]:                     # feasible: no StaticsResult needed
             tau, f, prob, residual, active, solver, status, solve_time, _, possible, reasons = out
-            info = {
-                "solve_time_s": float(solve_time),
-                "total_time_s": time.perf_counter() - t_start,
-                "residual": float(residual),
-                "active_constraints": active,
-                "solver": solver,
-                "method": self.method if self.floating else "fixed_base",
-                "contact_model": self.contact_model,
-                "physically_possible": possible,
-                "reasons": reasons,
-            }
+            info = _statics_info(float(solve_time), time.perf_counter() - t_start, float(residual),
+                                 active, solver, self.method if self.floating else "fixed_base",
+                                 self.contact_model, possible, reasons)
             tau.flags.writeable = False
             forces = self._forces(prob, f)
             support = prob.support if prob is not None else frozenset()
@@ -1276,17 +1279,8 @@ class GravityCompensationQP:
         fw.flags.writeable = False
         names, support = prob.names, prob.support
         self._last = (float(state.t), support, tau, (names, fw))
-        info = {
-            "solve_time_s": solve_time,
-            "total_time_s": time.perf_counter() - t_start,
-            "residual": residual,
-            "active_constraints": (),
-            "solver": "daqp",
-            "method": "qp",
-            "contact_model": self.contact_model,
-            "physically_possible": True,
-            "reasons": (),
-        }
+        info = _statics_info(solve_time, time.perf_counter() - t_start, residual, (), "daqp", "qp",
+                             self.contact_model, True, ())
         return Command(tau=tau + pd_tau, contact_set=support,
                        contact_forces=dict(zip(names, fw)), feasible=True, fallback="",
                        status="solved", info=info)
@@ -1305,14 +1299,6 @@ class GravityCompensationQP:
 
     @staticmethod
     def _info(res: StaticsResult) -> dict[str, Any]:
-        return {
-            "solve_time_s": res.solve_time,
-            "total_time_s": res.total_time,
-            "residual": res.residual,
-            "active_constraints": res.active_constraints,
-            "solver": res.solver,
-            "method": res.method,
-            "contact_model": res.contact_model,
-            "physically_possible": res.physically_possible,
-            "reasons": res.reasons,
-        }
+        return _statics_info(res.solve_time, res.total_time, res.residual, res.active_constraints,
+                             res.solver, res.method, res.contact_model, res.physically_possible,
+                             res.reasons)
