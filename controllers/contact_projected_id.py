@@ -96,11 +96,10 @@ from wbsim.controllers.tasks import (
     Task,
     TaskGains,
     TaskStack,
-    _amax,
-    _amin,
     _posv,
     _scaled_identity,
     _sum,
+    check_cholesky,
     cholesky,
     cholesky_solve,
     compute_snapshot,
@@ -391,12 +390,7 @@ def _projection(Jc: np.ndarray, Jc_dot_v: np.ndarray, Winv_JcT: np.ndarray) -> C
     nv = Jc.shape[1]
     JWJ = Jc @ Winv_JcT
     L, X, info = _dposv(JWJ, Winv_JcT.T, lower=1)
-    if info != 0:
-        raise WbsimError(f"{_JWJ} is not symmetric positive definite (dpotrf info={info})")
-    d = L.diagonal()
-    if _amin(d) ** 2 <= 1e-13 * _amax(JWJ.diagonal()):
-        raise WbsimError(f"{_JWJ} is (numerically) singular: smallest Cholesky pivot "
-                         f"{d.min() ** 2:.3g}")
+    check_cholesky(L, JWJ, info, _JWJ)
     Jc_pinv = X.T  # (nv, nc); J_c W^-1 J_c^T is symmetric
     augmented = np.empty((nv, nv + 1), order="F")  # every entry written below
     Nc, particular = augmented[:, :nv], augmented[:, nv]  # contiguous in Fortran order

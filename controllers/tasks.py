@@ -53,6 +53,7 @@ __all__ = [
     "TaskGains",
     "TaskRows",
     "TaskStack",
+    "check_cholesky",
     "cholesky",
     "cholesky_solve",
     "compute_snapshot",
@@ -74,25 +75,36 @@ def cholesky(A: np.ndarray, what: str = "matrix", pivot_rtol: float | None = 1e-
             diagonal entry of ``A`` (a rank-deficient ``A`` that rounding made barely positive).
     """
     L, info = dpotrf(A, lower=1, clean=0)
+    check_cholesky(L, A, info, what, pivot_rtol)
+    return L
+
+
+def check_cholesky(L: np.ndarray, A: np.ndarray, info: int, what: str = "matrix",
+                   pivot_rtol: float | None = 1e-13) -> None:
+    """The checks of :func:`cholesky` on a factor ``L (n, n)`` of ``A`` that LAPACK returned with
+    ``info`` (``dpotrf``, or ``dposv`` that also solved): the tests a factorisation must pass
+    wherever it is made.
+
+    Raises:
+        WbsimError: as :func:`cholesky`.
+    """
     if info != 0:
         raise WbsimError(f"{what} is not symmetric positive definite (dpotrf info={info})")
     if pivot_rtol is None:
-        return L
+        return
     d = L.diagonal()
     # ufunc reductions: ndarray.min / max add a Python-level wrapper (this runs every step)
     if d.size and _amin(d) ** 2 <= pivot_rtol * _amax(A.diagonal()):
         raise WbsimError(f"{what} is (numerically) singular: smallest Cholesky pivot "
                          f"{d.min() ** 2:.3g}")
-    return L
 
 
 def _posv(A: np.ndarray, B: np.ndarray, what: str) -> np.ndarray:
     """``A^-1 B`` for the SPD ``A (n, n)`` (only its lower triangle is read) by LAPACK ``dposv``:
     ``dpotrf`` and ``dpotrs`` in one call, the same result as ``cholesky_solve(cholesky(A, what,
     None), B)``. Raises :class:`WbsimError` as :func:`cholesky` does when ``A`` is not SPD."""
-    _, X, info = dposv(A, B, lower=1)
-    if info != 0:
-        raise WbsimError(f"{what} is not symmetric positive definite (dpotrf info={info})")
+    L, X, info = dposv(A, B, lower=1)
+    check_cholesky(L, A, info, what, None)
     return X
 
 

@@ -763,3 +763,30 @@ def test_g1_stands_in_mujoco(g1):
         data = g1.pin_model.createData()
         worst = max(worst, np.linalg.norm(pin.centerOfMass(g1.pin_model, data, q) - com0))
     assert worst < 1e-3
+
+
+def test_rank_deficient_factorisations_are_reported():
+    """The Cholesky checks (tasks.check_cholesky) wherever a factor is made: an indefinite matrix
+    (dpotrf fails) and a rank-deficient one that rounding leaves barely positive (tiny pivot) both
+    raise with the matrix named; contact_projection does so for a contact Jacobian with a repeated
+    row (J_c W^-1 J_c^T singular), by way of its one dposv call."""
+    from wbsim.errors import WbsimError
+
+    rng = np.random.default_rng(7)
+    with pytest.raises(WbsimError, match="M is not symmetric positive definite"):
+        T.cholesky(np.diag([1.0, -1.0, 2.0]), "M")
+    u = rng.normal(size=(4, 3))
+    near = u @ u.T + 1e-15 * np.eye(4)  # rank 3: positive only by rounding
+    with pytest.raises(WbsimError, match="numerically.* singular"):
+        T.cholesky(near, "A")
+    L = T.cholesky(near + np.eye(4), "A")  # well conditioned: the factor
+    L = np.tril(L)  # dpotrf leaves the upper triangle as it was
+    np.testing.assert_allclose(L @ L.T, near + np.eye(4), atol=1e-12)
+    nv = 8
+    B = rng.normal(size=(nv, nv))
+    W = B @ B.T + nv * np.eye(nv)
+    Jc = rng.normal(size=(3, nv))
+    cpid.contact_projection(Jc, np.zeros(3), W)  # full row rank: fine
+    Jc_bad = np.vstack([Jc, Jc[1]])  # a repeated contact row
+    with pytest.raises(WbsimError, match=r"J_c W\^-1 J_c\^T"):
+        cpid.contact_projection(Jc_bad, np.zeros(4), W)
