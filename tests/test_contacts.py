@@ -629,3 +629,27 @@ def test_g1_hot_path_equals_the_reference(g1):
             d.qvel[6:] = rng.normal(scale=0.05, size=m.nv - 6)
             check_states(sensor, m, d, weight, 4)
     assert len(calls) >= 30
+
+
+def test_g1_hot_path_takes_partial_contact_lists_and_the_air(g1):
+    """The hot path covers any list of sole contacts on a z-up floor, not only all 8 in point order:
+    the G1 dropped tilted (one foot lands first: lists of 1 to 8 points, in any order) and held in
+    the air (no contact) goes through it, and every sensed field equals the slow reference."""
+    m = g1.mj_model
+    sensor = ContactSensor(g1)
+    hot = sensor._sense_hot
+    ks = []
+    sensor._sense_hot = lambda d, raw, T, plan, fast: ks.append(plan.k) or hot(d, raw, T, plan, fast)
+    d = mujoco.MjData(m)
+    q = g1.pose_q("stand")
+    q[2] += 0.02
+    q[3:7] = [0.04, 0.02, 0.0, 1.0]
+    q[3:7] /= np.linalg.norm(q[3:7])
+    d.qpos[:] = g1.pin_to_mj(q)[0]
+    weight = g1.total_mass * G
+    check_states(sensor, m, d, weight, 90)
+    d = g1.make_data("stand")
+    d.qpos[2] += 0.5
+    check_states(sensor, m, d, weight, 3)
+    partial = {k for k in ks if 0 < k < 8}
+    assert 0 in ks and 8 in ks and len(partial) >= 2, sorted(set(ks))

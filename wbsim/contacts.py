@@ -269,6 +269,8 @@ def _cross3(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 _EMPTY3 = np.zeros((0, 3))
 _EMPTY3.setflags(write=False)
+_EMPTY = np.zeros(0)
+_EMPTY.setflags(write=False)
 
 
 class PointContactSensor:
@@ -414,7 +416,7 @@ class PointContactSensor:
         # (per MjData, see :meth:`_raw_for` and :meth:`_sense_hot`)
         self._raw: _RawContacts | None = None
         self._raw_data: mujoco.MjData | None = None  # the MjData _raw was made for
-        self._hot: _HotSetup | None = None
+        self._hot: dict[int, _HotSetup | None] = {}  # efc rows of a plan -> its scratch
         self._hot_data: mujoco.MjData | None = None
 
     def __getstate__(self) -> dict:
@@ -423,7 +425,7 @@ class PointContactSensor:
         state = self.__dict__.copy()
         state.update(_fast=None, _fast_checked=False, _plans={}, _last_key=None, _last_plan=None,
                      _feet_cache={}, _gather=None, _gather_data=None, _raw=None, _raw_data=None,
-                     _hot=None, _hot_data=None)
+                     _hot={}, _hot_data=None)
         return state
 
     # ------------------------------------------------------------------------------------------
@@ -544,8 +546,8 @@ class PointContactSensor:
         self._last_key, self._last_plan = key, plan
         if plan is None:
             return self._sense_general(data)
-        if plan.hot and raw is not None:
-            return self._sense_hot(data, raw, T, plan, fast)
+        if plan.hot and (raw is not None or not ncon):
+            return self._sense_hot(data, raw, T if ncon else None, plan, fast)
         return self._sense_fast(data, data.contact if ncon else None, plan, fast)
 
     __call__ = sense
@@ -669,12 +671,16 @@ class PointContactSensor:
         # z up and contact i at point i: the normal and tangential parts and the contact forces
         # are the point forces' components, so F needs only the point forces (compact)
         compact = bool(self._z_up and ke == ncon == n and gap_order is None)
-        hot = compact and self.point_site_ids is not None
+        # z up and every contact at its own sole point (any number, any order): _sense_hot, with
+        # the point forces from B's first 3 n columns (zero at points without a contact); no
+        # contact at all included (the point velocities and heights only)
+        hot = bool(self._z_up and ke == ncon and self.point_site_ids is not None)
         return _Plan(k=ncon, n_rows=rows * ncon, last_row=rows * (ncon - 1),
                      B=B[:, :3 * n].copy() if compact else B, N0=N0,
                      ext=None if ke == ncon else ext, ke=ke, gap_all=ke == ncon == n,
                      gap_order=gap_order, gap_points=gap_points, gap_rows=gap_rows,
-                     compact=compact, hot=hot, M=self._hot_matrix(B[:, :3 * n]) if hot else None)
+                     compact=compact, hot=hot, M=self._hot_matrix(B[:, :3 * n]) if hot else None,
+                     hot_points=None if compact else pidx.copy())
 
     def _sense_fast(self, d: mujoco.MjData, con, plan: _Plan, fast: _FastSetup) -> ContactSensing:
         n = self._n
@@ -743,19 +749,29 @@ class PointContactSensor:
 
     def _sense_hot(self, d: mujoco.MjData, raw: _RawContacts, T: np.ndarray, plan: _Plan,
                    fast: _FastSetup) -> ContactSensing:
-        """:meth:`_sense_fast` for a compact plan (z-up floor, contact i at point i, sites), in the
-        fewest numpy calls: X = [efc_force rows | omega x (p - c) products | v_c] in one scratch
-        buffer (one take from MjData, one copy of the rows, two in-place ufuncs), then ONE product
-        with ``plan.M`` gives ``[force at each point (n, 3) | tangential velocity (n, 3)]`` and one
-        ``hypot`` both norms. The same values as :meth:`_sense_fast` to round-off (the products'
-        sums are grouped differently); positions, gaps and contact positions are exact copies.
-        ``T``: :meth:`sense`'s take from ``raw`` (its first ``8 n`` words: dist and pos)."""
-        n = self._n
-        mv, ea, step = raw.mv, raw.ea_word, raw.step
-        e0 = mv[ea]
-        if e0 < 0 or mv[ea + step * (n - 1)] - e0 != plan.last_row:
-            return self._sense_general(d)  # inactive contacts, or rows not consecutive
-        hot = self._hot if self._hot_data is d else self._hot_for(d, plan.n_rows)
+        """:meth:`_sense_fast` for a hot plan (z-up floor, sites, each of the ``k`` contacts at its
+        own sole point), in the fewest numpy calls: X = [efc_force rows | omega x (p - c) products
+        | v_c] in one scratch buffer (one take from MjData, one copy of the rows, two in-place
+        ufuncs), then ONE product with ``plan.M`` gives ``[force at each point (n, 3) | tangential
+        velocity (n, 3)]`` (zero force at a point without a contact) and one ``hypot`` both norms.
+        The same values as :meth:`_sense_fast` to round-off (the products' sums are grouped
+        differently); positions, gaps and contact positions are exact copies. With all ``n``
+        points in contact in point order (``plan.compact``) the gaps and contact forces are the
+        contacts' own arrays; otherwise (``plan.hot_points``: the point of each contact) the gap is
+        the height above the floor where no contact is, and the contact forces are the point
+        forces taken in contact order. ``T``: :meth:`sense`'s take from ``raw`` (its first ``8 k``
+        words: dist and pos; ``None`` without contacts)."""
+        n, k = self._n, plan.k
+        if k:
+            mv, ea, step = raw.mv, raw.ea_word, raw.step
+            e0 = mv[ea]
+            if e0 < 0 or mv[ea + step * (k - 1)] - e0 != plan.last_row:
+                return self._sense_general(d)  # inactive contacts, or rows not consecutive
+        else:
+            e0 = 0
+        hot = self._hot.get(plan.n_rows, _MISSING) if self._hot_data is d else _MISSING
+        if hot is _MISSING:
+            hot = self._hot_for(d, plan.n_rows)
         if hot is None:
             return self._sense_fast(d, d.contact, plan, fast)
         hot.x_efc[:] = d.efc_force[e0:e0 + plan.n_rows]
@@ -772,16 +788,23 @@ class PointContactSensor:
         loaded = fn > fast.f_threshold
         # OPEN 0, STICKING 1 (loaded), SLIDING 2 (loaded and sliding): loaded << sliding
         mode = np.left_shift(loaded.view(np.int8), (slip > fast.v_threshold).view(np.int8))
-        cv = T[:8 * n].view(np.float64)  # fresh: [dist (n) | contact positions (n, 3)]
+        cv = T[:8 * k].view(np.float64) if k else _EMPTY  # fresh: [dist (k) | positions (k, 3)]
+        pos = hot.p_view.take(hot.p_index).reshape(n, 3)
+        points = plan.hot_points
+        if points is None:  # contact i at point i, all n
+            gap, c_force = cv[:n], force
+        else:
+            gap = pos[:, 2] - fast.floor_c  # the height above the floor ...
+            gap[points] = cv[:k]  # ... and the contact distance where a contact is
+            c_force = force.take(points, axis=0)
         feet = self._feet_cached(loaded)
         return ContactSensing(
-            self.names, self.point_feet, hot.p_view.take(hot.p_index).reshape(n, 3), cv[:n],
-            fast.floor_n, force, fn, out[6 * n:7 * n], fv[n:], slip, self.friction, mode, feet, {},
-            cv[n:].reshape(n, 3), force)
+            self.names, self.point_feet, pos, gap, fast.floor_n, force, fn, out[6 * n:7 * n],
+            fv[n:], slip, self.friction, mode, feet, {}, cv[k:].reshape(k, 3), c_force)
 
     def _hot_for(self, d: mujoco.MjData, n_rows: int) -> _HotSetup | None:
-        """The scratch and gathers of :meth:`_sense_hot` on ``d`` (``None``: not one take), kept for
-        the next calls with the same ``d``."""
+        """The scratch (for plans of ``n_rows`` efc rows) and gathers of :meth:`_sense_hot` on
+        ``d`` (``None``: not one take), kept for the next calls with the same ``d``."""
         n = self._n
         site = 3 * self.point_site_ids
         body, root = 6 * self._vel_body, 3 * self._vel_root
@@ -802,7 +825,9 @@ class PointContactSensor:
                             p_index=pos.index, x=x, x_efc=x[:t], x_tail=x[t:],
                             x_prod=x[t:t + 4 * n], x_c=x[t + 6 * n:t + 10 * n],
                             x_w=x[t + 10 * n:], x_head=x[:t + 6 * n])
-        self._hot, self._hot_data = hot, d
+        if self._hot_data is not d:
+            self._hot, self._hot_data = {}, d
+        self._hot[n_rows] = hot
         return hot
 
     def _hot_matrix(self, B: np.ndarray) -> np.ndarray:
@@ -1003,7 +1028,8 @@ class _Plan:
     gap_rows: np.ndarray | None  # ... and their contacts
     compact: bool = False  # B gives only the point forces (z-up floor, contact i at point i)
     M: np.ndarray | None = None  # (n_rows + 6 n, 8 n) of :meth:`PointContactSensor._sense_hot`
-    hot: bool = False  # compact, with sites: :meth:`PointContactSensor._sense_hot` applies
+    hot: bool = False  # z up, sites, each contact at its own point: ``_sense_hot`` applies
+    hot_points: np.ndarray | None = None  # (k,) the point of each contact (None: compact)
 
 
 @dataclass(frozen=True, slots=True)
