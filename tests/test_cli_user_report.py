@@ -4,6 +4,7 @@ help."""
 
 import argparse
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -181,3 +182,152 @@ def test_residual_scale_is_checked(value):
 
     with pytest.raises(WbsimError, match="residual_scale must be a finite number >= 0"):
         gym.make("wbsim/G1Stand-v0", action_mode="residual", residual_scale=value)
+
+
+# --- a second user's trial (session 4) ---------------------------------------------------------
+
+def _one_line_error(capsys, code, *needles):
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err.count("\n") == 0 and "error:" in err, (code, err)
+    for n in needles:
+        assert n in err, err
+    return err
+
+
+def test_run_refuses_what_it_cannot_honour_before_building(tmp_path, capsys):
+    """Options that used to give a wrong run or a traceback are one-line errors, and nothing is
+    written (the log folder is not created): the viewer with a video, an env option the run sets
+    itself or cannot drive (action_mode, max_seconds, robot, render_mode, width, plan), a negative
+    seed, a run shorter than one step."""
+    run_dir = tmp_path / "run"
+    cases = [
+        (["--viewer", "--video", str(tmp_path / "v.mp4")], "viewer"),
+        (["-e", "action_mode=joint_position"], "action_mode"),
+        (["-e", "action_mode=residual"], "action_mode"),
+        (["-e", "max_seconds=1"], "max_seconds"),
+        (["-e", "robot=talos"], "robot"),
+        (["-e", "render_mode=human"], "render_mode"),
+        (["-e", "width=100"], "width"),
+        (["-e", "plan=foo"], "plan"),
+        (["--seed", "-1"], "seed"),
+    ]
+    capsys.readouterr()
+    for args, needle in cases:
+        _one_line_error(capsys, _run("--log", str(run_dir), *args), needle)
+        assert not run_dir.exists(), args
+        assert not (tmp_path / "v.mp4").exists()
+    code = main(["run", "--seconds", "1e-4", "--no-progress", "--log", str(run_dir)])
+    _one_line_error(capsys, code, "shorter than one env step")
+    assert not run_dir.exists()
+
+
+def test_ctrl_c_message_says_only_what_is_on_disk(tmp_path, capsys, monkeypatch):
+    """Ctrl-C before the episode started: the message says no log and no video were written
+    (the user was told of files that did not exist); a video with no frame is not named in the
+    summary either."""
+    import wbsim.rollout as R
+
+    def interrupted(cfg):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(R, "run_episode", interrupted)
+    capsys.readouterr()
+    code = _run("--log", str(tmp_path / "run"), "--video", str(tmp_path / "v.mp4"))
+    err = capsys.readouterr().err
+    assert code == 130 and "no log was written" in err and "no video was written" in err, err
+    monkeypatch.undo()
+    # interrupted at the first frame: the summary does not name a video file that does not exist
+    from wbsim.render import VideoWriter
+
+    def first_frame(self, frame):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(VideoWriter, "append", first_frame)
+    with pytest.raises(KeyboardInterrupt):
+        R.run_episode(R.EpisodeConfig(seconds=0.1, log=tmp_path / "run2", progress=False,
+                                      video=tmp_path / "v2.mp4", width=64, height=48))
+    summary = json.loads((tmp_path / "run2" / "summary.json").read_text())
+    assert summary["status"] == "interrupted" and summary["video_frames"] == 0
+    assert summary["video"] == "" and not (tmp_path / "v2.mp4").exists()
+
+
+def test_unwritable_json_is_refused_before_the_work(tmp_path, capsys, monkeypatch):
+    """baseline and bench check their --json path first (it used to fail after all the work, or
+    create folders at the root): a path under a file, a folder, and a place nobody may write."""
+    import wbsim.baseline as B
+    import wbsim.bench as BE
+
+    def never(*a, **k):
+        raise AssertionError("the work ran before the output was checked")
+
+    monkeypatch.setattr(B, "run_episode", never)
+    monkeypatch.setattr(BE, "_collect", never)
+    (tmp_path / "file").write_text("x")
+    bad = [tmp_path / "file" / "x.json", tmp_path]
+    if Path("/proc/self").is_dir():
+        bad.append(Path("/proc/x.json"))
+    capsys.readouterr()
+    for path in bad:
+        _one_line_error(capsys, main(["baseline", "--episodes", "1", "--no-progress", "--json",
+                                      str(path)]), str(path))
+        _one_line_error(capsys, main(["bench", "--quick", "--json", str(path)]), str(path))
+    _one_line_error(capsys, main(["baseline", "--seed", "-5", "--no-progress"]), "seed")
+    from wbsim.errors import check_output_file
+
+    new = tmp_path / "a" / "b" / "x.json"
+    assert check_output_file(new) == new and not (tmp_path / "a").exists()  # nothing left behind
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
+
+
+def test_statics_config_checks_the_joints(tmp_path, capsys, g1):
+    """--config joints: an object of finite numbers within the joint limits; a list, a string,
+    NaN and a knee at 10 rad are one-line errors naming the file (they were a traceback, silently
+    parsed, an unnamed error, and a 'feasible' answer)."""
+    lo, hi = g1.joint_limits[g1.joint_names.index("left_knee_joint")]
+    cases = [({"joints": [1, 2, 3]}, "joints must be an object"),
+             ({"joints": {"left_knee_joint": "1.0"}}, "finite number"),
+             ({"joints": {"left_knee_joint": float("nan")}}, "finite number"),
+             ({"joints": {"left_knee_joint": 10.0}}, "outside its limits")]
+    capsys.readouterr()
+    for pose, needle in cases:
+        path = tmp_path / "pose.json"
+        path.write_text(json.dumps(pose))
+        _one_line_error(capsys, main(["statics", "--robot", "g1", "--config", str(path)]),
+                        needle, str(path))
+    path.write_text(json.dumps({"joints": {"left_knee_joint": float(0.5 * (lo + hi))}}))
+    assert main(["statics", "--robot", "g1", "--config", str(path)]) == 0
+
+
+def test_report_of_a_missing_folder_says_so(tmp_path, capsys):
+    capsys.readouterr()
+    _one_line_error(capsys, main(["report", str(tmp_path / "nope")]), "does not exist")
+
+
+def test_full_disk_while_logging_leaves_whole_rows(tmp_path):
+    """A file-size limit (as a full disk) hit while writing the step table: `wbsim run` fails with
+    one line naming steps.f64, the table holds whole rows only (np.fromfile + reshape, the README's
+    recipe, and load_run both read it), and the summary says the run ended in an error."""
+    import resource
+    import subprocess
+    import sys
+
+    from wbsim.episode_log import load_run
+
+    run_dir = tmp_path / "run"
+    code = ("import resource, sys; resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, 100_000)); "
+            "from wbsim.cli import main; sys.exit(main(sys.argv[1:]))")
+    try:
+        resource.getrlimit(resource.RLIMIT_FSIZE)
+    except (AttributeError, ValueError):
+        pytest.skip("no RLIMIT_FSIZE here")
+    p = subprocess.run([sys.executable, "-c", code, "run", "--seconds", "2", "--no-progress",
+                        "--log", str(run_dir)], capture_output=True, text=True, timeout=300)
+    err = p.stderr.strip()
+    assert p.returncode == 2 and err.count("\n") == 0 and "steps.f64" in err, (p.returncode, err)
+    cols = json.loads((run_dir / "columns.json").read_text())["columns"]
+    raw = np.fromfile(run_dir / "steps.f64", dtype="<f8")
+    assert raw.size and raw.size % len(cols) == 0
+    run = load_run(run_dir)
+    assert run.steps.shape == (raw.size // len(cols), len(cols))
+    assert np.array_equal(run.steps, raw.reshape(-1, len(cols)), equal_nan=True)
+    assert run.summary["status"] == "error" and "steps.f64" in run.summary["stopped_reason"]

@@ -59,12 +59,23 @@ def run_baseline(env: str, controller: str, episodes: int = 20, seed: int = 0,
     ``controller_options`` (as given; baselines written before it was recorded lack it), ``episodes``,
     ``seconds``, ``return_mean``, ``return_std``, ``success_rate``, ``length_mean``, ``length_std``
     (steps), ``fell``, ``events`` (kind -> count summed over the episodes), ``per_episode``.
+
+    Raises:
+        WbsimError: ``episodes`` < 1, a negative or non-integer ``seed``, ``seconds`` not a
+            positive number, or a ``json_path`` that cannot be written (all checked before the
+            first episode); what :func:`wbsim.rollout.run_episode` raises.
     """
     from wbsim.envs import ENV_IDS
     from wbsim.errors import WbsimError
 
     if episodes < 1:
         raise WbsimError(f"episodes must be >= 1, got {episodes}")
+    if not (type(seed) is int and seed >= 0):  # Gymnasium's reset takes ints >= 0
+        raise WbsimError(f"seed must be an integer >= 0, got {seed!r}")
+    if json_path:  # before the episodes, not after them
+        from wbsim.errors import check_output_file
+
+        check_output_file(json_path, "baseline JSON")
     if seconds is not None and not (np.isfinite(seconds) and seconds > 0):
         raise WbsimError(f"seconds must be a positive number, got {seconds}")
     env_kwargs = {"reset_noise_scale": reset_noise_scale, **dict(env_options or {})}

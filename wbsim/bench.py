@@ -826,8 +826,13 @@ def run_bench(robot: str = "g1", json_path: str | Path | None = None, quick: boo
         0 when the bench ran (targets missed or optional parts skipped included).
 
     Raises:
-        WbsimError: unknown robot, no stand env for it, or the raw ``mj_step`` figure failed.
+        WbsimError: unknown robot, no stand env for it, the raw ``mj_step`` figure failed, or
+            ``json_path`` cannot be written (checked first).
     """
+    if json_path is not None:  # before the bench, not after it
+        from wbsim.errors import check_output_file
+
+        check_output_file(json_path, "bench JSON")
     result = _json_ready(_collect(robot, QUICK if quick else FULL))
     print(format_table(result))
     if json_path is not None:

@@ -69,8 +69,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         summary = run_episode(cfg)
     except KeyboardInterrupt:
-        print(f"wbsim run: interrupted; what was logged is in {args.log or '(no log)'} and the video "
-              f"in {args.video or '(no video)'}, closed and readable", file=sys.stderr)
+        # say only what is on disk: Ctrl-C during start-up leaves no log and no video
+        said = []
+        if args.log:
+            said.append(f"what was logged is in {args.log}, closed and readable"
+                        if (Path(args.log) / "summary.json").is_file()
+                        else f"no log was written ({args.log}: interrupted before the episode)")
+        if args.video:
+            video = Path(args.video)
+            said.append(f"the video is in {video}, closed and readable"
+                        if video.is_file() and video.stat().st_size > 0
+                        else "no video was written (interrupted before its first frame)")
+        print("wbsim run: interrupted" + ("; " + "; ".join(said) if said else ""), file=sys.stderr)
         return 130
     print(json.dumps(summary, indent=2))
     if summary["status"] == "stopped":
@@ -95,12 +105,24 @@ def _load_pose(robot, args: argparse.Namespace) -> np.ndarray:
             raise WbsimError(f"{path}: unknown keys {sorted(unknown)}; known: base_position, "
                              "base_quaternion_wxyz, joints")
         stand = robot.pose("stand") if "stand" in robot.poses else None
+        given = pose.get("joints", {})
+        if not isinstance(given, dict):
+            raise WbsimError(f"{path}: joints must be an object of joint name -> angle (rad), got "
+                             f"{type(given).__name__}")
+        for name, value in given.items():
+            if type(value) not in (int, float) or not np.isfinite(value):
+                raise WbsimError(f"{path}: joint {name} must be a finite number (rad), got "
+                                 f"{value!r}")
+            if name in robot.joint_names:
+                lo, hi = robot.joint_limits[robot.joint_names.index(name)]
+                if not lo <= value <= hi:
+                    raise WbsimError(f"{path}: joint {name} = {value:g} rad is outside its limits "
+                                     f"[{lo:g}, {hi:g}]")
         try:
             base = np.asarray(pose.get("base_position", stand.base_position if stand else [0, 0, 1]),
                               dtype=float)
             quat = np.asarray(pose.get("base_quaternion_wxyz", [1, 0, 0, 0]), dtype=float)
-            joints = {**(dict(stand.joints) if stand else {}),
-                      **{k: float(v) for k, v in pose.get("joints", {}).items()}}
+            joints = {**(dict(stand.joints) if stand else {}), **{k: float(v) for k, v in given.items()}}
         except (TypeError, ValueError) as exc:
             raise WbsimError(f"{path}: values must be numbers ({exc})") from None
         if base.shape != (3,) or quat.shape != (4,) or not np.all(np.isfinite(base)) or not (

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -113,7 +114,11 @@ class EpisodeLog:
             {"columns": list(self.columns), "units": dict(units or {}), "dtype": "<f8"}, indent=1))
         for stale in (SUMMARY_FILE, "normal_forces.png"):  # a previous run's outputs
             (self.dir / stale).unlink(missing_ok=True)
-        self._steps = open(self.dir / STEPS_FILE, "wb")
+        # unbuffered: flush() knows how many bytes reached the file, so a failed write (full disk)
+        # can be cut back to whole rows
+        self._steps = open(self.dir / STEPS_FILE, "wb", buffering=0)
+        self._bytes = 0  # bytes of whole rows in the file
+        self._write_error: str | None = None  # set once a write failed: no more rows are written
         self._events = open(self.dir / EVENTS_FILE, "w")
         self.closed = False
 
@@ -166,21 +171,58 @@ class EpisodeLog:
         """
         ordered = sorted(events, key=lambda e: (e.get("step", 0), e.get("t", 0.0)))
         tmp = self.dir / (EVENTS_FILE + ".tmp")
-        tmp.write_text("".join(json.dumps(_jsonable(e)) + "\n" for e in ordered))
-        tmp.replace(self.dir / EVENTS_FILE)
+        try:
+            tmp.write_text("".join(json.dumps(_jsonable(e)) + "\n" for e in ordered))
+            tmp.replace(self.dir / EVENTS_FILE)
+        except OSError as exc:  # the events as they started stay in place
+            tmp.unlink(missing_ok=True)
+            raise WbsimError(f"{self.dir / EVENTS_FILE}: could not be rewritten "
+                             f"({exc.strerror or exc}); it holds the events as they started") from None
         self.n_events = len(ordered)
 
     def flush(self) -> None:
-        if self._n_buf:
-            self._steps.write(self._buf[: self._n_buf].astype("<f8", copy=False).tobytes())
+        """Write the buffered rows to the step table.
+
+        Raises:
+            WbsimError: the write failed (e.g. a full disk): the file is cut back to its last whole
+                row (readable by :func:`load_run` and ``np.fromfile``), the rest of the buffered
+                rows is dropped, and no later row is written (the table never has a gap). The message names the file, the cause and the rows it holds.
+        """
+        if not self._n_buf:
+            return
+        if self._write_error is not None:  # the table stopped at its last whole row
             self._n_buf = 0
-        self._steps.flush()
+            return
+        data = memoryview(self._buf[: self._n_buf].astype("<f8", copy=False).tobytes())
+        row_bytes = 8 * self.n_cols
+        written = 0
+        try:
+            while written < len(data):  # a raw write may write part of it
+                written += self._steps.write(data[written:])
+        except OSError as exc:
+            self._bytes += written // row_bytes * row_bytes  # the whole rows that got there
+            try:
+                os.ftruncate(self._steps.fileno(), self._bytes)
+            except OSError:
+                pass
+            self._n_buf = 0
+            rows = self._bytes // row_bytes
+            self._write_error = f"{exc.strerror or exc}"
+            raise WbsimError(f"{self.dir / STEPS_FILE}: writing the step table failed "
+                             f"({self._write_error}); it holds the first {rows} rows, whole")
+        self._bytes += written
+        self._n_buf = 0
 
     def write_summary(self, summary: Mapping[str, Any]) -> None:
         """Write ``summary.json`` (atomically: a temporary file renamed over it)."""
         tmp = self.dir / (SUMMARY_FILE + ".tmp")
-        tmp.write_text(json.dumps(_jsonable(summary), indent=2))
-        tmp.replace(self.dir / SUMMARY_FILE)
+        try:
+            tmp.write_text(json.dumps(_jsonable(summary), indent=2))
+            tmp.replace(self.dir / SUMMARY_FILE)
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            raise WbsimError(f"{self.dir / SUMMARY_FILE}: could not be written "
+                             f"({exc.strerror or exc})") from None
 
     def close(self) -> None:
         if self.closed:
@@ -227,6 +269,8 @@ class RunData:
 def load_run(run_dir: str | Path) -> RunData:
     """Load an episode folder (numpy and json only). Raises :class:`WbsimError` if it is not one."""
     d = Path(run_dir)
+    if not d.exists():
+        raise WbsimError(f"{d} does not exist")
     if not (d / COLUMNS_FILE).is_file():
         raise WbsimError(f"{d} is not a wbsim run folder (no {COLUMNS_FILE})")
     schema = json.loads((d / COLUMNS_FILE).read_text())

@@ -57,3 +57,35 @@ class NoFeetError(WbsimError):
             f"robot {robot_name!r} has no feet configured: pass a RobotConfig with 'feet' "
             "(foot name -> link and sole contact points) to wbsim.load_robot to use contacts"
         )
+
+
+def check_output_file(path, what: str = "output file"):
+    """``path`` as a ``Path`` if a file can be written there: not a folder, and its folder either
+    exists and is writable or can be created (its nearest existing ancestor is a writable folder).
+    Nothing is left behind (a temporary file probes the folder): a command checks its output
+    before the work, not after it.
+
+    Raises:
+        WbsimError: one line naming ``what`` and ``path``: a folder, a parent that is a file, or
+            a location this process may not write.
+    """
+    import os
+    import tempfile
+    from pathlib import Path
+
+    p = Path(path)
+    if p.is_dir():
+        raise WbsimError(f"{what} {p}: is a folder; expected a file path")
+    parent = p.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise WbsimError(f"{what} {p}: {parent} is not a folder")
+    try:  # a real probe (root passes os.access even on read-only mounts): a temporary file
+        with tempfile.TemporaryFile(dir=parent):
+            pass
+    except OSError as exc:
+        raise WbsimError(f"{what} {p}: cannot write in {parent} ({exc.strerror or exc})") from None
+    if p.exists() and not os.access(p, os.W_OK):
+        raise WbsimError(f"{what} {p}: the file exists and is not writable")
+    return p

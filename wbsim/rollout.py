@@ -187,10 +187,15 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
 
     if cfg.env not in ENV_IDS:  # unknown names fail before anything is built
         raise UnknownNameError("env", cfg.env, ENV_IDS)
-    if dict(cfg.env_options).get("info_mode", "full") != "full":
-        raise WbsimError("run_episode reads the env's full info (state, schedule, contacts): "
-                         f"env option info_mode must be 'full', got "
-                         f"{cfg.env_options['info_mode']!r} ('lean' is for vector envs)")
+    _check_env_options(dict(cfg.env_options))
+    if not (type(cfg.seed) is int and cfg.seed >= 0):  # Gymnasium's reset takes ints >= 0
+        raise WbsimError(f"seed must be an integer >= 0, got {cfg.seed!r}")
+    if not (isinstance(cfg.seconds, (int, float)) and math.isfinite(cfg.seconds)
+            and cfg.seconds > 0):
+        raise WbsimError(f"seconds must be a positive number, got {cfg.seconds!r}")
+    if cfg.viewer and cfg.video:
+        raise WbsimError("the viewer and a video cannot be combined: the viewer shows the run "
+                         "live; record the video in a headless run (without --viewer)")
     controller_class(cfg.controller)
     if cfg.log:  # before anything is built: a logged run is never replaced silently
         from wbsim.episode_log import check_run_dir
@@ -212,6 +217,10 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
                                "width": cfg.width, "height": cfg.height, **dict(cfg.env_options)})
     uenv = env.unwrapped
     robot = uenv.robot
+    if int(round(cfg.seconds / uenv.dt)) < 1:
+        env.close()
+        raise WbsimError(f"seconds = {cfg.seconds:g} is shorter than one env step "
+                         f"({uenv.dt:g} s): nothing would run")
     controller = make_controller(cfg.controller, robot, **dict(cfg.controller_options))
     detector = EventDetector(dict(cfg.tolerances), dt=uenv.dt)
     momentum = MomentumBalance(robot)
@@ -464,7 +473,8 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
         summary["realtime_factor"] = summary["seconds"] / wall if wall > 0 else float("nan")
         if video is not None:
             video.close()
-            summary["video"] = str(cfg.video)
+            # no frame: ffmpeg never started and no file exists (e.g. Ctrl-C before the first)
+            summary["video"] = str(cfg.video) if video.n_frames else ""
             summary["video_frames"] = video.n_frames
         if bar is not None:
             bar.close()
@@ -479,6 +489,41 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
                 log.write_summary(summary)
         env.close()
     return summary
+
+
+#: env options that :func:`run_episode` sets itself or that its loop cannot drive, with the reason
+_RUN_SETS = {
+    "max_seconds": "the episode's length is `seconds` (--seconds)",
+    "render_mode": "run_episode picks it (--video renders off-screen, --viewer shows the viewer)",
+    "width": "the frame size is `width` / `height` (--width, --height)",
+    "height": "the frame size is `width` / `height` (--width, --height)",
+    "robot": "the env id picks the robot (e.g. wbsim/TalosStand-v0; wbsim list shows them)",
+}
+
+
+def _check_env_options(options: dict[str, Any]) -> None:
+    """Refuse env options that :func:`run_episode` cannot honour, before anything is built: the
+    ones it sets itself (:data:`_RUN_SETS`), an ``action_mode`` other than ``torque`` (the
+    controller's torques are the action), lean info, and a ``plan`` that is not callable.
+
+    Raises:
+        WbsimError: one line naming the option and what to use instead.
+    """
+    for key, why in _RUN_SETS.items():
+        if key in options:
+            raise WbsimError(f"env option {key} is not for run_episode: {why}")
+    mode = options.get("action_mode", "torque")
+    if mode != "torque":
+        raise WbsimError(f"env option action_mode={mode!r}: run_episode applies the controller's "
+                         "torques, so the env must be in 'torque' mode ('joint_position' and "
+                         "'residual' are for RL agents, through gymnasium.make)")
+    if options.get("info_mode", "full") != "full":
+        raise WbsimError("run_episode reads the env's full info (state, schedule, contacts): "
+                         f"env option info_mode must be 'full', got {options['info_mode']!r} "
+                         "('lean' is for vector envs)")
+    if "plan" in options and not callable(options["plan"]):
+        raise WbsimError(f"env option plan must be a callable returning a PhasePlan (Python API), "
+                         f"got {options['plan']!r}; the env id picks the plan")
 
 
 def _install_sigint_as_keyboard_interrupt() -> None:
