@@ -40,4 +40,11 @@ def test_ppo_example_trains_saves_and_reloads(tmp_path):
     import imageio.v2 as imageio
 
     frames = [f for f in imageio.get_reader(str(out / "policy.mp4"))]
-    assert len(frames) >= 10 and frames[0].mean() > 20
+    assert len(frames) == 15 and frames[0].mean() > 20  # 0.5 s at 30 fps, by simulated time
+    # a second run into the same folder is refused before training, as are 0 steps
+    from wbsim.errors import WbsimError
+
+    with pytest.raises(WbsimError, match="model.zip exists"):
+        train(steps=64, out=tmp_path)
+    with pytest.raises(WbsimError, match="steps must be"):
+        train(steps=0, out=tmp_path / "new")

@@ -17,7 +17,16 @@ def test_viewer_without_display_says_how_to_run_headless(monkeypatch, capsys):
     monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
     assert main(["run", "--viewer", "--seconds", "0.1", "--no-progress"]) == 2
     err = capsys.readouterr().err
-    assert "display" in err and "omit --viewer" in err and "xvfb-run" in err
+    assert "display" in err and "without --viewer" in err and "xvfb-run" in err
+    # from Python (render_mode="human"): the message names the Python way too
+    import gymnasium as gym
+
+    from wbsim.errors import WbsimError
+
+    with pytest.raises(WbsimError, match="render_mode='rgb_array'"):
+        env = gym.make("wbsim/G1Stand-v0", render_mode="human")
+        env.reset(seed=0)
+        env.render()
 
 
 @pytest.mark.skipif(shutil.which("xvfb-run") is None, reason="xvfb is not installed (.ci/run does)")

@@ -22,9 +22,10 @@ __all__ = ["Viewer", "NO_DISPLAY_MESSAGE"]
 CLOSE_TIMEOUT_S = 10.0
 
 NO_DISPLAY_MESSAGE = (
-    "the viewer needs a display, and there is none (DISPLAY is not set). Run headless instead: "
-    "omit --viewer (add --video out.mp4 to record), or give it a virtual display: "
-    "apt-get install -y xvfb && xvfb-run -a wbsim run --viewer ..."
+    "the viewer needs a display, and there is none (DISPLAY is not set). Run headless instead "
+    "(wbsim run without --viewer, --video out.mp4 to record; in Python render_mode='rgb_array' or "
+    "None), or give it a virtual display: apt-get install -y xvfb && xvfb-run -a wbsim run "
+    "--viewer ... (or xvfb-run -a python your_script.py)"
 )
 
 

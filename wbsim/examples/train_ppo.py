@@ -24,12 +24,25 @@ import wbsim  # noqa: F401  (registers the envs)
 
 def train(steps: int = 2048, out: str | Path = "runs/ppo_g1_stand", seed: int = 0,
           env_id: str = "wbsim/G1Stand-v0", residual_scale: float = 0.05,
-          video_seconds: float = 2.0, n_steps: int = 1024) -> Path:
-    """Train for ``steps`` environment steps; returns the folder with ``model.zip`` and the video."""
+          video_seconds: float = 2.0, n_steps: int = 1024, overwrite: bool = False) -> Path:
+    """Train for ``steps`` environment steps; returns the folder with ``model.zip`` and the video.
+
+    Raises:
+        WbsimError: ``steps`` < 1, or ``out`` already holds a model or a video and ``overwrite``
+            is false (checked before training).
+    """
     import gymnasium as gym
     from stable_baselines3 import PPO
 
+    from wbsim.errors import WbsimError
+    from wbsim.render import check_video_path
+
+    if not (type(steps) is int and steps >= 1):
+        raise WbsimError(f"steps must be an integer >= 1, got {steps!r}")
     out = Path(out)
+    if (out / "model.zip").exists() and not overwrite:
+        raise WbsimError(f"{out / 'model.zip'} exists; pick another --out, or --overwrite")
+    check_video_path(out / "policy.mp4", overwrite)
     out.mkdir(parents=True, exist_ok=True)
     env = gym.make(env_id, action_mode="residual", residual_scale=residual_scale,
                    reset_noise_scale=0.02)
@@ -44,14 +57,15 @@ def train(steps: int = 2048, out: str | Path = "runs/ppo_g1_stand", seed: int = 
     env = gym.make(env_id, action_mode="residual", residual_scale=residual_scale,
                    render_mode="rgb_array")
     obs, _ = env.reset(seed=seed)
-    fps = 30.0
-    every = max(1, int(round(1.0 / (fps * env.unwrapped.dt))))
+    fps, dt = 30.0, env.unwrapped.dt
+    next_frame = 0.0  # frames by simulated time (as wbsim run): the video plays in real time
     with VideoWriter(out / "policy.mp4", fps=fps) as video:
-        for k in range(int(video_seconds / env.unwrapped.dt)):
+        for k in range(int(round(video_seconds / dt))):
+            if k * dt + 1e-9 >= next_frame:
+                video.append(env.render())
+                next_frame += 1.0 / fps
             action, _ = model.predict(obs, deterministic=True)
             obs, _, terminated, truncated, _ = env.step(np.asarray(action, np.float32))
-            if k % every == 0:
-                video.append(env.render())
             if terminated or truncated:
                 break
     env.close()
@@ -64,8 +78,16 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default="runs/ppo_g1_stand")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--residual-scale", type=float, default=0.05)
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace the model and the video in --out")
     args = parser.parse_args(argv)
-    out = train(args.steps, args.out, args.seed, residual_scale=args.residual_scale)
+    from wbsim.errors import WbsimError
+
+    try:
+        out = train(args.steps, args.out, args.seed, residual_scale=args.residual_scale,
+                    overwrite=args.overwrite)
+    except WbsimError as exc:
+        parser.exit(2, f"train_ppo: error: {exc}\n")
     print(f"saved {out / 'model.zip'} and {out / 'policy.mp4'}")
     return 0
 
