@@ -2,7 +2,8 @@
 
 One class, :class:`HumanoidEnv`, serves every registered id (``wbsim/G1Stand-v0``, ...); an id fixes the
 robot, the contact plan and the options. The controller, if any, runs outside the env and hands it
-torques; the env gives the controller what it needs in ``info``.
+torques (or, in ``residual`` mode, inside it, once per MuJoCo step, through
+:attr:`HumanoidEnv.torque_hook`); the env gives the controller what it needs in ``info``.
 
 Observation (``float32``, one flat ``Box``; ``n`` = number of actuated joints):
 
@@ -28,17 +29,26 @@ a NaN raises ``ValueError`` naming the env and the space:
 - ``action_mode="joint_position"``: joint targets ``q_ref + joint_position_scale * action`` (rad, clipped
   to the joint limits), tracked by an inner joint PD (:class:`wbsim.controllers.pd.JointPD`, inertia-scaled,
   ``pd_frequency_hz``, critically damped) every MuJoCo step.
-- ``action_mode="residual"``: a controller (``controller``, default ``gravity_qp``) runs inside the env
-  and the action, times ``residual_scale`` * effort limit, is added to its torques
-  (:class:`wbsim.envs.wrappers.ControllerInTheLoop`).
+- ``action_mode="residual"``: a controller (``controller``, default ``gravity_qp``; options
+  ``controller_options``) runs inside the env and the action, times ``residual_scale`` (default 0.1)
+  * effort limit, is added to its torques, the sum clipped to the effort limits
+  (:class:`wbsim.envs.wrappers.ControllerInTheLoop`). The controller runs every MuJoCo step, as the
+  inner PD of ``joint_position`` mode does, through the env's per-substep
+  :attr:`HumanoidEnv.torque_hook`; the action is held over the ``frame_skip`` MuJoCo steps of an env
+  step. ``controller``, ``residual_scale`` and ``controller_options`` are for this mode only; with
+  another mode, :func:`make_humanoid_env` raises :class:`~wbsim.errors.WbsimError`.
+
+``frame_skip`` MuJoCo steps (``timestep`` each) make one env step. In ``torque`` mode the torque is
+held over them; ``joint_position`` and ``residual`` modes recompute their inner torque at each of
+them.
 
 Pushes (``push_magnitude`` > 0): every ``push_interval`` s, a horizontal force of ``push_magnitude`` N in a
 direction drawn from the env's seeded generator acts on the torso for ``push_duration`` s.
 
 Reward, per step (weights in ``reward_weights``): ``alive`` (1.0 while not fallen), ``- upright`` times
 the base tilt squared (rad²), ``- posture`` times the mean squared joint error to the reset posture
-(rad²), ``- torque`` times the mean squared normalised torque, ``- base_velocity`` times the squared
-base linear speed ((m/s)²).
+(rad²), ``- torque`` times the mean squared normalised torque (``tau / effort``, of the env step's
+last MuJoCo step), ``- base_velocity`` times the squared base linear speed ((m/s)²).
 
 Termination (a fall): base height below ``fall_height`` times its reset height, or any robot body other
 than the soles touching the floor. Truncation: ``max_seconds`` of simulated time.
@@ -48,12 +58,19 @@ than the soles touching the floor. Truncation: ``max_seconds`` of simulated time
 sole point), ``contacts`` (:class:`~wbsim.contacts.ContactSensing` of the sole points; after a step it
 describes the state the action was applied at, i.e. MuJoCo's contact solution of that step),
 ``non_sole_contacts`` (other robot geoms touching the floor), ``fell``, ``reward_terms``,
-``push_force`` (N, world). With ``info_mode="lean"`` only ``t``, ``fell`` and ``reward_terms``: what
-crosses the pipe of a ``gymnasium`` ``AsyncVectorEnv`` each step is then ~150 bytes of plain numbers
-instead of the objects above (~3 kB, ~100 us to pickle and unpickle), and the vector env's main process
-merges three keys instead of nine. The rest stays reachable on the env itself
-(:meth:`HumanoidEnv.robot_state`, :meth:`HumanoidEnv.schedule`, :attr:`HumanoidEnv.sensing`,
-:attr:`HumanoidEnv.pushes`).
+``push_force`` (N, world); in ``residual`` mode also ``command`` (the controller's
+:class:`~wbsim.controllers.base.Command` of the last MuJoCo step). With ``info_mode="lean"`` only
+``t``, ``fell`` and ``reward_terms``: what crosses the pipe of a ``gymnasium`` ``AsyncVectorEnv``
+each step is then ~150 bytes of plain numbers instead of the objects above (~3 kB, ~100 us to pickle
+and unpickle), and the vector env's main process merges three keys instead of nine. The rest stays
+reachable on the env itself (:meth:`HumanoidEnv.robot_state`, :meth:`HumanoidEnv.schedule`,
+:attr:`HumanoidEnv.sensing`, :attr:`HumanoidEnv.pushes`).
+
+Pickling (``pickle``, ``copy.deepcopy``) keeps the episode: the simulation state, the reset posture
+and height, the plan's reset context (the CoM and feet its targets are relative to), the last
+contact sensing and torque, the pushes and the random generator; the copy continues bit for bit as
+the original. A :attr:`HumanoidEnv.torque_hook` is not pickled (its owner, e.g.
+:class:`~wbsim.envs.wrappers.ControllerInTheLoop`, sets it again).
 """
 
 from __future__ import annotations
@@ -96,7 +113,7 @@ class HumanoidEnv(gym.Env):
         frame_skip: MuJoCo steps per env step (the control period is ``frame_skip * timestep``).
         max_seconds: time limit (truncation), s.
         action_mode: ``"torque"`` or ``"joint_position"`` (``"residual"`` goes through
-            :func:`make_humanoid_env`).
+            :func:`make_humanoid_env`: a torque-mode env with a :attr:`torque_hook`).
         render_mode: ``None``, ``"rgb_array"``, ``"human"`` (MuJoCo's passive viewer; needs a display).
         width, height: rendered frame size, pixels.
         reset_noise_scale: uniform noise (rad) added to the joint angles at reset.
@@ -206,7 +223,63 @@ class HumanoidEnv(gym.Env):
         self.overlay_status = ""
         self.overlay_violating: np.ndarray | None = None
         self.overlay = True
+        self._torque_hook: Callable[[HumanoidEnv], np.ndarray] | None = None
         self._init_fast_paths()
+
+    # -- per-substep torque hook -------------------------------------------------------------------
+    @property
+    def torque_hook(self) -> Callable[[HumanoidEnv], np.ndarray] | None:
+        """A callable ``hook(env) -> tau`` that replaces the action's torque in ``torque`` mode, or
+        ``None`` (the default: torque = action * effort limit, held over the substeps).
+
+        When set, :meth:`step` checks the action (same errors) but does not use it; before each of
+        its ``frame_skip`` MuJoCo steps it applies the push schedule, then calls ``hook(self)`` and
+        applies (a copy of) the returned torque ``(n_joints,)`` N·m (``robot.joint_names`` order)
+        as given (the hook clips it) for that one MuJoCo step. Before each call,
+        :meth:`robot_state`, :meth:`schedule` and :attr:`sensing` describe the current substep:
+        what ``info`` would hold if the env step ended there (``sensing`` is re-read after every
+        MuJoCo step but the last, which the step reads as usual). :attr:`tau` is the torque of the
+        last substep. A torque of the wrong shape or with NaN/inf raises
+        :class:`~wbsim.errors.WbsimError`.
+
+        :class:`~wbsim.envs.wrappers.ControllerInTheLoop` (``action_mode="residual"``) sets it: its
+        controller then runs every MuJoCo step (``timestep``), as the inner PD of ``joint_position``
+        mode does, whatever ``frame_skip``. Not pickled (the owner sets it again, as
+        ``ControllerInTheLoop`` does). Raises :class:`~wbsim.errors.WbsimError` if set to something
+        not callable, or on an env not in ``torque`` mode.
+        """
+        return self._torque_hook
+
+    @torque_hook.setter
+    def torque_hook(self, hook: Callable[[HumanoidEnv], np.ndarray] | None) -> None:
+        if hook is not None:
+            if not callable(hook):
+                raise WbsimError(f"{self.env_id}: torque_hook must be callable or None, got "
+                                 f"{hook!r}")
+            if self.action_mode != "torque":
+                raise WbsimError(f"{self.env_id}: a torque_hook needs action_mode 'torque', got "
+                                 f"{self.action_mode!r}")
+        self._torque_hook = hook
+
+    def _step_with_hook(self, hook: Callable[[HumanoidEnv], np.ndarray]) -> None:
+        """The MuJoCo steps of :meth:`step` with a :attr:`torque_hook`: one hook call per step."""
+        d, m = self.data, self.model
+        for k in range(self.frame_skip):
+            self._apply_push()
+            if k:  # contacts of the last MuJoCo step, as after an env step (step senses the last)
+                self.sensing = self.sensor.sense(d)
+            tau = np.array(hook(self), dtype=float)  # a copy: the hook may reuse its array
+            if tau.shape != self._action_shape:
+                raise WbsimError(f"{self.env_id}: torque_hook returned a torque of shape "
+                                 f"{tau.shape}; expected {self._action_shape} (N·m, "
+                                 "robot.joint_names order)")
+            if not math.isfinite(tau.dot(tau)) and not np.isfinite(tau).all():
+                bad = [self.robot.joint_names[i] for i in np.flatnonzero(~np.isfinite(tau))]
+                raise WbsimError(f"{self.env_id}: torque_hook returned NaN/inf at "
+                                 f"{', '.join(bad[:5])}{' and more' if len(bad) > 5 else ''}")
+            self.tau = tau
+            d.ctrl[:] = tau
+            mujoco.mj_step(m, d)
 
     # -- Gymnasium API -----------------------------------------------------------------------------
     @property
@@ -243,7 +316,10 @@ class HumanoidEnv(gym.Env):
         # recomputation from MjData by name.
         a = self.check_action(action)
         d, m = self.data, self.model
-        if self._pd is None:
+        hook = self._torque_hook
+        if hook is not None:
+            self._step_with_hook(hook)
+        elif self._pd is None:
             tau = np.multiply(a, self.effort, out=a)  # a is check_action's fresh array
             self.tau = tau
             if self.push_magnitude <= 0.0:
@@ -341,7 +417,8 @@ class HumanoidEnv(gym.Env):
         return {"kwargs": kwargs, "state": state, "q_ref": self._q_ref,
                 "base_height0": self._base_height0, "np_random": self._np_random,
                 "next_push": self._next_push, "push_force": self._push_force.copy(),
-                "pushes": list(self.pushes)}
+                "pushes": list(self.pushes), "plan_context": dict(self.plan.context),
+                "sensing": self.sensing, "tau": self.tau.copy()}
 
     def __setstate__(self, st):
         self.__init__(**st["kwargs"])
@@ -352,7 +429,11 @@ class HumanoidEnv(gym.Env):
         self._np_random = st["np_random"]
         self._next_push, self._push_force, self.pushes = (st["next_push"], st["push_force"],
                                                           st["pushes"])
-        self.plan.set_context(**self._plan_context())
+        # the reset's context (CoM, feet), which the plan's targets are relative to
+        self.plan.set_context(**st["plan_context"])
+        # the contacts of the last MuJoCo step (mj_forward above solved the current state's, which
+        # robot_state() and the overlay must not see), and the last torque
+        self.sensing, self.tau = st["sensing"], st["tau"]
         if self._pd is not None:
             self._pd.reset(self._q_ref)
 
@@ -570,15 +651,44 @@ class HumanoidEnv(gym.Env):
         }
 
 
-def make_humanoid_env(action_mode: str = "torque", controller: str = "gravity_qp",
-                      residual_scale: float = 0.1, controller_options: Mapping[str, Any] | None = None,
+#: the options of ``action_mode="residual"`` only, with their defaults there
+_RESIDUAL_DEFAULTS: Mapping[str, Any] = {"controller": "gravity_qp", "residual_scale": 0.1,
+                                        "controller_options": None}
+
+
+def make_humanoid_env(action_mode: str = "torque", controller: str | None = None,
+                      residual_scale: float | None = None,
+                      controller_options: Mapping[str, Any] | None = None,
                       **kwargs: Any) -> gym.Env:
     """The registered entry point: a :class:`HumanoidEnv`, wrapped in
-    :class:`~wbsim.envs.wrappers.ControllerInTheLoop` for ``action_mode="residual"``."""
+    :class:`~wbsim.envs.wrappers.ControllerInTheLoop` for ``action_mode="residual"``.
+
+    Args:
+        action_mode: ``"torque"``, ``"joint_position"`` or ``"residual"``.
+        controller: residual mode only: a registered controller name (default ``"gravity_qp"``).
+        residual_scale: residual mode only: fraction of the effort limit an action of 1 adds
+            (default 0.1).
+        controller_options: residual mode only: keyword options of the controller.
+        kwargs: :class:`HumanoidEnv` options.
+
+    Raises:
+        WbsimError: ``controller``, ``residual_scale`` or ``controller_options`` given (not
+            ``None``) with another action mode, which would ignore them; and as
+            :class:`HumanoidEnv` and :class:`~wbsim.envs.wrappers.ControllerInTheLoop`.
+    """
+    given = {"controller": controller, "residual_scale": residual_scale,
+             "controller_options": controller_options}
     if action_mode == "residual":
         from wbsim.envs.wrappers import ControllerInTheLoop
 
-        return ControllerInTheLoop(HumanoidEnv(action_mode="torque", **kwargs), controller,
-                                   residual_scale=residual_scale,
-                                   controller_options=controller_options)
+        opts = {k: _RESIDUAL_DEFAULTS[k] if v is None else v for k, v in given.items()}
+        return ControllerInTheLoop(HumanoidEnv(action_mode="torque", **kwargs), opts["controller"],
+                                   residual_scale=opts["residual_scale"],
+                                   controller_options=opts["controller_options"])
+    extra = [k for k, v in given.items() if v is not None]
+    if extra and action_mode in ("torque", "joint_position"):  # (an unknown mode: HumanoidEnv says)
+        raise WbsimError(f"{kwargs.get('env_id', 'wbsim env')}: {', '.join(extra)} "
+                         f"need{'s' if len(extra) == 1 else ''} action_mode=\"residual\" (got "
+                         f"action_mode={action_mode!r}, which would ignore "
+                         f"{'it' if len(extra) == 1 else 'them'})")
     return HumanoidEnv(action_mode=action_mode, **kwargs)

@@ -2,7 +2,9 @@
 
 :class:`ControllerInTheLoop` runs a wbsim controller inside any torque-mode wbsim env and adds the
 agent's action to its torques: the ``residual`` action mode, and the way to compare an RL policy with
-the baseline it improves on.
+the baseline it improves on. The controller runs at every MuJoCo step (``timestep``, 2 ms for the
+built-in robots) through the env's :attr:`~wbsim.envs.humanoid.HumanoidEnv.torque_hook`, whatever
+the env's ``frame_skip``; the action is held over the env step.
 """
 
 from __future__ import annotations
@@ -22,76 +24,130 @@ __all__ = ["ControllerInTheLoop"]
 
 
 class ControllerInTheLoop(gym.Wrapper):
-    """``tau = controller torque + residual_scale * action * effort limit`` (N·m), clipped to the
-    effort limits.
+    """``tau = controller torque + residual_scale * action * effort limit`` (N·m, ``(n_joints,)``,
+    ``robot.joint_names`` order), clipped to the effort limits, recomputed at every MuJoCo step.
 
-    The controller sees only what the env publishes in ``info`` (``state``, ``schedule``), through the
-    controller protocol. Its :class:`~wbsim.controllers.base.Command` of the last step is in
-    ``info["command"]`` and in :attr:`command`. With a lean-info env (``info_mode="lean"``, see
-    :mod:`wbsim.envs.humanoid`) the state and schedule come from the env's ``robot_state()`` and
-    ``schedule()`` (the same values) and ``info`` gets no ``command``.
+    The wrapper installs itself as the env's
+    :attr:`~wbsim.envs.humanoid.HumanoidEnv.torque_hook`: before each of the ``frame_skip`` MuJoCo
+    steps of an env step the controller computes a
+    :class:`~wbsim.controllers.base.Command` from the env's ``robot_state()`` and ``schedule()`` of
+    that substep (the values ``info["state"]`` and ``info["schedule"]`` hold after a step, through
+    the controller protocol), the residual ``residual_scale * action * effort`` (the action checked
+    and clipped to [-1, 1] as in torque mode, held over the env step) is added, and the sum is
+    clipped to the effort limits. As in ``torque`` mode the torque then passes through the float32
+    action (``tau / effort`` rounded to float32, times ``effort``): the torque a torque-mode agent
+    sending that action would apply. With ``frame_skip=1`` this is one controller call per env step,
+    at the state the env step starts from.
+
+    The :class:`~wbsim.controllers.base.Command` of the last substep is in :attr:`command`, in
+    ``info["command"]`` (full info only; ``info_mode="lean"`` leaves it out, see
+    :mod:`wbsim.envs.humanoid`) and in the env's ``overlay_command``; the env's ``tau`` is the
+    torque applied at the last substep.
+
+    Pickling (``pickle``, ``copy.deepcopy``) mid-episode: the copy builds a fresh controller (the
+    controllers do not pickle), resets it with the episode's reset state (which sets e.g. its
+    posture reference; not the current state) and calls it once more on the inputs of the
+    original's last call (result unused), so that it has seen the current support and holds the
+    same last solution; the env restores its own state (:mod:`wbsim.envs.humanoid`). The copy then
+    continues bit for bit as the original with ``gravity_qp`` (any plan) and with ``projected_id``
+    as long as the contact set has not changed since the reset. Memory ``projected_id`` keeps
+    across contact switches (foot loads at the start of an unloading, the lift-off placement a
+    swing foot holds, its cached support polygon) is not reachable through the controller protocol
+    and starts afresh in the copy (on ``G1OneLeg-v0`` pickled after the lift: ~2e-4 in qpos / qvel
+    after 100 steps).
 
     Args:
-        env: a wbsim env in ``torque`` action mode.
+        env: a wbsim env in ``torque`` action mode, without a ``torque_hook``.
         controller: a registered controller name.
         residual_scale: fraction of the effort limit that an action of 1 adds.
         controller_options: keyword options of the controller.
+
+    Raises:
+        WbsimError: ``residual_scale`` not a finite number >= 0; the env not in ``torque`` mode or
+            already with a ``torque_hook``.
+        UnknownNameError: an unknown controller or controller option (:func:`make_controller`).
     """
 
     def __init__(self, env: gym.Env, controller: str = "gravity_qp", residual_scale: float = 0.1,
                  controller_options: Mapping[str, Any] | None = None):
         super().__init__(env)
         base = env.unwrapped
+        name = getattr(base, "env_id", type(base).__name__)
         if getattr(base, "action_mode", "torque") != "torque":
-            raise ValueError(f"{base.env_id}: ControllerInTheLoop needs a torque-mode env")
+            raise WbsimError(f"{name}: ControllerInTheLoop needs a torque-mode env, got "
+                             f"action_mode {base.action_mode!r}")
+        if not hasattr(type(base), "torque_hook"):
+            raise WbsimError(f"{name}: ControllerInTheLoop needs an env with a torque_hook "
+                             "(wbsim.envs.humanoid.HumanoidEnv)")
+        if base.torque_hook is not None:
+            raise WbsimError(f"{name}: the env already has a torque_hook ({base.torque_hook!r}); "
+                             "one ControllerInTheLoop per env")
         self.controller_name = controller
         if not (is_real(residual_scale) and 0 <= residual_scale < math.inf):
-            raise WbsimError(f"{base.env_id}: residual_scale must be a finite number >= 0, got "
+            raise WbsimError(f"{name}: residual_scale must be a finite number >= 0, got "
                              f"{residual_scale!r}")
         self.residual_scale = float(residual_scale)
         self.controller_options = dict(controller_options or {})
         self.controller = make_controller(controller, base.robot, **self.controller_options)
-        #: the controller's inputs for the next step: (RobotState, ContactSchedule), None before reset
-        self._inputs: tuple[Any, Any] | None = None
-        #: the last :class:`~wbsim.controllers.base.Command`
+        #: the state the controller was reset with at the episode's reset (None before reset)
+        self._reset_state = None
+        #: the controller's inputs of its last call, (RobotState, ContactSchedule), for pickling
+        self._last_inputs: tuple[Any, Any] | None = None
+        #: residual torque (n_joints,) N·m of the current env step
+        self._residual: np.ndarray | None = None
+        #: the last :class:`~wbsim.controllers.base.Command` (of the last substep)
         self.command = None
+        base.torque_hook = self._substep_torque
 
-    def _controller_inputs(self, info: dict[str, Any]) -> tuple[Any, Any]:
-        if "state" in info:
-            return info["state"], info["schedule"]
-        base = self.env.unwrapped
-        return base.robot_state(), base.schedule()
+    def _substep_torque(self, base) -> np.ndarray:
+        """The env's torque hook: controller torque plus the residual, clipped, through the float32
+        action, ``(n_joints,)`` N·m."""
+        inputs = self._last_inputs = (base.robot_state(), base.schedule())
+        cmd = self.controller.compute(*inputs)
+        effort = base.effort
+        tau = np.clip(cmd.tau + self._residual, -effort, effort)
+        self.command = base.overlay_command = cmd
+        # torque mode's arithmetic on the float32 action (torque_to_action, then check_action's
+        # float64 copy, which clipping leaves alone as |tau / effort| <= 1, times effort)
+        a = base.torque_to_action(tau).astype(np.float64)
+        return np.multiply(a, effort, out=a)
 
     def reset(self, **kwargs):
         obs, info = self.env.reset(**kwargs)
-        self._inputs = self._controller_inputs(info)
-        self.controller.reset(self._inputs[0])
+        base = self.env.unwrapped
+        self._reset_state = base.robot_state()
+        self.controller.reset(self._reset_state)
         self.command = None
+        self._last_inputs = None
         return obs, info
 
     def step(self, action):
         base = self.env.unwrapped
-        if self._inputs is None:
+        if self._reset_state is None:
             raise gym.error.ResetNeeded("call reset() before step()")
-        a = base.check_action(action)
-        cmd = self.controller.compute(*self._inputs)
-        tau = np.clip(cmd.tau + self.residual_scale * a * base.effort, -base.effort, base.effort)
-        base.overlay_command = cmd
-        self.command = cmd
-        obs, reward, terminated, truncated, info = self.env.step(base.torque_to_action(tau))
+        self._residual = self.residual_scale * base.check_action(action) * base.effort
+        # the env checks the action again and calls _substep_torque before each MuJoCo step
+        obs, reward, terminated, truncated, info = self.env.step(action)
         if "state" in info:
-            info["command"] = cmd
-        self._inputs = self._controller_inputs(info)
+            info["command"] = self.command
         return obs, reward, terminated, truncated, info
 
     def __getstate__(self):
         return {"env": self.env, "controller": self.controller_name,
                 "residual_scale": self.residual_scale, "controller_options": self.controller_options,
-                "inputs": self._inputs}
+                "reset_state": self._reset_state, "last_inputs": self._last_inputs,
+                "command": self.command}
 
     def __setstate__(self, st):
         self.__init__(st["env"], st["controller"], st["residual_scale"],
                       st.get("controller_options"))
-        self._inputs = st["inputs"]
-        if self._inputs is not None:
-            self.controller.reset(self._inputs[0])
+        self._reset_state = st.get("reset_state")
+        self.command = st.get("command")
+        self._last_inputs = st.get("last_inputs")
+        if self._reset_state is not None:
+            # the episode's reset (e.g. the posture reference is the reset posture) ...
+            self.controller.reset(self._reset_state)
+            if self._last_inputs is not None:
+                # ... and the original's last call again (its result unused): the copy's
+                # controller has then seen the current support and holds the same last solution
+                self.controller.compute(*self._last_inputs)
