@@ -331,3 +331,34 @@ def test_full_disk_while_logging_leaves_whole_rows(tmp_path):
     assert run.steps.shape == (raw.size // len(cols), len(cols))
     assert np.array_equal(run.steps, raw.reshape(-1, len(cols)), equal_nan=True)
     assert run.summary["status"] == "error" and "steps.f64" in run.summary["stopped_reason"]
+
+
+def test_a_video_that_fails_to_write_fails_the_run(tmp_path, capsys):
+    """A video whose writes fail (a link to /dev/full: every write is 'No space left on device')
+    is an error, not 'completed': run_episode raises a one-line WbsimError naming the file after
+    the log and the summary are written, and the summary says error and names no video."""
+    import os
+
+    from wbsim.rollout import EpisodeConfig, run_episode
+
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full here")
+    link = tmp_path / "full.mp4"
+    link.symlink_to("/dev/full")
+    with pytest.raises(WbsimError, match="full.mp4"):
+        run_episode(EpisodeConfig(seconds=0.2, video=link, overwrite=True, log=tmp_path / "run",
+                                  progress=False, width=64, height=48))
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["status"] == "error" and "full.mp4" in summary["stopped_reason"]
+    assert summary["video"] == "" and 1 <= summary["steps"] < 100  # stopped at the failed frame
+    # one frame: ffmpeg fails only when it finishes the file (close, in run_episode's finally)
+    with pytest.raises(WbsimError, match="full.mp4"):
+        run_episode(EpisodeConfig(seconds=0.02, video=link, overwrite=True, log=tmp_path / "run",
+                                  progress=False, width=64, height=48))
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["status"] == "error" and "full.mp4" in summary["stopped_reason"]
+    assert summary["video"] == "" and summary["steps"] == 10  # the episode itself completed
+    capsys.readouterr()
+    code = main(["run", "--seconds", "0.2", "--no-progress", "--video", str(link), "--overwrite",
+                 "--width", "64", "--height", "48"])
+    _one_line_error(capsys, code, "full.mp4")

@@ -9,6 +9,21 @@ Colours: sole points grey = ``open``, green = ``sticking``, orange = ``sliding``
 commanded, thick yellow = simulated (drawn from the same point, so agreement shows as blue inside
 yellow), red = a violation at that point (either kind); CoM magenta with its
 ground projection and a vertical line; support polygon cyan on the floor.
+
+Sizes: a sole point's marker is a sphere of radius :data:`MARKER_RADIUS` (20 mm) at the point; its
+force arrows start on the marker's surface, in the force's direction, and are
+``force_scale * |f|`` long (at most ``max_arrow``), so the tip is at
+``p + (MARKER_RADIUS + length) * f / |f|``. Starting on the surface keeps the mode colour visible
+under a loaded point (an arrow from the point's centre hid the whole marker inside its shaft), and
+the shafts (radius 8 mm simulated, 4 mm commanded; heads 1.75x wider) are thinner than the marker, so
+it also shows around the arrow when the camera looks along the force.
+
+Arrow length in MuJoCo 4: the renderer draws an ``mjGEOM_ARROW`` of ``size[2] = s`` from ``pos`` over
+``[0, s/2]`` along the geom's z axis (shaft to ``s/3``, cone from ``s/3`` to ``s/2``), while
+``mujoco.mjv_connector(geom, mjGEOM_ARROW, width, a, b)`` sets ``s = |b - a|``: an arrow made that way
+ends halfway to ``b``. :func:`_arrow` therefore hands ``mjv_connector`` the point ``a + 2 (tip - a)``
+(:data:`ARROW_DRAWN_FRACTION`); ``tests/test_overlay_render.py`` checks the drawn tip's pixel row
+against the camera's projection.
 """
 
 from __future__ import annotations
@@ -18,7 +33,7 @@ from dataclasses import dataclass, field
 import mujoco
 import numpy as np
 
-__all__ = ["OverlayData", "draw_geoms", "draw_text", "MODE_COLORS"]
+__all__ = ["MARKER_RADIUS", "MODE_COLORS", "OverlayData", "draw_geoms", "draw_text"]
 
 #: RGBA per contact mode index (0 open, 1 sticking, 2 sliding).
 MODE_COLORS = np.array([[0.6, 0.6, 0.6, 1.0], [0.1, 0.85, 0.2, 1.0], [1.0, 0.55, 0.0, 1.0]],
@@ -28,6 +43,13 @@ COMMANDED, SIMULATED, VIOLATION = (
     np.array([1.0, 0.05, 0.05, 1.0], np.float32))
 COM_COLOR = np.array([0.9, 0.1, 0.9, 1.0], np.float32)
 POLYGON_COLOR = np.array([0.0, 0.9, 0.9, 1.0], np.float32)
+#: Radius of a sole point's mode marker, m.
+MARKER_RADIUS = 0.02
+#: Shaft radius (``mjvGeom.size[0]``) of the simulated and the commanded force arrows, m.
+SIMULATED_WIDTH, COMMANDED_WIDTH = 0.008, 0.004
+#: Fraction of ``mjvGeom.size[2]`` over which MuJoCo 4 draws an ``mjGEOM_ARROW`` (see the module
+#: docstring): the drawn arrow is ``ARROW_DRAWN_FRACTION * size[2]`` long.
+ARROW_DRAWN_FRACTION = 0.5
 
 
 @dataclass
@@ -43,10 +65,11 @@ class OverlayData:
         com: ``(3,)`` centre of mass, world, m.
         support: ``(k, 2)`` support polygon (x, y), counter-clockwise, m.
         text: the status line.
-        force_scale: arrow length per newton, m/N (0.004: a G1 sole point's 40 N is 16 cm).
+        force_scale: drawn arrow length per newton, m/N (0.004: a G1 sole point's 40 N is 16 cm).
         max_arrow: longest arrow drawn, m (1.0: 250 N at the default scale, above a Talos sole
             point's load in single support); a longer one is drawn at this length in its direction
-            (a falling robot's commands can reach kN; the log holds every magnitude).
+            (a falling robot's commands can reach kN; the log holds every magnitude). Arrows
+            start on the point's marker (:data:`MARKER_RADIUS` from the point, along the force).
     """
 
     points: np.ndarray
@@ -84,22 +107,37 @@ def _connector(scene, kind, width, a, b, rgba):
         mujoco.mjv_connector(g, kind, width, np.asarray(a, float), np.asarray(b, float))
 
 
+def _arrow(scene, width, start, tip, rgba):
+    """An ``mjGEOM_ARROW`` drawn from ``start`` to ``tip`` (world, m); shaft radius ``width``, m.
+
+    ``mjv_connector`` stores ``size[2] = |b - a|`` and MuJoCo 4 draws the arrow over
+    ``ARROW_DRAWN_FRACTION * size[2]`` (module docstring), so ``b`` is placed beyond ``tip``.
+    """
+    start = np.asarray(start, float)
+    _connector(scene, mujoco.mjtGeom.mjGEOM_ARROW, width, start,
+               start + (np.asarray(tip, float) - start) / ARROW_DRAWN_FRACTION, rgba)
+
+
 def draw_geoms(scene: mujoco.MjvScene, data: OverlayData, label: str = "") -> None:
     """Append the overlay's geometry to ``scene`` (stops quietly when the scene is full).
 
     ``label``, if given, is shown next to the CoM marker (the viewer's status line).
     """
-    arrow = mujoco.mjtGeom.mjGEOM_ARROW
     for i, p in enumerate(data.points):
-        _sphere(scene, p, 0.012, MODE_COLORS[int(data.modes[i]) % 3])
-        # simulated thick, commanded thin on top of it, so both show when they agree
-        for force, color, width in ((data.f_sim[i], SIMULATED, 0.012), (data.f_cmd[i], COMMANDED,
-                                                                         0.006)):
+        p = np.asarray(p, float)
+        _sphere(scene, p, MARKER_RADIUS, MODE_COLORS[int(data.modes[i]) % 3])
+        # simulated thick, commanded thin on top of it, so both show when they agree; both start
+        # on the marker's surface so that the mode colour stays visible
+        for force, color, width in ((data.f_sim[i], SIMULATED, SIMULATED_WIDTH),
+                                    (data.f_cmd[i], COMMANDED, COMMANDED_WIDTH)):
+            force = np.asarray(force, float)
             norm = float(np.linalg.norm(force))
             if norm > 1e-3:
+                u = force / norm
                 length = min(data.force_scale * norm, data.max_arrow)
-                tip = p + (length / norm) * np.asarray(force, float)
-                _connector(scene, arrow, width, p, tip, VIOLATION if data.violating[i] else color)
+                start = p + MARKER_RADIUS * u
+                _arrow(scene, width, start, start + length * u,
+                       VIOLATION if data.violating[i] else color)
     com = np.asarray(data.com, float)
     _sphere(scene, com, 0.03, COM_COLOR)
     if label and scene.ngeom:

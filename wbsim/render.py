@@ -18,13 +18,19 @@ dimension by one pixel (the last row or column repeated), so a 641x481 request g
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import os
+import shutil
+import signal
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 import mujoco
 import numpy as np
 
-from wbsim.errors import WbsimError
+from wbsim.errors import WbsimError, check_output_file
 
 __all__ = ["FrameRenderer", "VideoWriter", "check_video_path", "even_frame"]
 
@@ -123,13 +129,23 @@ def even_frame(frame: np.ndarray) -> np.ndarray:
 
 def check_video_path(path: str | Path, overwrite: bool = False) -> Path:
     """``path`` as a ``Path`` if a video may be written there: an ``.mp4`` path (H.264; any case of
-    the suffix) that does not exist yet, or an existing file with ``overwrite`` (nothing is touched
-    here). :func:`wbsim.rollout.run_episode` calls it before anything is built, next to
-    :func:`wbsim.episode_log.check_run_dir`, so that a recorded video is never replaced silently.
+    the suffix) that does not exist yet, or an existing file with ``overwrite``, in a folder that
+    exists and can be written into, or that can be created. :func:`wbsim.rollout.run_episode` calls
+    it before anything is built, next to :func:`wbsim.episode_log.check_run_dir`, so that a recorded
+    video is never replaced silently and a video that cannot be written stops the run before it
+    starts.
+
+    The location is checked by :func:`wbsim.errors.check_output_file` (a temporary file probes the
+    folder, or its nearest existing ancestor when the folder is still to be created; permission
+    bits alone do not tell: root may write anywhere but in ``/proc``, a read-only mount, ...).
+    Nothing is left behind; the folders themselves are created by :class:`VideoWriter`. A full
+    disk is not detected here (an empty file still fits): :class:`VideoWriter` reports it.
 
     Raises:
         WbsimError: the suffix is not ``.mp4`` (a ``.gif`` or ``.avi`` would quietly get another
-            format); ``path`` is a folder; ``path`` exists and ``overwrite`` is false.
+            format); ``path`` is a folder; ``path`` exists and ``overwrite`` is false; an ancestor
+            of ``path`` is a file; the folder cannot be written into, or cannot be created there;
+            the existing file is not writable. Each is one line naming ``path``.
     """
     p = Path(path)
     if p.suffix.lower() != ".mp4":
@@ -140,15 +156,102 @@ def check_video_path(path: str | Path, overwrite: bool = False) -> Path:
     if p.exists() and not overwrite:
         raise WbsimError(f"video {p} exists; pick another path, or overwrite it (overwrite=True; "
                          "wbsim run --overwrite)")
+    check_output_file(p, "video")
     return p
+
+
+#: errno values a failed ffmpeg may report for its output file (see :func:`_describe_exit`)
+_FILE_ERRNOS = frozenset({errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EACCES, errno.EROFS,
+                          errno.ENOENT, errno.EIO, errno.ENOTDIR, errno.EISDIR})
+
+
+def _describe_exit(returncode: int | None) -> str:
+    """ffmpeg's exit status in words: a signal (e.g. ``SIGXFSZ`` from ``ulimit -f``), or the errno
+    behind ffmpeg's ``AVERROR(errno)`` exit code (``-errno & 0xff``: 228 is ``ENOSPC``, "No space
+    left on device"), decoded only for the errnos of a failed file write; "" when it exited 0 or is
+    unknown."""
+    if not returncode:
+        return ""
+    if returncode < 0:
+        sig = -returncode
+        try:
+            name = signal.Signals(sig).name
+        except ValueError:
+            name = f"signal {sig}"
+        text = signal.strsignal(sig) or name
+        hint = " (ulimit -f)" if name == "SIGXFSZ" else ""
+        return f"ffmpeg was killed by {name}: {text}{hint}"
+    code = 256 - returncode
+    if code in _FILE_ERRNOS:
+        return f"{os.strerror(code)} (ffmpeg exit status {returncode})"
+    return f"ffmpeg exit status {returncode}"
+
+
+def _file_system_hint(path: Path) -> str:
+    """What the file system says about writing more to ``path``: a full disk, or the file at the
+    process's file size limit (``RLIMIT_FSIZE``, ``ulimit -f``); "" when neither."""
+    if not path.parent.is_dir():
+        return f"folder {path.parent} no longer exists"
+    hints = []
+    try:
+        if shutil.disk_usage(path.parent).free == 0:
+            hints.append(f"{os.strerror(errno.ENOSPC)} ({path.parent} has 0 bytes free)")
+    except OSError:
+        pass
+    try:
+        import resource
+
+        limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+        if limit != resource.RLIM_INFINITY and path.exists() and path.stat().st_size >= limit:
+            hints.append(f"the file reached the file size limit of {limit} bytes (ulimit -f)")
+    except (ImportError, OSError, ValueError):
+        pass
+    return "; ".join(hints)
+
+
+def _ffmpeg_process(writer=None, exc: BaseException | None = None) -> subprocess.Popen | None:
+    """The ffmpeg process behind an imageio v2 ffmpeg writer, or ``None``.
+
+    Neither imageio nor imageio-ffmpeg exposes it: imageio-ffmpeg (0.8) keeps it in the local ``p``
+    of its ``write_frames`` generator (imageio's ``Writer._write_gen``). Between frames the
+    generator waits at a ``yield`` and its frame holds ``p``; when a write failed (``exc``), the
+    generator has finished and the frame is reached through the exception's traceback. Only the
+    exit status is read, to name the cause of a failure; :meth:`VideoWriter.close` detects a broken
+    file without it (it opens the file).
+    """
+    frames = []
+    gen_frame = getattr(getattr(writer, "_write_gen", None), "gi_frame", None)
+    if gen_frame is not None:
+        frames.append(gen_frame)
+    tb = exc.__traceback__ if exc is not None else None
+    while tb is not None:
+        frames.append(tb.tb_frame)
+        tb = tb.tb_next
+    for frame in frames:
+        proc = frame.f_locals.get("p")
+        if isinstance(proc, subprocess.Popen):
+            return proc
+    return None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 class VideoWriter:
     """H.264 MP4 writer (imageio + imageio-ffmpeg), usable as a context manager.
 
     Frames are ``(h, w, 3)`` ``uint8``; odd sizes are padded (see the module docstring). The file is
-    complete and playable once :meth:`close` has run, which the context manager guarantees after an
-    exception or Ctrl-C.
+    complete and playable once :meth:`close` has returned without an error; the context manager
+    closes it after an exception or Ctrl-C too.
+
+    Failures are one-line :class:`~wbsim.errors.WbsimError` naming the file and the cause (a full
+    disk, ``ulimit -f``, a folder that went away, ...): from the constructor when the writer cannot
+    start, from :meth:`append` when ffmpeg has stopped (the frame cannot be handed over), from
+    :meth:`close` when ffmpeg failed while finishing the file or the file does not open with every
+    frame. ffmpeg is always stopped and waited for first (no process is left behind); after a failed
+    :meth:`append`, :meth:`close` does nothing (the error was raised once).
 
     Args:
         path: output ``.mp4`` path (folders are created; an existing file is replaced: see
@@ -157,35 +260,125 @@ class VideoWriter:
         quality: imageio's quality, 0-10.
 
     Raises:
-        WbsimError: ``path`` does not end in ``.mp4``, or is a folder.
+        WbsimError: ``path`` fails :func:`check_video_path` (with ``overwrite=True``: not ``.mp4``,
+            a folder, a folder that cannot be written or created); its folder cannot be created;
+            the ffmpeg writer cannot be set up (e.g. no ffmpeg binary).
     """
 
     def __init__(self, path: str | Path, fps: float = 30.0, quality: float = 7.0):
-        import imageio.v2 as imageio
-
         self.path = check_video_path(path, overwrite=True)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self.fps = fps
         self.n_frames = 0
-        self._writer = imageio.get_writer(
-            str(self.path), fps=fps, codec="libx264", quality=quality, macro_block_size=1,
-            pixelformat="yuv420p", ffmpeg_log_level="error",
-        )
+        self._writer = None
+        self._proc: subprocess.Popen | None = None
+        self._error = ""
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise WbsimError(f"video {self.path}: cannot create folder {self.path.parent} "
+                             f"({exc.strerror or _first_line(exc)})") from None
+        try:
+            import imageio.v2 as imageio
+            import imageio_ffmpeg
+
+            imageio_ffmpeg.get_ffmpeg_exe()  # no binary: fail here, not at the first frame
+            self._writer = imageio.get_writer(
+                str(self.path), fps=fps, codec="libx264", quality=quality, macro_block_size=1,
+                pixelformat="yuv420p", ffmpeg_log_level="error",
+            )
+        except Exception as exc:
+            raise WbsimError(f"video {self.path}: cannot start the ffmpeg writer "
+                             f"({_first_line(exc)})") from exc
+
+    @property
+    def error(self) -> str:
+        """The one-line error of a failed :meth:`append` or :meth:`close` (the file is then
+        incomplete); ``""`` while the video is fine."""
+        return self._error
 
     def append(self, frame: np.ndarray) -> None:
+        """Add one frame ``(h, w, 3)`` ``uint8`` (every frame of a video has the same size).
+
+        Raises:
+            WbsimError: a frame of another shape or type; the writer is closed; ffmpeg has stopped
+                (the file is incomplete; ffmpeg has been waited for, :meth:`close` does nothing).
+        """
         frame = np.asarray(frame)
         if frame.ndim != 3 or frame.shape[2] != 3 or frame.dtype != np.uint8:
             raise WbsimError(f"frames must be (h, w, 3) uint8, got {frame.shape} {frame.dtype}")
-        self._writer.append_data(even_frame(frame))
+        if self._writer is None:
+            raise WbsimError(f"video {self.path}: the writer is closed"
+                             + (f" after an error: {self._error}" if self._error else ""))
+        try:
+            self._writer.append_data(even_frame(frame))
+        except OSError as exc:  # imageio-ffmpeg: "[Errno 32] Broken pipe" + the ffmpeg command
+            self._stop(exc)
+            raise self._failure(f"ffmpeg stopped after {self.n_frames} frame(s); writing frame "
+                                f"{self.n_frames + 1} failed ({_first_line(exc)})") from exc
+        if self._proc is None:
+            self._proc = _ffmpeg_process(self._writer)
         self.n_frames += 1
 
     def close(self) -> None:
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
+        """Finish the file: stop ffmpeg, wait for it, then open the file and count its frames
+        (``imageio_ffmpeg.count_frames_and_secs``). Does nothing when already closed, after a failed
+        :meth:`append`, or without frames (ffmpeg never started and there is no file).
+
+        Raises:
+            WbsimError: ffmpeg failed while finishing the file (its exit status), or the file does
+                not open or holds fewer frames than were appended: the message names the file and
+                the cause (e.g. "No space left on device", "SIGXFSZ ... (ulimit -f)").
+        """
+        writer, self._writer = self._writer, None
+        if writer is None:
+            return
+        try:
+            writer.close()
+        except Exception as exc:
+            raise self._failure(f"closing ffmpeg failed ({_first_line(exc)})") from exc
+        if self.n_frames == 0:
+            return
+        status = _describe_exit(self._proc.poll() if self._proc is not None else None)
+        if status:
+            raise self._failure("ffmpeg failed")
+        import imageio_ffmpeg
+
+        try:
+            n, _ = imageio_ffmpeg.count_frames_and_secs(str(self.path))
+        except (RuntimeError, OSError) as exc:
+            raise self._failure("the written file cannot be opened") from exc
+        if n != self.n_frames:
+            raise self._failure(f"the file holds {n} of the {self.n_frames} frames written")
+
+    def _cause(self) -> str:
+        status = _describe_exit(self._proc.poll() if self._proc is not None else None)
+        return status or _file_system_hint(self.path) or "see ffmpeg's messages above"
+
+    def _failure(self, what: str) -> WbsimError:
+        """The one-line error for ``what`` went wrong, with the cause; remembered for append."""
+        self._error = f"video {self.path}: {what}: {self._cause()}; the file is incomplete"
+        return WbsimError(self._error)
+
+    def _stop(self, exc: BaseException) -> None:
+        """After a failed write: stop ffmpeg (imageio-ffmpeg closes its input and waits for it; a
+        second error while closing is not reported over the first)."""
+        writer, self._writer = self._writer, None
+        if self._proc is None:
+            self._proc = _ffmpeg_process(writer, exc)
+        with contextlib.suppress(Exception):
+            writer.close()
+        if self._proc is not None and self._proc.poll() is None:  # not with imageio-ffmpeg 0.8
+            self._proc.kill()
+            self._proc.wait()
 
     def __enter__(self) -> VideoWriter:
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc is None:
+            self.close()
+            return
+        try:  # keep the exception in flight; a failure to finish the file becomes a note on it
+            self.close()
+        except WbsimError as err:
+            exc.add_note(str(err))

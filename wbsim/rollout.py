@@ -257,6 +257,7 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
             log.add_event(own_events[-1])
 
     wall0 = time.perf_counter()
+    pending: BaseException | None = None  # the exception in flight, for the finally clause
     try:
         if cfg.log:
             from wbsim.episode_log import EpisodeLog
@@ -441,11 +442,13 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
             video.append(env.render())
         if summary["status"] == "running":
             summary["status"] = "fell" if summary["fell"] else "completed"
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         summary["status"], summary["stopped_reason"] = "interrupted", "KeyboardInterrupt"
+        pending = exc
         raise
     except BaseException as exc:
         summary["status"], summary["stopped_reason"] = "error", f"{type(exc).__name__}: {exc}"
+        pending = exc
         raise
     finally:
         wall = time.perf_counter() - wall0
@@ -471,10 +474,17 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
             summary["swing_clearance_min_hold_m"] = acc.hold_min
         summary["wall_seconds"] = wall
         summary["realtime_factor"] = summary["seconds"] / wall if wall > 0 else float("nan")
+        video_error = None
         if video is not None:
-            video.close()
+            try:
+                video.close()  # raises if ffmpeg failed or the file is incomplete (full disk)
+            except WbsimError as exc:
+                video_error = exc
+                if summary["status"] not in ("interrupted", "error"):
+                    summary["status"], summary["stopped_reason"] = "error", str(exc)
             # no frame: ffmpeg never started and no file exists (e.g. Ctrl-C before the first)
-            summary["video"] = str(cfg.video) if video.n_frames else ""
+            # a failed write (full disk, in append or close) leaves no usable file either
+            summary["video"] = str(cfg.video) if video.n_frames and not video.error else ""
             summary["video_frames"] = video.n_frames
         if bar is not None:
             bar.close()
@@ -488,6 +498,10 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
             finally:
                 log.write_summary(summary)
         env.close()
+        if video_error is not None:  # after the log and the summary are on disk
+            if pending is None:
+                raise video_error
+            pending.add_note(str(video_error))  # the exception in flight stays the one raised
     return summary
 
 
