@@ -147,6 +147,10 @@ class HumanoidEnv(gym.Env):
         if render_mode not in (None, *self.metadata["render_modes"]):
             raise WbsimError(f"{env_id}: unknown render_mode {render_mode!r}; known: "
                              f"{', '.join(self.metadata['render_modes'])}")
+        if reward_weights is not None and not isinstance(reward_weights, Mapping):
+            raise WbsimError(f"{env_id}: reward_weights must be a mapping of weight name -> number "
+                             f"(known: {', '.join(sorted(DEFAULT_REWARD_WEIGHTS))}), got "
+                             f"{reward_weights!r}")
         unknown = set(reward_weights or {}) - set(DEFAULT_REWARD_WEIGHTS)
         if unknown:
             raise WbsimError(f"{env_id}: unknown reward weights {sorted(unknown)}; known: "

@@ -107,6 +107,15 @@ def test_env_rejects_bad_numeric_options(g1, option, value):
         HumanoidEnv(g1, **{option: value})
 
 
+def test_env_rejects_reward_weights_that_are_not_a_mapping(g1, capsys):
+    from wbsim.envs.humanoid import HumanoidEnv
+
+    with pytest.raises(WbsimError, match="reward_weights must be a mapping .* got 'foo'"):
+        HumanoidEnv(g1, reward_weights="foo")
+    capsys.readouterr()
+    _one_line_error(capsys, _run("-e", "reward_weights=foo"), "reward_weights must be a mapping")
+
+
 def test_env_accepts_numpy_numbers(g1):
     from wbsim.envs.humanoid import HumanoidEnv
 
