@@ -440,6 +440,18 @@ def assert_matches_reference(s, ref, scale):
     assert s.mode.dtype == np.int8
 
 
+def tilted_drop_data(g1):
+    """MjData of the G1 2 cm above its stand pose, tilted (about 4.6 deg of roll, 2.3 of pitch):
+    dropped, one foot lands first, so contact lists of 1 to 8 sole points in any order follow."""
+    d = mujoco.MjData(g1.mj_model)
+    q = g1.pose_q("stand")
+    q[2] += 0.02
+    q[3:7] = [0.04, 0.02, 0.0, 1.0]  # x, y, z, w
+    q[3:7] /= np.linalg.norm(q[3:7])
+    d.qpos[:] = g1.pin_to_mj(q)[0]
+    return d
+
+
 def check_states(sensor, m, d, scale, steps, every=1, step=None):
     """Step ``steps`` times (``step(k)`` may change ``d`` before each step); at every ``every``-th
     step sense twice (the second call of a contact list uses the fast path) and compare both, and
@@ -510,12 +522,7 @@ def test_g1_sensing_equals_the_reference(g1):
     contacts are sole points."""
     m = g1.mj_model
     sensor = ContactSensor(g1)
-    d = mujoco.MjData(m)
-    q = g1.pose_q("stand")
-    q[2] += 0.02
-    q[3:7] = [0.04, 0.02, 0.0, 1.0]  # x, y, z, w: about 4.6 deg of roll, 2.3 of pitch
-    q[3:7] /= np.linalg.norm(q[3:7])
-    d.qpos[:] = g1.pin_to_mj(q)[0]
+    d = tilted_drop_data(g1)
     weight = g1.total_mass * G
     counts = set()
     fast = check_states(sensor, m, d, weight, 90, step=lambda k: counts.add(d.ncon))
@@ -576,12 +583,7 @@ def test_raw_contact_key_is_the_bindings_key(g1):
     from wbsim.contacts import _RawContacts
 
     m = g1.mj_model
-    d = mujoco.MjData(m)
-    q = g1.pose_q("stand")
-    q[2] += 0.02
-    q[3:7] = [0.04, 0.02, 0.0, 1.0]
-    q[3:7] /= np.linalg.norm(q[3:7])
-    d.qpos[:] = g1.pin_to_mj(q)[0]
+    d = tilted_drop_data(g1)
     raw, lengths = None, set()
     for _ in range(60):
         mujoco.mj_step(m, d)
@@ -640,12 +642,7 @@ def test_g1_hot_path_takes_partial_contact_lists_and_the_air(g1):
     hot = sensor._sense_hot
     ks = []
     sensor._sense_hot = lambda d, raw, T, plan, fast: ks.append(plan.k) or hot(d, raw, T, plan, fast)
-    d = mujoco.MjData(m)
-    q = g1.pose_q("stand")
-    q[2] += 0.02
-    q[3:7] = [0.04, 0.02, 0.0, 1.0]
-    q[3:7] /= np.linalg.norm(q[3:7])
-    d.qpos[:] = g1.pin_to_mj(q)[0]
+    d = tilted_drop_data(g1)
     weight = g1.total_mass * G
     check_states(sensor, m, d, weight, 90)
     d = g1.make_data("stand")
