@@ -20,7 +20,9 @@ timed unit is):
   same at wbsim's default ``frame_skip`` 1 (one env step per 2 ms physics step, what the
   controllers in the loop use); ``env_step/humanoid_v5``: one ``env.step`` of Gymnasium's
   ``Humanoid-v5`` (zero torque action); ``env_step/<env>/mj_step``: one raw ``mj_step`` on that
-  env's own model and data, replaying the same trajectory (same start state, controls).
+  env's own model and data, replaying the same trajectory (same start state, controls). The three
+  envs' blocks are interleaved (:func:`bench_env_pairs`), so the two sides of the target see the
+  same stretch of a shared machine.
 * ``vec/async_<k>``: one env step of ``gym.make_vec(env, num_envs=k, vectorization_mode="async",
   info_mode="lean")`` (total env steps over wall time); ``vec/full/async_<k>``: the same with the
   full per-step info (state, schedule and contact objects pickled through the pipe each step).
@@ -428,56 +430,78 @@ def bench_loop(env_id: str, controller: str, options: dict[str, Any], log: bool,
     return e
 
 
-def bench_env_pair(env, action: np.ndarray, n: int, blocks: int
-                   ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Blocks of ``n`` individually timed ``env.step(action)`` from ``reset(seed=0)``, each followed
-    by the same trajectory replayed with raw ``mj_step`` on the env's model and data (same start
-    state, same controls). Returns the ``env.step`` entry, whose ratio is the overhead ratio
-    ``env.step / (own mj_step * frame_skip)`` (paired per block), and the raw entry."""
+def _env_pair_block(env, action: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """One block of :func:`bench_env_pairs`: ``n`` individually timed ``env.step(action)`` from
+    ``reset(seed=0)``, then the same trajectory replayed with raw ``mj_step`` on the env's model
+    and data (same start state, same controls). Returns the env-step times ``(n,)``, the
+    ``mj_step`` times ``(n * frame_skip,)`` (s) and the CPU seconds of each part."""
     uenv = env.unwrapped
     model, data = uenv.model, uenv.data
     fs = int(uenv.frame_skip)
-    clock, step = time.perf_counter, mujoco.mj_step
-    env_calls, env_means, mj_calls, mj_means, env_cpu, mj_cpu = [], [], [], [], [], []
-    cpu_clock = time.process_time
-    for b in range(blocks + 1):
-        env.reset(seed=0)
-        start = _get_state(model, data)
-        times = np.empty(n)
-        ctrls = np.empty((n, model.nu))
-        c0 = cpu_clock()
-        for i in range(n):
+    clock, step, cpu_clock = time.perf_counter, mujoco.mj_step, time.process_time
+    env.reset(seed=0)
+    start = _get_state(model, data)
+    times = np.empty(n)
+    ctrls = np.empty((n, model.nu))
+    c0 = cpu_clock()
+    for i in range(n):
+        t0 = clock()
+        env.step(action)
+        times[i] = clock() - t0
+        ctrls[i] = data.ctrl
+    c1 = cpu_clock()
+    _set_state(model, data, start)
+    raw = np.empty(n * fs)
+    for i in range(n):
+        data.ctrl[:] = ctrls[i]
+        for k in range(fs):
             t0 = clock()
-            env.step(action)
-            times[i] = clock() - t0
-            ctrls[i] = data.ctrl
-        c1 = cpu_clock()
-        _set_state(model, data, start)
-        raw = np.empty(n * fs)
-        for i in range(n):
-            data.ctrl[:] = ctrls[i]
-            for k in range(fs):
-                t0 = clock()
-                step(model, data)
-                raw[i * fs + k] = clock() - t0
-        c2 = cpu_clock()
-        if b:
-            env_calls.extend(times.tolist())
-            env_means.append(float(times.mean()))
-            mj_calls.extend(raw.tolist())
-            mj_means.append(float(raw.mean()))
-            env_cpu.append((c1 - c0) / n)
-            mj_cpu.append((c2 - c1) / (n * fs))
-    env_id = env.spec.id if getattr(env, "spec", None) is not None else type(uenv).__name__
-    raw_e = measure(f"raw mj_step on {env_id}'s model and data (same trajectory)", "step",
-                    mj_means, mj_calls, mj_cpu, per_block=n * fs,
-                    timestep=float(model.opt.timestep))
-    e = measure(f"env.step of {env_id} (gym.make), torque actions, frame_skip {fs}", "env step",
-                env_means, env_calls, env_cpu, per_block=n, frame_skip=fs)
-    to = "own mj_step x frame_skip"
-    paired_ratio(e, env_means, [m * fs for m in mj_means], to, [m * fs for m in mj_means])
-    paired_ratio(e, env_cpu, [m * fs for m in mj_cpu], to, [m * fs for m in mj_cpu], cpu=True)
-    return e, raw_e
+            step(model, data)
+            raw[i * fs + k] = clock() - t0
+    c2 = cpu_clock()
+    return times, raw, c1 - c0, c2 - c1
+
+
+def bench_env_pairs(runs: Sequence[tuple[Any, np.ndarray, int]], blocks: int
+                    ) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """For each ``(env, action, n)`` of ``runs``: blocks of ``n`` individually timed
+    ``env.step(action)``, each followed by the same trajectory replayed with raw ``mj_step``
+    (:func:`_env_pair_block`), the envs' blocks interleaved (block 1 of every env, then block 2,
+    ...), so that every env sees the same stretch of a shared, noisy machine. Returns, per env, the
+    ``env.step`` entry, whose ratio is the overhead ratio ``env.step / (own mj_step *
+    frame_skip)`` (paired per block), and the raw entry."""
+    acc = [([], [], [], [], [], []) for _ in runs]
+    for b in range(blocks + 1):  # block 0 warms up
+        for (env, action, n), (e_calls, e_means, m_calls, m_means, e_cpu, m_cpu) in zip(runs, acc):
+            times, raw, cpu_env, cpu_raw = _env_pair_block(env, action, n)
+            if b:
+                e_calls.extend(times.tolist())
+                e_means.append(float(times.mean()))
+                m_calls.extend(raw.tolist())
+                m_means.append(float(raw.mean()))
+                e_cpu.append(cpu_env / n)
+                m_cpu.append(cpu_raw / raw.size)
+    out = []
+    for (env, action, n), (e_calls, e_means, m_calls, m_means, e_cpu, m_cpu) in zip(runs, acc):
+        uenv = env.unwrapped
+        fs = int(uenv.frame_skip)
+        env_id = env.spec.id if getattr(env, "spec", None) is not None else type(uenv).__name__
+        raw_e = measure(f"raw mj_step on {env_id}'s model and data (same trajectory)", "step",
+                        m_means, m_calls, m_cpu, per_block=n * fs,
+                        timestep=float(uenv.model.opt.timestep))
+        e = measure(f"env.step of {env_id} (gym.make), torque actions, frame_skip {fs}",
+                    "env step", e_means, e_calls, e_cpu, per_block=n, frame_skip=fs)
+        to = "own mj_step x frame_skip"
+        paired_ratio(e, e_means, [m * fs for m in m_means], to, [m * fs for m in m_means])
+        paired_ratio(e, e_cpu, [m * fs for m in m_cpu], to, [m * fs for m in m_cpu], cpu=True)
+        out.append((e, raw_e))
+    return out
+
+
+def bench_env_pair(env, action: np.ndarray, n: int, blocks: int
+                   ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """:func:`bench_env_pairs` of one env: its ``env.step`` entry and its raw ``mj_step`` entry."""
+    return bench_env_pairs([(env, action, n)], blocks)[0]
 
 
 def bench_vec(env_id: str, action: np.ndarray, s: BenchSettings, ref: MjStepReference,
@@ -636,38 +660,41 @@ def _collect(robot_name: str, s: BenchSettings) -> dict[str, Any]:
                     result[key] = e
 
     # -- env.step against Humanoid-v5 -----------------------------------------------------------
-    # Humanoid-v5 first, for its frame_skip: the target compares wbsim at the same frame_skip
+    # Humanoid-v5 made first, for its frame_skip: the target compares wbsim at the same frame_skip
     # (the Python cost of one env step is spread over the same number of mj_steps); wbsim's own
     # default (frame_skip 1, one env step per 2 ms physics step) is measured too.
     _note("env.step")
     from wbsim.envs import make as make_env
 
-    def humanoid():
-        henv = gym.make("Humanoid-v5")
-        try:
-            zero = np.zeros(henv.action_space.shape, dtype=np.float32)
-            return bench_env_pair(henv, zero, s.humanoid_steps, s.env_blocks)
-        finally:
-            henv.close()
-
-    pair = optional("env_step/humanoid_v5", humanoid)
-    peer_fs = int(pair[0]["frame_skip"]) if pair is not None else 5
-    action = None
-    for fs in sorted({1, peer_fs}):
-        env = make_env(env_id, max_seconds=1e6, frame_skip=fs)
-        try:
+    henv = optional("env_step/humanoid_v5", gym.make, "Humanoid-v5")
+    peer_fs = int(henv.unwrapped.frame_skip) if henv is not None else 5
+    env_runs, keys, envs = [], [], []
+    try:
+        if henv is not None:
+            envs.append(henv)
+            env_runs.append((henv, np.zeros(henv.action_space.shape, dtype=np.float32),
+                             s.humanoid_steps))
+            keys.append("env_step/humanoid_v5")
+        action = None
+        for fs in sorted({1, peer_fs}):
+            env = make_env(env_id, max_seconds=1e6, frame_skip=fs)
+            envs.append(env)
             action = env.unwrapped.torque_to_action(tau)
             if fs == 1 and np.any(np.abs(action) > 1.0):
                 _note("the holding torque exceeds an effort limit; its action is clipped")
-            key = "env_step/wbsim" if fs == peer_fs else f"env_step/wbsim/fs{fs}"
-            result[key], result[f"{key}/mj_step"] = bench_env_pair(
-                env, action, max(1, s.env_steps // fs), s.env_blocks)
-        finally:
+            env_runs.append((env, action, max(1, s.env_steps // fs)))
+            keys.append("env_step/wbsim" if fs == peer_fs else f"env_step/wbsim/fs{fs}")
+        # the envs' blocks interleaved: wbsim and Humanoid-v5 see the same stretch of the machine
+        env_pairs = dict(zip(keys, bench_env_pairs(env_runs, s.env_blocks)))
+        for key in sorted(env_pairs, key=lambda k: k.startswith("env_step/humanoid")):  # wbsim 1st
+            result[key], result[f"{key}/mj_step"] = env_pairs[key]
+    finally:
+        for env in envs:
             env.close()
-    if pair is not None:
-        result["env_step/humanoid_v5"], result["env_step/humanoid_v5/mj_step"] = pair
-        _target(result["env_step/wbsim"], "env_step_overhead", value=pair[0]["ratio"],
-                cpu_value=pair[0].get("cpu_ratio", math.nan))
+    if henv is not None:
+        peer = result["env_step/humanoid_v5"]
+        _target(result["env_step/wbsim"], "env_step_overhead", value=peer["ratio"],
+                cpu_value=peer.get("cpu_ratio", math.nan))
 
     # -- vectorised -----------------------------------------------------------------------------
     _note("vector envs")
