@@ -1,6 +1,7 @@
 """Gravity compensation of a standing humanoid: the joint torques ``tau`` and the contact forces
-``f`` of the floating-base statics, by four methods, plus a joint PD (seed:
-``/work/shared/seeds/gravity-compensation-humanoid.md``).
+``f`` of the floating-base statics, by four methods, plus a joint PD (after the project's seed text
+"gravity-compensation-humanoid", not shipped with the package; every formula here is derived and
+tested on its own).
 
 Statics
 -------

@@ -16,8 +16,10 @@ base twist            6       linear (m/s) then angular (rad/s) velocity, base f
 joint positions       n       rad, ``robot.joint_names`` order
 joint velocities      n       rad/s
 CoM - support centre  3       world-aligned, m (x, y: CoM minus the mean of the planned feet's
-                              sole points; z = CoM height)
-sole contact flags    2       1.0 if the left / right sole is sensed touching the floor
+                              sole points as sensed, i.e. at the state the action was applied
+                              at, like ``info["contacts"]``; z = CoM height, current)
+sole contact flags    2       1.0 if the left / right sole is sensed touching the floor (same
+                              state as ``info["contacts"]``)
 planned contacts      2       1.0 if the left / right foot is planned in contact now
 phase progress        1       0..1 within the current schedule phase (0 for open-ended phases)
 ====================  ======  ===================================================================

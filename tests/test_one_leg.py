@@ -100,6 +100,9 @@ def test_one_leg_pinv_runs_or_falls_cleanly_and_counts_pulling(tmp_path):
     if s["fell"]:
         (fall,) = _events(run, "fall")
         assert fall["step"] == s["steps"] - 1 and s["stopped_reason"].startswith("fell at")
+        # the loop's own events have the detector's fields, t at the step's start
+        assert set(fall) == set(_events(run, "force_sign")[0])
+        assert fall["t"] == pytest.approx(fall["step"] * 0.002) and fall["n_steps"] == 1
     else:
         assert s["steps"] == 3750
 

@@ -7,7 +7,8 @@ simulation sensed (:class:`wbsim.contacts.ContactSensing`) and what the controll
 It writes no files: the episode log stores :meth:`Event.to_dict` and :meth:`EventDetector.summary`.
 
 Events (``Event.kind``, see :data:`EVENT_KINDS`), with the seed's conditions
-(``/work/shared/seeds/dynamic-complementarity-conditions.md``; ``n`` the floor normal, ``h`` the
+(after the project's seed text "dynamic-complementarity-conditions", not shipped with the package;
+``n`` the floor normal, ``h`` the
 simulated gap of the point, ``f`` a force on the robot, world frame):
 
 =========================  =======================================================  ================
@@ -111,8 +112,8 @@ class Tolerances:
         complementarity: N·m (``eps`` of the relaxed condition ``h f_n <= eps``). 0.01 N·m: 10 N
             commanded at a point 1 mm above the floor, or 1 N at 1 cm, is a violation.
         planar_complementarity: W (``eps_p``, slip speed times tangential force). 0.02 W: 1 cm/s of
-            slip under 2 N of friction. Sticking contacts creep far less (< 1e-5 W measured in quiet
-            standing).
+            slip under 2 N of friction. Sticking contacts creep far less in quiet standing (G1 about
+            1e-5 W, Talos about 7e-4 W measured).
         mismatch_duration: s. A contact mismatch is an event once it has lasted more than this
             (10 steps of 2 ms): the controller's contact set may lead or lag the simulation by a
             few steps at a touchdown without that being an error.
@@ -684,8 +685,10 @@ class EventDetector:
 
     def summary(self) -> dict[str, Any]:
         """For ``summary.json``: per kind the event ``counts``, the ``worst`` magnitude and the
-        ``first_t`` (``None`` without events), ``steps_in_violation`` (steps at which the condition
-        held, before the mismatch delay), the total ``n_violations`` and the ``tolerances``."""
+        ``first_t`` (``None`` without events), ``steps_in_violation`` (point-steps: for each step, the
+        number of distinct places (point, foot or body) where the condition held, before the
+        mismatch delay; so it can exceed the episode's steps), the total ``n_violations`` and the
+        ``tolerances``."""
         worst: dict[str, float | None] = dict.fromkeys(EVENT_KINDS)
         first: dict[str, float | None] = dict.fromkeys(EVENT_KINDS)
         for ev in self.events:

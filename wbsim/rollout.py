@@ -250,9 +250,11 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
 
     def own_event(kind: str, step: int, t: float, where: str = "", magnitude: float = float("nan"),
                   **detail: Any) -> None:
+        # the fields of wbsim.diagnostics.Event.to_dict: an event of one step
         own_counts[kind] += 1
         own_events.append({"kind": kind, "t": t, "step": step, "where": where,
-                           "magnitude": magnitude, "detail": detail})
+                           "magnitude": magnitude, "detail": detail, "duration": uenv.dt,
+                           "n_steps": 1, "end_t": t, "end_step": step, "ongoing": False})
         if log is not None:
             log.add_event(own_events[-1])
 
@@ -433,7 +435,8 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
                 bar.update(1)
             if terminated:
                 summary["fell"] = True
-                own_event("fall", step, float(d.time), where=",".join(info["non_sole_contacts"]),
+                # t: the step's start, as every event; magnitude: the base height after it, m
+                own_event("fall", step, t, where=",".join(info["non_sole_contacts"]),
                           magnitude=float(d.qpos[2]))
                 summary["stopped_reason"] = f"fell at t = {d.time:.3f} s"
                 break
