@@ -387,12 +387,17 @@ class HumanoidEnv(gym.Env):
         s, d = self.sensing, self.data
         n = len(s.names)
         f_cmd = np.zeros((n, 3))
+        wrench_arrows = []
         cmd = self.overlay_command
         if cmd is not None:
             index = {name: i for i, name in enumerate(s.names)}
             for name, f in cmd.contact_forces.items():
                 if name in index:
                     f_cmd[index[name]] = np.asarray(f)[:3]
+                elif name in self.robot.feet and np.size(f) == 6:
+                    cop = self._centre_of_pressure(name, np.asarray(f, dtype=float))
+                    if cop is not None:
+                        wrench_arrows.append((cop, np.asarray(f, dtype=float)[:3]))
         sched = self.schedule()
         feet = sorted(sched.contact_set) or list(FEET)
         violating = (self.overlay_violating if self.overlay_violating is not None
@@ -402,7 +407,24 @@ class HumanoidEnv(gym.Env):
             f"{'+'.join(sorted(s.feet_in_contact)) or 'none'}")
         return OverlayData(points=s.position_world, modes=s.mode, f_cmd=f_cmd, f_sim=s.force_world,
                            violating=violating, com=d.subtree_com[1].copy(),
-                           support=support_polygon(self.robot, d, feet), text=status)
+                           support=support_polygon(self.robot, d, feet), text=status,
+                           cmd_wrench_arrows=wrench_arrows)
+
+    def _centre_of_pressure(self, foot: str, wrench: np.ndarray) -> np.ndarray | None:
+        """World point (3,), m, on the plane of ``foot``'s sole points (their mean height, as
+        sensed) where the force of ``wrench`` ``[f; tau]`` (N, N·m; on the robot at the foot frame
+        origin, world-aligned, :class:`~wbsim.controllers.base.Command`'s wrench model) has the
+        wrench's moment about the horizontal axes: ``r x f = tau`` in x, y with ``r_z`` fixed.
+        ``None`` when ``f_z`` <= 1e-6 N (no centre of pressure)."""
+        f, tau = wrench[:3], wrench[3:]
+        if not f[2] > 1e-6:
+            return None
+        origin = self.data.xpos[self.robot.foot(foot).mj_body_id]  # the foot link's frame
+        rows = [i for i, ft in enumerate(self.sensing.point_foot) if ft == foot]
+        rz = float(np.mean(self.sensing.position_world[rows, 2])) - origin[2]
+        rx = (rz * f[0] - tau[1]) / f[2]
+        ry = (tau[0] + rz * f[1]) / f[2]
+        return origin + np.array([rx, ry, rz])
 
     def close(self):
         if self._frame_renderer is not None:

@@ -167,3 +167,47 @@ def test_sticking_markers_show_under_force_arrows_of_a_standing_g1(tmp_path):
     print(f"green marker pixels: {n_with} with the arrows, {n_without} without")
     assert n_with >= 0.5 * n_without, (n_with, n_without)
     assert n_with >= 100, n_with  # about 25 px for each of the 6 markers in view
+
+
+def test_a_wrench_command_is_drawn_at_its_centre_of_pressure():
+    """The wrench contact model commands a wrench per foot, not point forces: the overlay draws its
+    force from the centre of pressure on the sole plane, the point whose moment arm gives the
+    wrench's horizontal moments about the foot frame origin (Pinocchio's foot frame, an independent
+    source), and draws one commanded arrow per foot (it drew none)."""
+    import gymnasium as gym
+    import pinocchio as pin
+
+    from wbsim.controllers import make_controller
+    from wbsim.overlay import COMMANDED
+
+    env = gym.make("wbsim/G1Stand-v0")
+    u = env.unwrapped
+    _, info = env.reset(seed=0)
+    ctrl = make_controller("gravity_qp", u.robot, contact_model="wrench")
+    ctrl.reset(info["state"])
+    for _ in range(20):  # off the exact stand pose: the wrenches carry moments
+        seen = info["state"]
+        cmd = ctrl.compute(seen, info["schedule"])
+        _, _, _, _, info = env.step(u.torque_to_action(cmd.tau + 2.0))
+    u.overlay_command = cmd
+    data = u.overlay_data()
+    assert len(data.cmd_wrench_arrows) == 2 and not np.any(data.f_cmd)
+    robot = u.robot
+    pdata = robot.pin_model.createData()
+    # after mj_step, MjData's kinematics and the sensing describe the state the step started from:
+    # the one the controller saw when it computed the wrench
+    pin.framesForwardKinematics(robot.pin_model, pdata, seen.q)
+    for foot, (p, f) in zip(("left_foot", "right_foot"), data.cmd_wrench_arrows):
+        w = np.asarray(cmd.contact_forces[foot])
+        o = pdata.oMf[robot.foot(foot).pin_frame_id].translation
+        np.testing.assert_allclose(np.cross(p - o, w[:3])[:2], w[3:5], atol=1e-9)
+        np.testing.assert_array_equal(f, w[:3])
+        sole_z = [u.sensing.position_world[i, 2] for i, ft in enumerate(u.sensing.point_foot)
+                  if ft == foot]
+        assert p[2] == pytest.approx(np.mean(sole_z), abs=1e-12)
+    scene = mujoco.MjvScene(u.model, maxgeom=200)
+    draw_geoms(scene, data)
+    arrows = [g for g in scene.geoms[:scene.ngeom] if g.type == mujoco.mjtGeom.mjGEOM_ARROW
+              and np.array_equal(g.rgba, COMMANDED)]
+    assert len(arrows) == 2
+    env.close()

@@ -128,11 +128,18 @@ def _check_run(run, summary, steps, robot):
             adr = m.jnt_qposadr[mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, name)]
             r[f"qerr/{name}"] = qpos[adr] - q0[adr]
             r[f"tau/{name}"] = rec["tau"][j]
+        wrench_feet = [foot for foot in FEET if foot in cmd.contact_forces]
+        for foot in FEET:
+            w = cmd.contact_forces.get(foot)
+            for a, ax in enumerate(("fx", "fy", "fz", "tx", "ty", "tz")):
+                r[f"w_cmd/{foot}/{ax}"] = np.nan if w is None else w[a]
         for p in points:
             i = sensed_names.index(p)
             f = cmd.contact_forces.get(p)
+            of_wrench_foot = any(p in robot.foot(foot).point_names for foot in wrench_feet)
             for a, ax in enumerate("xyz"):
-                r[f"f_cmd/{p}/{ax}"] = 0.0 if f is None else f[a]
+                r[f"f_cmd/{p}/{ax}"] = (np.nan if of_wrench_foot else 0.0 if f is None
+                                        else f[a])
                 r[f"f_sim/{p}/{ax}"] = s.force_world[i, a]
             r[f"gap/{p}"] = s.gap[i]
             r[f"mode/{p}"] = s.mode[i]
@@ -233,6 +240,26 @@ def test_one_leg_matches_the_reference(monkeypatch, tmp_path):
     assert len(keys) > 1 and tuple(robot.contact_point_names) in keys  # both row paths ran
     assert any(rec["schedule"].phase == "hold" for rec in steps)
     _check_run(run, summary, steps, robot)
+
+
+def test_wrench_commands_match_the_reference(monkeypatch, tmp_path):
+    """gravity_qp with the wrench contact model: the command is a wrench per foot, so the points'
+    f_cmd columns are NaN (not a commanded 0 N) and the w_cmd columns hold the wrenches."""
+    run, summary, steps, robot = _run(monkeypatch, tmp_path, controller="gravity_qp", seconds=0.2,
+                                      controller_options={"contact_model": "wrench"})
+    assert summary["status"] == "completed"
+    assert all(set(rec["cmd"].contact_forces) == set(FEET) for rec in steps)
+    _check_run(run, summary, steps, robot)
+    assert np.all(np.isnan(run.prefixed("f_cmd/")[1]))
+    _, w = run.prefixed("w_cmd/left_foot/")
+    assert np.all(w[:, 2] > 100.0)  # about half the G1's weight on each foot, N
+    # the report plots the wrench's normal force as the foot's commanded one
+    from wbsim.report import foot_normal_force
+
+    assert np.array_equal(foot_normal_force(run, "left_foot", "f_cmd"), w[:, 2])
+    names, f = run.prefixed("f_sim/left_foot_")
+    assert np.array_equal(foot_normal_force(run, "left_foot", "f_sim"),
+                          f[:, [i for i, n in enumerate(names) if n.endswith("/z")]].sum(axis=1))
 
 
 def test_a_fall_matches_the_reference(monkeypatch, tmp_path):

@@ -70,6 +70,11 @@ class OverlayData:
             point's load in single support); a longer one is drawn at this length in its direction
             (a falling robot's commands can reach kN; the log holds every magnitude). Arrows
             start on the point's marker (:data:`MARKER_RADIUS` from the point, along the force).
+        extra: free-form data of the caller (not drawn).
+        cmd_wrench_arrows: ``[(p (3,), f (3,))]``: for each foot commanded as a wrench (wrench
+            contact model; its points' ``f_cmd`` are then zero), the commanded force ``f`` (N, world)
+            drawn as a thin blue arrow from ``p``, the wrench's centre of pressure on the sole plane
+            (world, m). The wrench's moment about the sole normal is not drawn.
     """
 
     points: np.ndarray
@@ -83,6 +88,7 @@ class OverlayData:
     force_scale: float = 0.004
     max_arrow: float = 1.0
     extra: dict = field(default_factory=dict)
+    cmd_wrench_arrows: list = field(default_factory=list)
 
 
 def _add(scene: mujoco.MjvScene) -> mujoco.MjvGeom | None:
@@ -138,6 +144,15 @@ def draw_geoms(scene: mujoco.MjvScene, data: OverlayData, label: str = "") -> No
                 start = p + MARKER_RADIUS * u
                 _arrow(scene, width, start, start + length * u,
                        VIOLATION if data.violating[i] else color)
+    # feet commanded as wrenches: the force at its centre of pressure, as a commanded arrow
+    for p, force in data.cmd_wrench_arrows:
+        force = np.asarray(force, float)
+        norm = float(np.linalg.norm(force))
+        if norm > 1e-3:
+            u = force / norm
+            start = np.asarray(p, float)
+            _arrow(scene, COMMANDED_WIDTH, start,
+                   start + min(data.force_scale * norm, data.max_arrow) * u, COMMANDED)
     com = np.asarray(data.com, float)
     _sphere(scene, com, 0.03, COM_COLOR)
     if label and scene.ngeom:

@@ -15,13 +15,29 @@ import numpy as np
 
 from wbsim.episode_log import RunData, load_run
 
-__all__ = ["VIOLATION_KINDS", "report_rows", "format_table", "plot_run"]
+__all__ = ["VIOLATION_KINDS", "report_rows", "format_table", "foot_normal_force", "plot_run"]
 
 #: Event kinds counted as violations, in the table's column order.
 VIOLATION_KINDS = ("force_sign", "friction_cone", "complementarity", "planar_complementarity",
                    "contact_mismatch", "non_sole_contact", "fallback", "solver_failure")
 FEET = ("left_foot", "right_foot")
 
+
+
+def foot_normal_force(run, foot: str, kind: str) -> np.ndarray | None:
+    """``(n,)`` normal force on ``foot`` per logged step, N: the sum of its sole points' z forces
+    (``kind`` ``"f_sim"`` or ``"f_cmd"``). For a foot commanded as a wrench (wrench contact model:
+    its points' ``f_cmd`` are NaN) the wrench's ``fz`` (``w_cmd/<foot>/fz``). ``None`` when the log
+    has no such columns."""
+    names, block = run.prefixed(f"{kind}/{foot}_")
+    cols = [i for i, n in enumerate(names) if n.endswith("/z")]
+    if not cols:
+        return None
+    fz = block[:, cols].sum(axis=1)
+    if kind == "f_cmd" and f"w_cmd/{foot}/fz" in run.columns:
+        wz = run[f"w_cmd/{foot}/fz"]
+        fz = np.where(np.isnan(fz) & ~np.isnan(wz), wz, fz)
+    return fz
 
 def report_rows(runs: Sequence[RunData]) -> list[dict[str, Any]]:
     """One dict per run: controller, env, duration, switches, violations by kind, tracking, fell."""
@@ -87,11 +103,9 @@ def plot_run(run: RunData, out: str | Path | None = None) -> Path:
     colors = {"left_foot": "tab:blue", "right_foot": "tab:green"}
     for foot in FEET:
         for kind, style, label in (("f_sim", "-", "simulated"), ("f_cmd", "--", "commanded")):
-            names, block = run.prefixed(f"{kind}/{foot}_")
-            cols = [i for i, n in enumerate(names) if n.endswith("/z")]
-            if cols and len(t):
-                ax.plot(t, block[:, cols].sum(axis=1), style, color=colors[foot], lw=1.2,
-                        label=f"{foot} {label}")
+            fz = foot_normal_force(run, foot, kind)
+            if fz is not None and len(t):
+                ax.plot(t, fz, style, color=colors[foot], lw=1.2, label=f"{foot} {label}")
     ymax = ax.get_ylim()[1] if ax.lines else 1.0
     first_switch = first_violation = True
     for e in run.events:

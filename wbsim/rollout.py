@@ -113,6 +113,12 @@ def _columns(robot) -> tuple[list[str], dict[str, str]]:
     for p in robot.contact_point_names:
         cols.append(f"mode/{p}")
         units[f"mode/{p}"] = "0 open, 1 sticking, 2 sliding"
+    # a foot commanded as a wrench (wrench contact model): its points' f_cmd are NaN, the wrench here
+    for foot in ("left_foot", "right_foot"):
+        for ax in ("fx", "fy", "fz", "tx", "ty", "tz"):
+            cols.append(f"w_cmd/{foot}/{ax}")
+            units[f"w_cmd/{foot}/{ax}"] = ("N, N.m (commanded wrench on the robot at the foot frame "
+                                           "origin, world-aligned; NaN unless so commanded)")
     return cols, units
 
 
@@ -240,6 +246,10 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
     foot_points = {f: np.array([point_index[p] for p in robot.foot(f).point_names])
                    for f in ("left_foot", "right_foot")}
     f_cmd = np.zeros((n_p, 3))
+    w_cmd = np.full(12, math.nan)  # the feet's commanded wrenches, when commanded as wrenches
+    no_wrench = np.full(12, math.nan)
+    no_wrench.setflags(write=False)
+    foot_slot = {"left_foot": 0, "right_foot": 6}
     violating_until = np.full(n_p, -1.0)
     # joint errors go to a block of rows, folded into the per-joint maximum of |error| every
     # len(qerr_block) steps and at the end (fmax: a NaN entry is ignored)
@@ -417,19 +427,27 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
                 F = detector.command_forces  # (m, 3), the values of ``forces`` in key order
                 if keys == point_names and F is not None:  # every point, in column order
                     log.add_row_parts((head, qerr, uenv.tau, F.reshape(-1),
-                                       sensing.force_world.reshape(-1), sensing.gap, sensing.mode))
+                                       sensing.force_world.reshape(-1), sensing.gap, sensing.mode,
+                                       no_wrench))
                 else:
                     scatter = scatters.get(keys)
                     if scatter is None:
                         scatter = scatters[keys] = [(j, point_index[k]) for j, k in
                                                     enumerate(keys) if k in point_index]
                     f_cmd[:] = 0.0
+                    w_cmd[:] = math.nan
                     if scatter:
                         values = tuple(forces.values())
                         for j, i in scatter:
                             f_cmd[i] = values[j][:3]
+                    for foot, k in foot_slot.items():
+                        wrench = forces.get(foot)
+                        if wrench is not None:  # not a force per point: NaN there, not 0
+                            f_cmd[foot_points[foot]] = math.nan
+                            w_cmd[k:k + 6] = wrench
                     log.add_row_parts((head, qerr, uenv.tau, f_cmd.reshape(-1),
-                                       sensing.force_world.reshape(-1), sensing.gap, sensing.mode))
+                                       sensing.force_world.reshape(-1), sensing.gap, sensing.mode,
+                                       w_cmd))
             acc.steps = step + 1
             if bar is not None:
                 bar.update(1)
