@@ -84,6 +84,28 @@ def test_force_arrows_scale_with_force_and_are_capped(g1):
     np.testing.assert_allclose(axis, [0.6, 0.0, -0.8], atol=1e-7)
 
 
+def test_a_violating_point_is_drawn_red(g1):
+    """A violation at a point turns its marker red as well as its arrows: a commanded pull points
+    into the floor, where its arrow is hidden, so the marker is what shows it."""
+    import mujoco
+
+    from wbsim.overlay import COMMANDED, MODE_COLORS, VIOLATION, OverlayData, draw_geoms
+
+    def geoms(violating):
+        scene = mujoco.MjvScene(g1.mj_model, maxgeom=50)
+        data = OverlayData(points=np.zeros((1, 3)), modes=np.array([1]),
+                           f_cmd=np.array([[0.0, 0.0, -5.0]]), f_sim=np.array([[0.0, 0.0, 40.0]]),
+                           violating=np.array([violating]), com=np.zeros(3),
+                           support=np.zeros((0, 2)))
+        draw_geoms(scene, data)
+        return [g.rgba.copy() for g in scene.geoms[:3]]  # marker, simulated, commanded
+
+    marker, sim, cmd = geoms(True)
+    assert all(np.array_equal(c, VIOLATION) for c in (marker, sim, cmd))
+    marker, sim, cmd = geoms(False)
+    assert np.array_equal(marker, MODE_COLORS[1]) and np.array_equal(cmd, COMMANDED)
+
+
 # -- video files that cannot be written: one-line WbsimError naming the file and the cause --------
 
 def _noise(n, rng, shape=(48, 64, 3)):

@@ -118,6 +118,9 @@ def _check_run(run, summary, steps, robot):
             r[f"com_ref_{a}"] = sch.targets["com"][i] if "com" in sch.targets else np.nan
         for i, a in enumerate(("qw", "qx", "qy", "qz")):
             r[f"base_{a}"] = qpos[3 + i]
+        push = sum(rec["xfrc"][b, 0:3] for b in range(len(rec["xfrc"])))  # N, world
+        for i, a in enumerate("xyz"):
+            r[f"push_{a}"] = push[i]
         sensed_names = list(s.names)
         for foot in FEET:
             r[f"assumed_{foot}"] = float(foot in cmd.contact_set)
@@ -226,6 +229,12 @@ def test_standing_with_pushes_matches_the_reference(monkeypatch, tmp_path):
     assert summary["status"] == "completed"
     assert any(np.count_nonzero(rec["xfrc"]) for rec in steps)
     _check_run(run, summary, steps, robot)
+    # the pushes: their start times and forces in the summary, the force acting in the log
+    assert [p["t"] for p in summary["pushes"]] == pytest.approx([0.1, 0.2, 0.3, 0.4], abs=1e-9)
+    for p in summary["pushes"]:
+        assert np.linalg.norm(p["force"]) == pytest.approx(30.0) and p["force"][2] == 0.0
+    pushing = np.hypot(run["push_x"], run["push_y"])
+    assert set(np.round(pushing, 9)) == {0.0, 30.0}
 
 
 @pytest.mark.slow

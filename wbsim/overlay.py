@@ -7,7 +7,8 @@ Pillow and handed to the viewer with ``Handle.set_texts``.
 
 Colours: sole points grey = ``open``, green = ``sticking``, orange = ``sliding``; force arrows thin blue =
 commanded, thick yellow = simulated (drawn from the same point, so agreement shows as blue inside
-yellow), red = a violation at that point (either kind); CoM magenta with its
+yellow), red = a violation at that point (either kind: both arrows and the point's marker, so that
+a commanded pull, whose arrow points into the floor, still shows); CoM magenta with its
 ground projection and a vertical line; support polygon cyan on the floor.
 
 Sizes: a sole point's marker is a sphere of radius :data:`MARKER_RADIUS` (20 mm) at the point; its
@@ -131,7 +132,10 @@ def draw_geoms(scene: mujoco.MjvScene, data: OverlayData, label: str = "") -> No
     """
     for i, p in enumerate(data.points):
         p = np.asarray(p, float)
-        _sphere(scene, p, MARKER_RADIUS, MODE_COLORS[int(data.modes[i]) % 3])
+        # a violation at the point: the marker turns red too (a commanded pull points into the
+        # floor, where its arrow cannot be seen)
+        _sphere(scene, p, MARKER_RADIUS,
+                VIOLATION if data.violating[i] else MODE_COLORS[int(data.modes[i]) % 3])
         # simulated thick, commanded thin on top of it, so both show when they agree; both start
         # on the marker's surface so that the mode colour stays visible
         for force, color, width in ((data.f_sim[i], SIMULATED, SIMULATED_WIDTH),

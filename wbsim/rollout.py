@@ -92,9 +92,10 @@ def _columns(robot) -> tuple[list[str], dict[str, str]]:
             "base_tilt_deg", "com_x", "com_y", "com_z", "com_ref_x", "com_ref_y", "com_ref_z",
             "phase_index", "controller_time_s", "feasible", "assumed_left_foot",
             "assumed_right_foot", "sensed_left_foot", "sensed_right_foot", "sole_min_z_left_foot",
-            "sole_min_z_right_foot", "momentum_residual", "reward"]
+            "sole_min_z_right_foot", "momentum_residual", "reward", "push_x", "push_y", "push_z"]
     units = {c: "m" for c in cols if c.startswith(("base_x", "base_y", "base_z", "com_", "sole_"))}
-    units.update(t="s", base_tilt_deg="deg", controller_time_s="s",
+    units.update(t="s", base_tilt_deg="deg", controller_time_s="s", push_x="N", push_y="N",
+                 push_z="N",
                  momentum_residual="|dh/dt - external wrench - weight| / (m g), 1")
     for j in robot.joint_names:
         cols.append(f"qerr/{j}")
@@ -323,7 +324,7 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
         for step in range(n_steps):
             d = uenv.data
             if d is not d_views:
-                d_views, qpos_v, com_v = d, d.qpos, d.subtree_com
+                d_views, qpos_v, com_v, xfrc_v = d, d.qpos, d.subtree_com, d.xfrc_applied
             t = float(d.time)
             schedule = info["schedule"]
             if render_mode is not None and t + 1e-9 >= next_frame:
@@ -421,7 +422,7 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
                         *(com_ref.tolist() if com_ref is not None else nan3),
                         schedule.phase_index, c_time, float(cmd.feasible),
                         lr[0] in cset, lr[1] in cset, lr[0] in sensed, lr[1] in sensed,
-                        z_l, z_r, residual, reward]
+                        z_l, z_r, residual, reward, *xfrc_v[:, 0:3].sum(axis=0).tolist()]
                 forces = cmd.contact_forces
                 keys = tuple(forces)
                 F = detector.command_forces  # (m, 3), the values of ``forces`` in key order
@@ -493,6 +494,8 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
             summary["swing_clearance_max_m"] = acc.swing_max
         if np.isfinite(acc.hold_min):
             summary["swing_clearance_min_hold_m"] = acc.hold_min
+        summary["pushes"] = [{"t": float(t_push), "force": np.asarray(f).tolist()}
+                             for t_push, f in getattr(uenv, "pushes", ())]
         summary["wall_seconds"] = wall
         summary["realtime_factor"] = summary["seconds"] / wall if wall > 0 else float("nan")
         video_error = None
