@@ -371,3 +371,14 @@ def test_a_video_that_fails_to_write_fails_the_run(tmp_path, capsys):
     code = main(["run", "--seconds", "0.2", "--no-progress", "--video", str(link), "--overwrite",
                  "--width", "64", "--height", "48"])
     _one_line_error(capsys, code, "full.mp4")
+
+
+def test_report_table_gives_com_tracking_in_mm():
+    """The CoM tracking column is in mm with two decimals (in m with four, 0.65 mm read 0.0007)."""
+    from wbsim.report import VIOLATION_KINDS, format_table
+
+    row = {"run": "r", "controller": "projected_id", "env": "wbsim/G1OneLeg-v0", "seconds": 7.5,
+           "switches": 4, **dict.fromkeys(VIOLATION_KINDS, 0), "max_joint_error_rad": 0.2954,
+           "com_tracking_rms_m": 0.000654, "fell": False, "status": "completed"}
+    table = format_table([row])
+    assert "CoM rms mm" in table and "| 0.65 |" in table

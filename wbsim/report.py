@@ -75,19 +75,19 @@ def format_table(rows: Sequence[dict[str, Any]]) -> str:
              "planar_complementarity": "slip", "contact_mismatch": "mism",
              "non_sole_contact": "body", "fallback": "fallb", "solver_failure": "fail"}
     head = ["run", "controller", "env", "s", "switch", *[short[k] for k in VIOLATION_KINDS],
-            "max qerr rad", "CoM rms m", "fell", "status"]
+            "max qerr rad", "CoM rms mm", "fell", "status"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         cells = [r["run"], r["controller"], r["env"], f"{r['seconds']:.2f}", str(r["switches"]),
                  *[str(r[k]) for k in VIOLATION_KINDS], _num(r["max_joint_error_rad"]),
-                 _num(r["com_tracking_rms_m"]), "yes" if r["fell"] else "no", r["status"]]
+                 _num(1e3 * r["com_tracking_rms_m"], 2), "yes" if r["fell"] else "no", r["status"]]
         lines.append("| " + " | ".join(cells) + " |")
     legend = ", ".join(f"{v} = {k}" for k, v in short.items())
     return "\n".join(lines) + f"\n\nviolation columns: {legend}; switch = mode_switch events"
 
 
-def _num(x: float) -> str:
-    return f"{x:.4f}" if isinstance(x, (int, float)) and np.isfinite(x) else "-"
+def _num(x: float, digits: int = 4) -> str:
+    return f"{x:.{digits}f}" if isinstance(x, (int, float)) and np.isfinite(x) else "-"
 
 
 def plot_run(run: RunData, out: str | Path | None = None) -> Path:
