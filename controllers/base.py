@@ -7,8 +7,9 @@ Controllers see the Pinocchio state ``(q, v)`` and the robot's models; they neve
 
 from __future__ import annotations
 
+import math
 import numbers
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -22,6 +23,21 @@ def is_real(value: Any) -> bool:
     ``bool`` included (``-c frequency_hz=true`` is a mistake, not 1). Option checks call it before
     comparing a value, so a string gives a clear error instead of a ``TypeError``."""
     return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+
+
+def nonfinite_joints(values: np.ndarray, joint_names: Sequence[str]) -> list[str] | None:
+    """``None`` if every entry of ``values (n_joints,)`` is finite; else the names of the joints
+    (``joint_names`` order) whose entries are NaN or infinite. The check of every per-step torque and
+    action: a finite sum of squares means every entry is finite (one call in the usual case)."""
+    if math.isfinite(values.dot(values)) or np.isfinite(values).all():
+        return None
+    return [joint_names[i] for i in np.flatnonzero(~np.isfinite(values))]
+
+
+def joint_list(names: Sequence[str], first: int = 5) -> str:
+    """``"a, b, c, d, e and 3 more"``: the first ``first`` names and how many follow."""
+    more = f" and {len(names) - first} more" if len(names) > first else ""
+    return ", ".join(names[:first]) + more
 
 
 def _equal(a: Any, b: Any) -> bool:

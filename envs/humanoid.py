@@ -88,7 +88,14 @@ import numpy as np
 
 import wbsim
 from wbsim.contacts import ContactSensor, support_polygon
-from wbsim.controllers.base import ContactSchedule, RobotState, _build, is_real
+from wbsim.controllers.base import (
+    ContactSchedule,
+    RobotState,
+    _build,
+    is_real,
+    joint_list,
+    nonfinite_joints,
+)
 from wbsim.conventions import MjDataGather, base_tilt, world_to_base_velocity
 from wbsim.envs.schedules import PhasePlan, standing_plan
 from wbsim.errors import WbsimError
@@ -279,10 +286,10 @@ class HumanoidEnv(gym.Env):
                 raise WbsimError(f"{self.env_id}: torque_hook returned a torque of shape "
                                  f"{tau.shape}; expected {self._action_shape} (N·m, "
                                  "robot.joint_names order)")
-            if not math.isfinite(tau.dot(tau)) and not np.isfinite(tau).all():
-                bad = [self.robot.joint_names[i] for i in np.flatnonzero(~np.isfinite(tau))]
+            bad = nonfinite_joints(tau, self.robot.joint_names)
+            if bad:
                 raise WbsimError(f"{self.env_id}: torque_hook returned NaN/inf at "
-                                 f"{', '.join(bad[:5])}{' and more' if len(bad) > 5 else ''}")
+                                 f"{joint_list(bad)}")
             self.tau = tau
             d.ctrl[:] = tau
             mujoco.mj_step(m, d)
@@ -510,12 +517,10 @@ class HumanoidEnv(gym.Env):
             # its terms' rounded squares, and the rounded square of |x| > 1 is > 1; so clipping
             # would change nothing (the usual case of small actions: two numpy calls fewer)
             return a
-        if not math.isfinite(ss) and not np.isfinite(a).all():
-            bad = [self.robot.joint_names[i] for i in np.flatnonzero(~np.isfinite(a))]
-            more = f" and {len(bad) - 5} more" if len(bad) > 5 else ""
+        bad = None if math.isfinite(ss) else nonfinite_joints(a, self.robot.joint_names)
+        if bad:
             raise ValueError(f"{self.env_id}: action has NaN/inf at {len(bad)} joint(s): "
-                             f"{', '.join(bad[:5])}{more}; expected finite values in "
-                             f"{self.action_space}")
+                             f"{joint_list(bad)}; expected finite values in {self.action_space}")
         np.maximum(a, -1.0, out=a)
         return np.minimum(a, 1.0, out=a)
 

@@ -53,7 +53,7 @@ class ControllerInTheLoop(gym.Wrapper):
     as long as the contact set has not changed since the reset. Memory ``projected_id`` keeps
     across contact switches (foot loads at the start of an unloading, the lift-off placement a
     swing foot holds, its cached support polygon) is not reachable through the controller protocol
-    and starts afresh in the copy (on ``G1OneLeg-v0`` pickled after the lift: ~2e-4 in qpos / qvel
+    and starts afresh in the copy (on ``G1OneLeg-v0`` pickled after the lift: ~1e-4 in qpos / qvel
     after 100 steps).
 
     Args:
@@ -93,8 +93,8 @@ class ControllerInTheLoop(gym.Wrapper):
         self._reset_state = None
         #: the controller's inputs of its last call, (RobotState, ContactSchedule), for pickling
         self._last_inputs: tuple[Any, Any] | None = None
-        #: residual torque (n_joints,) N·m of the current env step
-        self._residual: np.ndarray | None = None
+        #: residual torque (n_joints,) N·m of the current env step (zero until the first step)
+        self._residual = np.zeros(base.robot.n_joints)
         #: the last :class:`~wbsim.controllers.base.Command` (of the last substep)
         self.command = None
         base.torque_hook = self._substep_torque
@@ -113,15 +113,24 @@ class ControllerInTheLoop(gym.Wrapper):
         return np.multiply(a, effort, out=a)
 
     def reset(self, **kwargs):
+        """Reset the env (same arguments and returns), then the controller at the reset state; the
+        residual is zero until the first :meth:`step`."""
         obs, info = self.env.reset(**kwargs)
         base = self.env.unwrapped
         self._reset_state = base.robot_state()
         self.controller.reset(self._reset_state)
         self.command = None
         self._last_inputs = None
+        self._residual[:] = 0.0
         return obs, info
 
     def step(self, action):
+        """One env step: ``action (n_joints,)`` in [-1, 1] (checked and clipped as the env does)
+        becomes the residual ``residual_scale * action * effort`` (N·m), held over the step; the
+        controller runs before each MuJoCo step (the env's :attr:`torque_hook`). Returns the env's
+        ``(obs, reward, terminated, truncated, info)``, ``info["command"]`` the last substep's
+        command (full info). Calling the unwrapped env's ``step`` directly ignores its action and
+        reuses the last residual. Raises ``gymnasium.error.ResetNeeded`` before :meth:`reset`."""
         base = self.env.unwrapped
         if self._reset_state is None:
             raise gym.error.ResetNeeded("call reset() before step()")

@@ -200,3 +200,25 @@ def test_a_controller_that_does_not_import_is_skipped_with_a_note(monkeypatch, t
     assert "projected_id_qp_loop_log" not in r["targets"]
     assert "not measured: projected_id_qp_loop_log" in out.getvalue()
     assert "compute/gravity_qp/daqp" in r and "loop/gravity_qp/log" in r  # the rest still runs
+
+
+def test_a_peer_that_fails_part_way_is_skipped_with_a_note(monkeypatch, tmp_path):
+    """Humanoid-v5 raising in its blocks (interleaved with wbsim's) is noted in ``skipped``; the
+    wbsim env entries are still measured and the overhead target is reported as not measured."""
+    import wbsim.bench as B
+
+    block = B._env_pair_block
+
+    def fragile(env, action, n):
+        if "Humanoid" in str(getattr(env, "spec", None)):
+            raise RuntimeError("peer broke")
+        return block(env, action, n)
+
+    monkeypatch.setattr(B, "_env_pair_block", fragile)
+    path = tmp_path / "b.json"
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(["bench", "--quick", "--json", str(path)]) == 0
+    r = _strict_json(path.read_text())
+    assert "peer broke" in r["skipped"]["env_step/humanoid_v5"]
+    assert "env_step/wbsim" in r and "env_step/wbsim/fs1" in r
+    assert "env_step_overhead" not in r["targets"]

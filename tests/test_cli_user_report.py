@@ -244,6 +244,16 @@ def test_ctrl_c_message_says_only_what_is_on_disk(tmp_path, capsys, monkeypatch)
     code = _run("--log", str(tmp_path / "run"), "--video", str(tmp_path / "v.mp4"))
     err = capsys.readouterr().err
     assert code == 130 and "no log was written" in err and "no video was written" in err, err
+    # the same with --overwrite over an earlier run's files: they are not this run's
+    import os
+
+    (tmp_path / "old").mkdir()
+    for f in (tmp_path / "old" / "summary.json", tmp_path / "old.mp4"):
+        f.write_text("an earlier run")
+        os.utime(f, (1e9, 1e9))
+    code = _run("--log", str(tmp_path / "old"), "--video", str(tmp_path / "old.mp4"), "--overwrite")
+    err = capsys.readouterr().err
+    assert code == 130 and "no log was written" in err and "no video was written" in err, err
     monkeypatch.undo()
     # interrupted at the first frame: the summary does not name a video file that does not exist
     from wbsim.render import VideoWriter
@@ -382,3 +392,32 @@ def test_report_table_gives_com_tracking_in_mm():
            "com_tracking_rms_m": 0.000654, "fell": False, "status": "completed"}
     table = format_table([row])
     assert "CoM rms mm" in table and "| 0.65 |" in table
+    # a summary stores NaN as "nan": a dash, as before
+    assert "| - |" in format_table([{**row, "com_tracking_rms_m": "nan"}])
+
+
+def test_a_log_that_fails_at_its_last_write_fails_the_run(tmp_path, monkeypatch):
+    """The last rows are written when the log closes, after the episode: a failure there (a full
+    disk) makes the run an error (it said 'completed'), the summary still gets written with the rows
+    the table holds, the env is still closed, and the log's error is the one raised."""
+    from wbsim.envs.humanoid import HumanoidEnv
+    from wbsim.episode_log import EpisodeLog
+    from wbsim.rollout import EpisodeConfig, run_episode
+
+    closed = []
+    close_env = HumanoidEnv.close
+    monkeypatch.setattr(HumanoidEnv, "close", lambda self: closed.append(1) or close_env(self))
+    flush = EpisodeLog.flush
+
+    def full_at_close(self):
+        if self._n_buf and self.n_rows == 100:  # the final flush of a 0.2 s run
+            self._n_buf = 0
+            raise WbsimError(f"{self.dir / 'steps.f64'}: writing the step table failed (disk full)")
+        flush(self)
+
+    monkeypatch.setattr(EpisodeLog, "flush", full_at_close)
+    with pytest.raises(WbsimError, match="steps.f64"):
+        run_episode(EpisodeConfig(seconds=0.2, log=tmp_path / "run", progress=False))
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["status"] == "error" and "steps.f64" in summary["stopped_reason"]
+    assert summary["steps"] == 100 and summary["logged_rows"] == 0 and closed

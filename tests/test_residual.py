@@ -258,3 +258,19 @@ def test_residual_options_in_residual_mode():
     assert (w.controller_name, w.residual_scale, w.controller_options) == ("gravity_qp", 0.1, {})
     with pytest.raises(WbsimError, match="unknown action_mode 'velocity'"):
         gym.make("wbsim/G1Stand-v0", action_mode="velocity", controller="pd")
+
+
+def test_unwrapped_step_after_reset_uses_a_zero_residual():
+    """The residual is zero from reset until the wrapper's first step: the unwrapped env's step
+    (which ignores its action while the hook is set) equals a wrapper step with a zero action, also
+    on a copy unpickled before its first step (it raised a TypeError on None)."""
+    a = np.full(N, 0.7, np.float32)
+    zero = np.zeros(N, np.float32)
+    ref = gym.make("wbsim/G1Stand-v0", action_mode="residual")
+    ref.reset(seed=1)
+    obs_ref = ref.step(zero)[0]
+    for make in (lambda e: e, lambda e: pickle.loads(pickle.dumps(e))):
+        env = gym.make("wbsim/G1Stand-v0", action_mode="residual")
+        env.reset(seed=1)
+        env = make(env)
+        assert np.array_equal(env.unwrapped.step(a)[0], obs_ref)

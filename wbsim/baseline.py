@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from wbsim.rollout import EpisodeConfig, run_episode
+from wbsim.rollout import EpisodeConfig, check_seed, run_episode
 
 __all__ = ["default_json_path", "run_baseline"]
 
@@ -70,8 +70,7 @@ def run_baseline(env: str, controller: str, episodes: int = 20, seed: int = 0,
 
     if episodes < 1:
         raise WbsimError(f"episodes must be >= 1, got {episodes}")
-    if not (type(seed) is int and seed >= 0):  # Gymnasium's reset takes ints >= 0
-        raise WbsimError(f"seed must be an integer >= 0, got {seed!r}")
+    check_seed(seed)  # before the first episode, as everything below
     if json_path:  # before the episodes, not after them
         from wbsim.errors import check_output_file
 

@@ -462,18 +462,31 @@ def _env_pair_block(env, action: np.ndarray, n: int) -> tuple[np.ndarray, np.nda
     return times, raw, c1 - c0, c2 - c1
 
 
-def bench_env_pairs(runs: Sequence[tuple[Any, np.ndarray, int]], blocks: int
-                    ) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+def bench_env_pairs(runs: Sequence[tuple[Any, np.ndarray, int]], blocks: int,
+                    optional: Sequence[int] = ()
+                    ) -> list[tuple[dict[str, Any], dict[str, Any]] | Exception]:
     """For each ``(env, action, n)`` of ``runs``: blocks of ``n`` individually timed
     ``env.step(action)``, each followed by the same trajectory replayed with raw ``mj_step``
     (:func:`_env_pair_block`), the envs' blocks interleaved (block 1 of every env, then block 2,
     ...), so that every env sees the same stretch of a shared, noisy machine. Returns, per env, the
     ``env.step`` entry, whose ratio is the overhead ratio ``env.step / (own mj_step *
-    frame_skip)`` (paired per block), and the raw entry."""
+    frame_skip)`` (paired per block), and the raw entry. A run whose index is in ``optional`` and
+    that raises is dropped from the later blocks; its place in the result holds the exception (the
+    others go on); any other run's exception propagates."""
     acc = [([], [], [], [], [], []) for _ in runs]
+    failed: dict[int, Exception] = {}
     for b in range(blocks + 1):  # block 0 warms up
-        for (env, action, n), (e_calls, e_means, m_calls, m_means, e_cpu, m_cpu) in zip(runs, acc):
-            times, raw, cpu_env, cpu_raw = _env_pair_block(env, action, n)
+        for k, ((env, action, n), (e_calls, e_means, m_calls, m_means, e_cpu, m_cpu)) in enumerate(
+                zip(runs, acc)):
+            if k in failed:
+                continue
+            try:
+                times, raw, cpu_env, cpu_raw = _env_pair_block(env, action, n)
+            except Exception as exc:  # noqa: BLE001  an optional run: reported by the caller
+                if k not in optional:
+                    raise
+                failed[k] = exc
+                continue
             if b:
                 e_calls.extend(times.tolist())
                 e_means.append(float(times.mean()))
@@ -481,8 +494,12 @@ def bench_env_pairs(runs: Sequence[tuple[Any, np.ndarray, int]], blocks: int
                 m_means.append(float(raw.mean()))
                 e_cpu.append(cpu_env / n)
                 m_cpu.append(cpu_raw / raw.size)
-    out = []
-    for (env, action, n), (e_calls, e_means, m_calls, m_means, e_cpu, m_cpu) in zip(runs, acc):
+    out: list[tuple[dict[str, Any], dict[str, Any]] | Exception] = []
+    for k, ((env, action, n), (e_calls, e_means, m_calls, m_means, e_cpu, m_cpu)) in enumerate(
+            zip(runs, acc)):
+        if k in failed:
+            out.append(failed[k])
+            continue
         uenv = env.unwrapped
         fs = int(uenv.frame_skip)
         env_id = env.spec.id if getattr(env, "spec", None) is not None else type(uenv).__name__
@@ -496,12 +513,6 @@ def bench_env_pairs(runs: Sequence[tuple[Any, np.ndarray, int]], blocks: int
         paired_ratio(e, e_cpu, [m * fs for m in m_cpu], to, [m * fs for m in m_cpu], cpu=True)
         out.append((e, raw_e))
     return out
-
-
-def bench_env_pair(env, action: np.ndarray, n: int, blocks: int
-                   ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """:func:`bench_env_pairs` of one env: its ``env.step`` entry and its raw ``mj_step`` entry."""
-    return bench_env_pairs([(env, action, n)], blocks)[0]
 
 
 def bench_vec(env_id: str, action: np.ndarray, s: BenchSettings, ref: MjStepReference,
@@ -685,13 +696,20 @@ def _collect(robot_name: str, s: BenchSettings) -> dict[str, Any]:
             env_runs.append((env, action, max(1, s.env_steps // fs)))
             keys.append("env_step/wbsim" if fs == peer_fs else f"env_step/wbsim/fs{fs}")
         # the envs' blocks interleaved: wbsim and Humanoid-v5 see the same stretch of the machine
-        env_pairs = dict(zip(keys, bench_env_pairs(env_runs, s.env_blocks)))
+        env_pairs = dict(zip(keys, bench_env_pairs(
+            env_runs, s.env_blocks, optional=[keys.index("env_step/humanoid_v5")]
+            if "env_step/humanoid_v5" in keys else ())))
         for key in sorted(env_pairs, key=lambda k: k.startswith("env_step/humanoid")):  # wbsim 1st
+            if isinstance(env_pairs[key], Exception):  # the peer failed part-way: note, go on
+                exc = env_pairs[key]
+                skipped[key] = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+                _note(f"skipped {key}: {skipped[key]}")
+                continue
             result[key], result[f"{key}/mj_step"] = env_pairs[key]
     finally:
         for env in envs:
             env.close()
-    if henv is not None:
+    if "env_step/humanoid_v5" in result:
         peer = result["env_step/humanoid_v5"]
         _target(result["env_step/wbsim"], "env_step_overhead", value=peer["ratio"],
                 cpu_value=peer.get("cpu_ratio", math.nan))

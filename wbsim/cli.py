@@ -66,19 +66,25 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise WbsimError(f"--seconds must be a positive number, got {args.seconds}")
     if not (np.isfinite(args.fps) and args.fps > 0):
         raise WbsimError(f"--fps must be a positive number, got {args.fps}")
+    import time
+
+    started = time.time() - 1.0  # file times may be rounded to the second
     try:
         summary = run_episode(cfg)
     except KeyboardInterrupt:
-        # say only what is on disk: Ctrl-C during start-up leaves no log and no video
+        # say only what this run wrote: Ctrl-C during start-up leaves no log and no video (and an
+        # --overwrite run may find the previous run's files)
+        def written(path: Path) -> bool:
+            return path.is_file() and path.stat().st_size > 0 and path.stat().st_mtime >= started
+
         said = []
         if args.log:
             said.append(f"what was logged is in {args.log}, closed and readable"
-                        if (Path(args.log) / "summary.json").is_file()
+                        if written(Path(args.log) / "summary.json")
                         else f"no log was written ({args.log}: interrupted before the episode)")
         if args.video:
-            video = Path(args.video)
-            said.append(f"the video is in {video}, closed and readable"
-                        if video.is_file() and video.stat().st_size > 0
+            said.append(f"the video is in {args.video}, closed and readable"
+                        if written(Path(args.video))
                         else "no video was written (interrupted before its first frame)")
         print("wbsim run: interrupted" + ("; " + "; ".join(said) if said else ""), file=sys.stderr)
         return 130

@@ -685,10 +685,11 @@ class EventDetector:
 
     def summary(self) -> dict[str, Any]:
         """For ``summary.json``: per kind the event ``counts``, the ``worst`` magnitude and the
-        ``first_t`` (``None`` without events), ``steps_in_violation`` (point-steps: for each step, the
-        number of distinct places (point, foot or body) where the condition held, before the
-        mismatch delay; so it can exceed the episode's steps), the total ``n_violations`` and the
-        ``tolerances``."""
+        ``first_t`` (``None`` without events), ``steps_in_violation`` (summed over steps: at each
+        step, the number of distinct ``(where, source)`` pairs where the condition held, a point
+        with both its commanded and its simulated force outside the cone counting twice; before
+        the mismatch delay; so it can exceed the episode's steps), the total ``n_violations`` and
+        the ``tolerances``."""
         worst: dict[str, float | None] = dict.fromkeys(EVENT_KINDS)
         first: dict[str, float | None] = dict.fromkeys(EVENT_KINDS)
         for ev in self.events:

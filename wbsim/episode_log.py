@@ -180,6 +180,12 @@ class EpisodeLog:
                              f"({exc.strerror or exc}); it holds the events as they started") from None
         self.n_events = len(ordered)
 
+    @property
+    def rows_written(self) -> int:
+        """Whole rows in the step table file so far (:attr:`n_rows` counts every row added,
+        also those buffered or dropped after a failed write)."""
+        return self._bytes // (8 * self.n_cols)
+
     def flush(self) -> None:
         """Write the buffered rows to the step table.
 

@@ -125,6 +125,18 @@ def _arrow(scene, width, start, tip, rgba):
                start + (np.asarray(tip, float) - start) / ARROW_DRAWN_FRACTION, rgba)
 
 
+def _force_arrow(scene, data: OverlayData, p: np.ndarray, offset: float, force, width: float,
+                 rgba) -> None:
+    """The arrow of ``force`` (N, world) from ``offset`` m beyond ``p`` along the force,
+    ``data.force_scale * |f|`` long, at most ``data.max_arrow`` (m); none below 1e-3 N."""
+    force = np.asarray(force, float)
+    norm = float(np.linalg.norm(force))
+    if norm > 1e-3:
+        u = force / norm
+        start = p + offset * u
+        _arrow(scene, width, start, start + min(data.force_scale * norm, data.max_arrow) * u, rgba)
+
+
 def draw_geoms(scene: mujoco.MjvScene, data: OverlayData, label: str = "") -> None:
     """Append the overlay's geometry to ``scene`` (stops quietly when the scene is full).
 
@@ -140,23 +152,11 @@ def draw_geoms(scene: mujoco.MjvScene, data: OverlayData, label: str = "") -> No
         # on the marker's surface so that the mode colour stays visible
         for force, color, width in ((data.f_sim[i], SIMULATED, SIMULATED_WIDTH),
                                     (data.f_cmd[i], COMMANDED, COMMANDED_WIDTH)):
-            force = np.asarray(force, float)
-            norm = float(np.linalg.norm(force))
-            if norm > 1e-3:
-                u = force / norm
-                length = min(data.force_scale * norm, data.max_arrow)
-                start = p + MARKER_RADIUS * u
-                _arrow(scene, width, start, start + length * u,
-                       VIOLATION if data.violating[i] else color)
+            _force_arrow(scene, data, p, MARKER_RADIUS, force, width,
+                         VIOLATION if data.violating[i] else color)
     # feet commanded as wrenches: the force at its centre of pressure, as a commanded arrow
     for p, force in data.cmd_wrench_arrows:
-        force = np.asarray(force, float)
-        norm = float(np.linalg.norm(force))
-        if norm > 1e-3:
-            u = force / norm
-            start = np.asarray(p, float)
-            _arrow(scene, COMMANDED_WIDTH, start,
-                   start + min(data.force_scale * norm, data.max_arrow) * u, COMMANDED)
+        _force_arrow(scene, data, np.asarray(p, float), 0.0, force, COMMANDED_WIDTH, COMMANDED)
     com = np.asarray(data.com, float)
     _sphere(scene, com, 0.03, COM_COLOR)
     if label and scene.ngeom:

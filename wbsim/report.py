@@ -80,14 +80,17 @@ def format_table(rows: Sequence[dict[str, Any]]) -> str:
     for r in rows:
         cells = [r["run"], r["controller"], r["env"], f"{r['seconds']:.2f}", str(r["switches"]),
                  *[str(r[k]) for k in VIOLATION_KINDS], _num(r["max_joint_error_rad"]),
-                 _num(1e3 * r["com_tracking_rms_m"], 2), "yes" if r["fell"] else "no", r["status"]]
+                 _num(r["com_tracking_rms_m"], 2, 1e3), "yes" if r["fell"] else "no", r["status"]]
         lines.append("| " + " | ".join(cells) + " |")
     legend = ", ".join(f"{v} = {k}" for k, v in short.items())
     return "\n".join(lines) + f"\n\nviolation columns: {legend}; switch = mode_switch events"
 
 
-def _num(x: float, digits: int = 4) -> str:
-    return f"{x:.{digits}f}" if isinstance(x, (int, float)) and np.isfinite(x) else "-"
+def _num(x: float, digits: int = 4, scale: float = 1.0) -> str:
+    """``scale * x`` with ``digits`` decimals; ``"-"`` for anything that is not a finite number
+    (a summary stores NaN as the string ``"nan"``)."""
+    ok = isinstance(x, (int, float)) and not isinstance(x, bool) and np.isfinite(x)
+    return f"{scale * x:.{digits}f}" if ok else "-"
 
 
 def plot_run(run: RunData, out: str | Path | None = None) -> Path:

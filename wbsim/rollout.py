@@ -22,6 +22,7 @@ import numpy as np
 
 import wbsim
 from wbsim.controllers import make_controller
+from wbsim.controllers.base import joint_list, nonfinite_joints
 from wbsim.conventions import base_tilt
 from wbsim.errors import WbsimError
 from wbsim.envs import make as make_env
@@ -188,15 +189,14 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
             ``video`` path that does not end in ``.mp4``. All are checked before anything is built.
     """
     from wbsim.controllers import controller_class
-    from wbsim.diagnostics import EVENT_KINDS, EventDetector, MomentumBalance
+    from wbsim.diagnostics import EVENT_KINDS, Event, EventDetector, MomentumBalance
     from wbsim.envs import ENV_IDS
     from wbsim.errors import UnknownNameError
 
     if cfg.env not in ENV_IDS:  # unknown names fail before anything is built
         raise UnknownNameError("env", cfg.env, ENV_IDS)
     _check_env_options(dict(cfg.env_options))
-    if not (type(cfg.seed) is int and cfg.seed >= 0):  # Gymnasium's reset takes ints >= 0
-        raise WbsimError(f"seed must be an integer >= 0, got {cfg.seed!r}")
+    check_seed(cfg.seed)
     if not (isinstance(cfg.seconds, (int, float)) and math.isfinite(cfg.seconds)
             and cfg.seconds > 0):
         raise WbsimError(f"seconds must be a positive number, got {cfg.seconds!r}")
@@ -261,11 +261,9 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
 
     def own_event(kind: str, step: int, t: float, where: str = "", magnitude: float = float("nan"),
                   **detail: Any) -> None:
-        # the fields of wbsim.diagnostics.Event.to_dict: an event of one step
-        own_counts[kind] += 1
-        own_events.append({"kind": kind, "t": t, "step": step, "where": where,
-                           "magnitude": magnitude, "detail": detail, "duration": uenv.dt,
-                           "n_steps": 1, "end_t": t, "end_step": step, "ongoing": False})
+        own_counts[kind] += 1  # an event of one step, with every field of the detector's
+        own_events.append(Event(kind, t, step, where, magnitude, detail, duration=uenv.dt,
+                                n_steps=1, end_t=t, end_step=step, ongoing=False).to_dict())
         if log is not None:
             log.add_event(own_events[-1])
 
@@ -347,14 +345,12 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
             tau = cmd.tau
             if type(tau) is not np.ndarray:
                 tau = np.asarray(tau, dtype=float)
-            # a finite sum of squares means every entry is finite (one call); else look closer
-            if not math.isfinite(tau.dot(tau)) and not np.isfinite(tau).all():
-                bad = [robot.joint_names[i] for i in np.flatnonzero(~np.isfinite(tau))]
+            bad = nonfinite_joints(tau, robot.joint_names)
+            if bad:
                 own_event("invalid_command", step, t, where=",".join(bad), status="non-finite torque")
                 summary["status"], summary["stopped_reason"] = (
                     "stopped", f"controller returned a non-finite torque at step {step} "
-                               f"(t = {t:.3f} s) on {', '.join(bad[:5])}"
-                               f"{f' and {len(bad) - 5} more' if len(bad) > 5 else ''}")
+                               f"(t = {t:.3f} s) on {joint_list(bad)}")
                 break
             uenv.overlay_command = cmd
             q, v = state.q, state.v
@@ -498,14 +494,20 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
                              for t_push, f in getattr(uenv, "pushes", ())]
         summary["wall_seconds"] = wall
         summary["realtime_factor"] = summary["seconds"] / wall if wall > 0 else float("nan")
-        video_error = None
+        # closing the outputs: each failure is kept, the rest still runs; the first one is
+        # raised at the end (or added as a note to the exception already in flight)
+        closing: list[BaseException] = []
+
+        def failed(exc: BaseException) -> None:
+            closing.append(exc)
+            if summary["status"] not in ("interrupted", "error"):
+                summary["status"], summary["stopped_reason"] = "error", str(exc)
+
         if video is not None:
             try:
                 video.close()  # raises if ffmpeg failed or the file is incomplete (full disk)
             except WbsimError as exc:
-                video_error = exc
-                if summary["status"] not in ("interrupted", "error"):
-                    summary["status"], summary["stopped_reason"] = "error", str(exc)
+                failed(exc)
             # no frame: ffmpeg never started and no file exists (e.g. Ctrl-C before the first)
             # a failed write (full disk, in append or close) leaves no usable file either
             summary["video"] = str(cfg.video) if video.n_frames and not video.error else ""
@@ -515,22 +517,33 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
         if log is not None:
             summary["log"] = str(cfg.log)
             try:
-                log.close()
+                log.close()  # the last rows: a full disk shows here
                 # the final form of every event (worst magnitude, duration), replacing the
                 # start-of-event lines written as they happened
                 log.rewrite_events([e.to_dict() for e in detector.events] + own_events)
-            finally:
+            except (WbsimError, OSError) as exc:
+                failed(exc)
+            summary["logged_rows"] = log.rows_written  # whole rows in steps.f64
+            try:
                 log.write_summary(summary)
-        env.close()
-        if video_error is not None:  # after the log and the summary are on disk
+            except (WbsimError, OSError) as exc:
+                closing.append(exc)
+        try:
+            env.close()
+        except Exception as exc:  # noqa: BLE001  reported with the others below
+            closing.append(exc)
+        if closing:  # after everything that could be written is on disk
+            first = pending if pending is not None else closing[0]
+            for exc in closing:
+                if exc is not first:
+                    first.add_note(str(exc))
             if pending is None:
-                raise video_error
-            pending.add_note(str(video_error))  # the exception in flight stays the one raised
+                raise first
     return summary
 
 
 #: env options that :func:`run_episode` sets itself or that its loop cannot drive, with the reason
-_RUN_SETS = {
+_RUN_OWNS = {
     "max_seconds": "the episode's length is `seconds` (--seconds)",
     "render_mode": "run_episode picks it (--video renders off-screen, --viewer shows the viewer)",
     "width": "the frame size is `width` / `height` (--width, --height)",
@@ -539,15 +552,22 @@ _RUN_SETS = {
 }
 
 
+def check_seed(seed: Any) -> None:
+    """Raise :class:`WbsimError` unless ``seed`` is an ``int`` >= 0 (what Gymnasium's ``reset``
+    takes; it raises a bare error otherwise)."""
+    if not (type(seed) is int and seed >= 0):
+        raise WbsimError(f"seed must be an integer >= 0, got {seed!r}")
+
+
 def _check_env_options(options: dict[str, Any]) -> None:
     """Refuse env options that :func:`run_episode` cannot honour, before anything is built: the
-    ones it sets itself (:data:`_RUN_SETS`), an ``action_mode`` other than ``torque`` (the
+    ones it sets itself (:data:`_RUN_OWNS`), an ``action_mode`` other than ``torque`` (the
     controller's torques are the action), lean info, and a ``plan`` that is not callable.
 
     Raises:
         WbsimError: one line naming the option and what to use instead.
     """
-    for key, why in _RUN_SETS.items():
+    for key, why in _RUN_OWNS.items():
         if key in options:
             raise WbsimError(f"env option {key} is not for run_episode: {why}")
     mode = options.get("action_mode", "torque")
