@@ -11,7 +11,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from wbsim.controllers.base import Command, ContactSchedule, Controller, RobotState, STANDING
+from wbsim.controllers.base import Controller
+from wbsim.types import Command, ContactSchedule, RobotState, STANDING
 from wbsim.errors import UnknownNameError
 
 __all__ = [

@@ -86,7 +86,9 @@ import numpy as np
 import pinocchio as pin
 import qpsolvers
 from scipy.linalg.lapack import dposv as _dposv
-from wbsim.controllers.base import Command, ContactSchedule, RobotState, _as_slice, is_real
+from wbsim.controllers.base import _as_slice, scatter_rows
+from wbsim.errors import is_real
+from wbsim.types import Command, CommandStatus, ContactSchedule, RobotState
 from wbsim.controllers.tasks import (
     ComTask,
     DynamicsSnapshot,
@@ -1330,13 +1332,15 @@ class ContactProjectedID:
                     compute_time=time.perf_counter() - t0)
         if events:
             info["event"] = ",".join(events)
+        info["solver"] = self.solver if self.variant == "qp" else "numpy.linalg"
         return Command(
             tau=np.asarray(tau, dtype=float),
             contact_set=contact_set,
-            contact_forces=dict(zip(layout.point_names, res.point_forces)),
-            feasible=feasible,
+            point_forces=scatter_rows(self.robot.contact_point_names, layout.point_names,
+                                      res.point_forces, 3),
+            status=CommandStatus.SOLVED if feasible else CommandStatus.INFEASIBLE,
             fallback=fallback,
-            status="ok" if feasible else ("; ".join(events) or res.status),
+            message="" if feasible else ("; ".join(events) or res.status),
             info=info,
         )
 
@@ -1482,5 +1486,11 @@ class ContactProjectedID:
             name, tau, forces = "joint_gravity", s.g[self.vidx].copy(), {}
         tau = np.clip(tau, -self.tau_limit, self.tau_limit)
         info.update(event=",".join(events), compute_time=time.perf_counter() - t0)
-        return Command(tau=tau, contact_set=self._contact_set, contact_forces=forces, feasible=False,
-                       fallback=name, status=status, info=info)
+        info.setdefault("solve_time", 0.0)
+        info["solver"] = self.solver if self.variant == "qp" else "numpy.linalg"
+        failed = "projection_failed" in events
+        return Command(tau=tau, contact_set=self._contact_set,
+                       point_forces=scatter_rows(self.robot.contact_point_names, tuple(forces),
+                                                 tuple(forces.values()), 3, nan=not forces),
+                       status=CommandStatus.SOLVER_FAILED if failed else CommandStatus.INFEASIBLE,
+                       fallback=name, message=status, info=info)

@@ -154,7 +154,9 @@ try:  # DAQP called directly on the condensed QP (qpsolvers lists it when instal
 except ImportError:  # pragma: no cover - then qpsolvers does not offer "daqp" either
     daqp = None
 
-from wbsim.controllers.base import Command, ContactSchedule, RobotState, is_real
+from wbsim.controllers.base import scatter_rows
+from wbsim.errors import is_real
+from wbsim.types import Command, CommandStatus, ContactSchedule, RobotState
 from wbsim.controllers.pd import JointPD, PDGains
 from wbsim.errors import UnknownNameError, WbsimError
 
@@ -683,7 +685,7 @@ def _statics_info(solve_time: float, total_time: float, residual: float, active:
     """``Command.info`` of :class:`GravityCompensationQP` (the :class:`StaticsResult` fields it
     carries): times in s, the statics residual (N·m, N), the active constraints, the solver, the
     method, the contact model, and whether the result is physically possible (with reasons)."""
-    return {"solve_time_s": solve_time, "total_time_s": total_time, "residual": residual,
+    return {"solve_time": solve_time, "compute_time": total_time, "residual": residual,
             "active_constraints": active, "solver": solver, "method": method,
             "contact_model": contact_model, "physically_possible": possible, "reasons": reasons}
 
@@ -1139,7 +1141,7 @@ class GravityCompensationQP:
 
         ``Command.contact_forces`` are the statics forces (world frame; see
         :attr:`StaticsResult.contact_forces`), ``Command.contact_set`` the support, ``Command.info``
-        holds ``solve_time_s``, ``total_time_s``, ``residual`` (N·m), ``active_constraints``,
+        holds ``solve_time``, ``compute_time`` (s), ``residual`` (N·m), ``active_constraints``,
         ``solver``, ``method``, ``contact_model``, ``physically_possible``, ``reasons`` (the
         fields of :meth:`solve`'s result, which a feasible step does not build).
 
@@ -1177,26 +1179,30 @@ class GravityCompensationQP:
             forces = self._forces(prob, f)
             support = prob.support if prob is not None else frozenset()
             self._last = (float(state.t), support, tau, forces)
-            return Command(tau=tau + pd_tau, contact_set=support, contact_forces=dict(forces),
-                           feasible=True, fallback="", status=status, info=info)
+            return self._command(tau + pd_tau, support, tuple(forces), tuple(forces.values()),
+                                 info)
         res = (self._result(*out, self.method, feet, t_start) if out is not None else None)
         # (a floating base here: a fixed base's statics are always feasible)
         status = error if res is None else res.status
         info = (self._info(res) if res is not None
-                else {"method": self.method, "solver": self.solver, "error": error})
+                else {"method": self.method, "solver": self.solver, "error": error,
+                      "solve_time": 0.0, "compute_time": time.perf_counter() - t_start})
         try:
             feet = self._support(wanted) if self.floating else ()
         except WbsimError:
             feet = ()
         support = frozenset(feet)
+        code = (CommandStatus.INFEASIBLE if str(status).startswith("infeasible")
+                else CommandStatus.SOLVER_FAILED)
+        failed = {"status": code, "message": str(status)}
         # 1. the last feasible statics, same support, recent
         if self._last is not None:
             t_last, sup_last, tau_last, f_last = self._last
             if sup_last == support and 0.0 <= float(state.t) - t_last <= FALLBACK_HOLD_S:
-                return Command(tau=tau_last + pd_tau, contact_set=support,
-                               contact_forces=(dict(f_last) if isinstance(f_last, dict)
-                                               else dict(zip(*f_last))), feasible=False,
-                               fallback=FALLBACKS[0], status=status, info=info)
+                names, values = ((tuple(f_last), tuple(f_last.values()))
+                                 if isinstance(f_last, dict) else f_last)
+                return self._command(tau_last + pd_tau, support, names, values, info,
+                                     fallback=FALLBACKS[0], **failed)
         # 2. least torque of the statics equality alone
         if feet and np.isfinite(state.q).all():
             try:
@@ -1206,13 +1212,34 @@ class GravityCompensationQP:
                 unc = None
             if (unc is not None and unc.residual <= self.residual_tol
                     and np.all(np.isfinite(unc.tau_array))):
-                return Command(tau=unc.tau_array + pd_tau, contact_set=support,
-                               contact_forces=dict(unc.contact_forces), feasible=False,
-                               fallback=FALLBACKS[1], status=status, info=info)
-        # 3. joint gravity
+                return self._command(unc.tau_array + pd_tau, support,
+                                     tuple(unc.contact_forces),
+                                     tuple(unc.contact_forces.values()), info,
+                                     fallback=FALLBACKS[1], **failed)
+        # 3. joint gravity: no contact forces are known
         g = pin.computeGeneralizedGravity(self.model, self.data, np.asarray(state.q, dtype=float))
-        return Command(tau=g[self.vidx] + pd_tau, contact_set=support, contact_forces={},
-                       feasible=False, fallback=FALLBACKS[2], status=status, info=info)
+        return self._command(g[self.vidx] + pd_tau, support, (), (), info,
+                             fallback=FALLBACKS[2], **failed)
+
+    def _command(self, tau: np.ndarray, support: frozenset[str], names: tuple[str, ...],
+                 values, info: dict[str, Any], fallback: str = "",
+                 status: CommandStatus = CommandStatus.SOLVED, message: str = "") -> Command:
+        """The :class:`~wbsim.types.Command` of one step: the forces of ``names`` (contact points
+        with ``(3,)`` forces, or feet with ``(6,)`` wrenches, by the contact model) scattered into
+        the robot's order; NaN everywhere when a fallback knows no forces."""
+        robot = self.robot
+        if not robot.has_feet:  # a fixed-base robot: no contacts
+            return Command(tau=tau, contact_set=support, status=status, fallback=fallback,
+                           message=message, info=info)
+        if self.contact_model == "wrench":
+            wrenches = scatter_rows(robot.foot_names, names, values, 6, nan=not names and bool(
+                fallback))
+            return Command(tau=tau, contact_set=support, foot_wrenches=wrenches, status=status,
+                           fallback=fallback, message=message, info=info)
+        forces = scatter_rows(robot.contact_point_names, names, values, 3,
+                              nan=not names and bool(fallback))
+        return Command(tau=tau, contact_set=support, point_forces=forces, status=status,
+                       fallback=fallback, message=message, info=info)
 
     def _compute_fast(self, state: RobotState, schedule: ContactSchedule,
                       pd_tau: np.ndarray) -> Command | None:
@@ -1282,9 +1309,7 @@ class GravityCompensationQP:
         self._last = (float(state.t), support, tau, (names, fw))
         info = _statics_info(solve_time, time.perf_counter() - t_start, residual, (), "daqp", "qp",
                              self.contact_model, True, ())
-        return Command(tau=tau + pd_tau, contact_set=support,
-                       contact_forces=dict(zip(names, fw)), feasible=True, fallback="",
-                       status="solved", info=info)
+        return self._command(tau + pd_tau, support, names, fw, info)
 
     def _fast_problem(self, wanted) -> _SupportProblem | None:
         """The support problem of ``wanted`` (a frozenset already seen by the general path)

@@ -24,13 +24,16 @@ with the gravity-compensation QP it holds the stand pose (tests/test_main_job.py
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
 import pinocchio as pin
 from scipy.linalg import cho_factor, cho_solve
 
-from wbsim.controllers.base import Command, ContactSchedule, RobotState, _as_slice, is_real
+from wbsim.controllers.base import _as_slice
+from wbsim.errors import is_real
+from wbsim.types import Command, ContactSchedule, RobotState
 from wbsim.errors import WbsimError
 
 __all__ = ["JointPD", "PDController", "PDGains", "ZeroController", "inertia_scaled_gains",
@@ -116,7 +119,10 @@ class PDController:
         self.pd.reset(state.q)
 
     def compute(self, state: RobotState, schedule: ContactSchedule) -> Command:
-        return Command(tau=self.pd(state.q, state.v))
+        t0 = time.perf_counter()
+        tau = self.pd(state.q, state.v)
+        return Command(tau=tau, info={"compute_time": time.perf_counter() - t0,
+                                      "solve_time": 0.0, "solver": ""})
 
 
 class ZeroController:
@@ -131,4 +137,5 @@ class ZeroController:
         pass
 
     def compute(self, state: RobotState, schedule: ContactSchedule) -> Command:
-        return Command(tau=np.zeros(self.robot.n_joints))
+        return Command(tau=np.zeros(self.robot.n_joints),
+                       info={"compute_time": 0.0, "solve_time": 0.0, "solver": ""})

@@ -39,7 +39,8 @@ import numpy as np
 import pinocchio as pin
 from scipy.linalg.lapack import dposv, dpotrf, dpotrs
 
-from wbsim.controllers.base import _as_slice, is_real
+from wbsim.controllers.base import _as_slice
+from wbsim.errors import is_real
 from wbsim.errors import WbsimError
 
 __all__ = [

@@ -88,14 +88,8 @@ import numpy as np
 
 import wbsim
 from wbsim.contacts import ContactSensor, support_polygon
-from wbsim.controllers.base import (
-    ContactSchedule,
-    RobotState,
-    _build,
-    is_real,
-    joint_list,
-    nonfinite_joints,
-)
+from wbsim.errors import is_real, joint_list, nonfinite_joints
+from wbsim.types import ContactSchedule, RobotState
 from wbsim.conventions import MjDataGather, base_tilt, world_to_base_velocity
 from wbsim.envs.schedules import PhasePlan, standing_plan
 from wbsim.errors import WbsimError
@@ -397,14 +391,13 @@ class HumanoidEnv(gym.Env):
         wrench_arrows = []
         cmd = self.overlay_command
         if cmd is not None:
-            index = {name: i for i, name in enumerate(s.names)}
-            for name, f in cmd.contact_forces.items():
-                if name in index:
-                    f_cmd[index[name]] = np.asarray(f)[:3]
-                elif name in self.robot.feet and np.size(f) == 6:
-                    cop = self._centre_of_pressure(name, np.asarray(f, dtype=float))
+            if cmd.point_forces is not None:
+                f_cmd = np.nan_to_num(cmd.point_forces)  # nothing drawn where unknown
+            if cmd.foot_wrenches is not None:
+                for name, w in zip(self.robot.foot_names, cmd.foot_wrenches):
+                    cop = self._centre_of_pressure(name, np.asarray(w, dtype=float))
                     if cop is not None:
-                        wrench_arrows.append((cop, np.asarray(f, dtype=float)[:3]))
+                        wrench_arrows.append((cop, np.asarray(w, dtype=float)[:3]))
         sched = self.schedule()
         feet = sorted(sched.contact_set) or list(FEET)
         violating = (self.overlay_violating if self.overlay_violating is not None
@@ -653,8 +646,7 @@ class HumanoidEnv(gym.Env):
         push_force = self._push_force.copy() if pushing else np.zeros(3)
         info = {
             "t": t,
-            # RobotState(t=t, q=q, v=v, sensed_contacts=sensed) without its frozen __init__
-            "state": _build(RobotState, {"t": t, "q": q, "v": v, "sensed_contacts": sensed}),
+            "state": RobotState(t, q, v, sensed),
             "schedule": sched,
             "sensed_contacts": sensed,
             "contacts": self.sensing,

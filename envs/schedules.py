@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from wbsim.controllers.base import ContactSchedule, _build
+from wbsim.types import ContactSchedule
 
 __all__ = ["Phase", "PhasePlan", "standing_plan", "BOTH_FEET"]
 
@@ -71,13 +71,11 @@ class PhasePlan:
         self._next = [self.phases[i + 1] if i + 1 < len(self.phases)
                       else (self.phases[self.repeat_from] if periodic else p)
                       for i, p in enumerate(self.phases)]
-        # per phase, the schedule's fields that do not change within the phase (field order; at()
-        # fills phase_time and targets)
+        # per phase, the schedule's fields that do not change within the phase (at() adds
+        # phase_time and targets)
         self._fields = [{"contact_set": p.contact_set, "next_contact_set": nxt.contact_set,
-                         "phase": p.name, "phase_index": i, "phase_time": 0.0,
-                         "phase_duration": p.duration, "targets": None}
+                         "phase": p.name, "phase_index": i, "phase_duration": p.duration}
                         for i, (p, nxt) in enumerate(zip(self.phases, self._next))]
-        assert list(self._fields[0]) == list(ContactSchedule.__dataclass_fields__)
 
     @property
     def duration(self) -> float:
@@ -125,9 +123,7 @@ class PhasePlan:
                     targets[f"{name}_velocity"] = (fn(hi, context) - fn(lo, context)) / scale
         else:
             targets = {}
-        # ContactSchedule(**fields) built without its frozen __init__ (the same object, ~3x cheaper)
-        return _build(ContactSchedule, {**self._fields[i], "phase_time": float(t_in),
-                                        "targets": targets})
+        return ContactSchedule(**self._fields[i], phase_time=float(t_in), targets=targets)
 
     def switch_times(self, horizon: float) -> list[tuple[float, frozenset[str], frozenset[str]]]:
         """Planned contact-set switches up to ``horizon`` s: ``(time, before, after)``."""

@@ -17,7 +17,7 @@ import gymnasium as gym
 import numpy as np
 
 from wbsim.controllers import make_controller
-from wbsim.controllers.base import is_real
+from wbsim.errors import is_real
 from wbsim.errors import WbsimError
 
 __all__ = ["ControllerInTheLoop"]

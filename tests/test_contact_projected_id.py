@@ -14,13 +14,14 @@ import numpy as np
 import pinocchio as pin
 import pytest
 import qpsolvers
-from conftest import random_state
+from conftest import forces_by_name, random_state
 from wbsim.controllers import ContactSchedule, RobotState, make_controller
 from wbsim.controllers import contact_projected_id as cpid
 from wbsim.controllers import tasks as T
 from wbsim.controllers.contact_projected_id import ContactProjectedID
 
 from wbsim.errors import UnknownNameError, WbsimError
+from wbsim.types import CommandStatus
 
 BOTH = frozenset({"left_foot", "right_foot"})
 LEFT = frozenset({"left_foot"})
@@ -379,8 +380,10 @@ def test_controller_command_satisfies_the_equations_of_motion(g1, variant):
         cmd = ctrl.compute(RobotState(0.0, q, v), ContactSchedule(contact_set=feet))
         assert cmd.contact_set == feet and cmd.tau.shape == (g1.n_joints,)
         names = [n for f in g1.feet if f in feet for n in g1.feet[f].point_names]
-        assert list(cmd.contact_forces) == names
-        assert all(np.shape(x) == (3,) for x in cmd.contact_forces.values())
+        assert cmd.point_forces.shape == (len(g1.contact_point_names), 3)
+        assert list(forces_by_name(g1, cmd)) == names
+        others = [i for i, n in enumerate(g1.contact_point_names) if n not in names]
+        assert np.all(cmd.point_forces[others] == 0.0)
         Jc, _ = _reference_contact(g1, q, v, feet)
         tau_id = cmd.info["tau_id"]
         # the controller also compensates the joints' viscous damping (MuJoCo simulates it, the
@@ -418,8 +421,9 @@ def test_static_double_support_equals_gravity_qp(robot, eps):
         tau_ref = (np.asarray(ref.tau_array) if hasattr(ref, "tau_array")
                    else np.array([ref.tau[n] for n in robot.joint_names]))
         assert np.abs(cmd.tau - tau_ref).max() < 1e-5
-        forces_ref = np.array([ref.contact_forces[n] for n in cmd.contact_forces])
-        forces = np.array(list(cmd.contact_forces.values()))
+        loaded = forces_by_name(robot, cmd)
+        forces_ref = np.array([ref.contact_forces[n] for n in loaded])
+        forces = np.array(list(loaded.values()))
         assert np.abs(forces - forces_ref).max() < 1e-3
 
 
@@ -628,8 +632,7 @@ def test_contact_set_change_rebuilds_jc_and_nc(g1):
         assert np.linalg.norm(Nc.T @ M - M @ Nc) < 1e-9 * np.linalg.norm(M)
         assert np.linalg.norm(Jc_ref @ cmd.info["qdd_star"] + dJv_ref) < 1e-9
         names = [n for f in g1.feet if f in feet for n in g1.feet[f].point_names]
-        if cmd.contact_forces:
-            assert list(cmd.contact_forces) == names
+        assert list(forces_by_name(g1, cmd)) == names
 
 
 def test_sensed_contact_source(g1):
@@ -694,7 +697,7 @@ def test_no_qp_solution_falls_back_to_static_pinv(g1, monkeypatch):
     monkeypatch.setattr(cpid, "solve_contact_qp", no_solution)
     cmd = ctrl.compute(state, ContactSchedule(contact_set=BOTH))
     assert not cmd.feasible and cmd.fallback == "gravity_pinv" and "qp_infeasible" in cmd.info["event"]
-    assert cmd.status == "mock: infeasible"
+    assert cmd.status is CommandStatus.INFEASIBLE and cmd.message == "mock: infeasible"
     g = pin.computeGeneralizedGravity(g1.pin_model, g1.pin_model.createData(), q)
     Jc, _ = _reference_contact(g1, q, state.v, BOTH)
     gen = np.zeros(g1.pin_model.nv)
@@ -709,7 +712,7 @@ def test_empty_contact_set_is_reported(g1, variant):
     assert first.feasible
     cmd = ctrl.compute(state, ContactSchedule(contact_set=frozenset()))
     assert not cmd.feasible and cmd.fallback == "last_feasible" and cmd.info["event"]
-    assert np.array_equal(cmd.tau, first.tau) and cmd.contact_forces == {}
+    assert np.array_equal(cmd.tau, first.tau) and np.isnan(cmd.point_forces).all()
     ctrl, state = _stand(g1, variant=variant)
     cmd = ctrl.compute(state, ContactSchedule(contact_set=frozenset()))
     assert not cmd.feasible and cmd.fallback == "joint_gravity"

@@ -151,7 +151,7 @@ def test_human_render_without_display_says_how(monkeypatch):
 # -- the per-step fast paths (observation, reward, schedule, info) against slow references ---------
 def _reference_schedule(plan, t):
     """``PhasePlan.at`` the obvious way: a linear scan over the phases, numpy on everything."""
-    from wbsim.controllers.base import ContactSchedule
+    from wbsim.types import ContactSchedule
 
     phases = plan.phases
     total = float(np.sum([p.duration for p in phases]))
@@ -265,7 +265,7 @@ def _reference_step(env, action, sched):
 def test_step_matches_reference(env_id, kwargs, n, scale):
     """Every observation, reward, termination and info field equals the slow reference; the
     plans' later phases are reached by starting episodes at later times."""
-    from wbsim.controllers.base import RobotState
+    from wbsim.types import RobotState
 
     env = gym.make(env_id, **kwargs)
     u = env.unwrapped

@@ -108,7 +108,7 @@ class NaNController:
         pass
 
     def compute(self, state, schedule):
-        from wbsim.controllers.base import Command
+        from wbsim.types import Command
 
         tau = np.zeros(self.robot.n_joints)
         if self.calls >= 50:

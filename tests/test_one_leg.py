@@ -8,7 +8,7 @@ import dataclasses
 import numpy as np
 import pinocchio as pin
 import pytest
-from wbsim.controllers.base import ContactSchedule, RobotState
+from wbsim.types import ContactSchedule, RobotState
 from wbsim.controllers.contact_projected_id import ContactProjectedID
 from wbsim.envs.schedules import BOTH_FEET, PhasePlan, one_leg_plan
 
@@ -241,7 +241,8 @@ def test_infeasible_contact_sets_are_reported_with_a_safe_command(tmp_path, g1):
 # the controller's contact-transition bounds and damping compensation, directly
 # ------------------------------------------------------------------------------------------------
 def _foot_loads(cmd, robot, foot):
-    return np.array([cmd.contact_forces[n][2] for n in robot.feet[foot].point_names])
+    names = robot.contact_point_names
+    return np.array([cmd.point_forces[names.index(n), 2] for n in robot.feet[foot].point_names])
 
 
 def test_unloading_bounds_follow_the_documented_ramp(g1):

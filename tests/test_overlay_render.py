@@ -198,7 +198,7 @@ def test_a_wrench_command_is_drawn_at_its_centre_of_pressure():
     # the one the controller saw when it computed the wrench
     pin.framesForwardKinematics(robot.pin_model, pdata, seen.q)
     for foot, (p, f) in zip(("left_foot", "right_foot"), data.cmd_wrench_arrows):
-        w = np.asarray(cmd.contact_forces[foot])
+        w = cmd.foot_wrenches[robot.foot_names.index(foot)]
         o = pdata.oMf[robot.foot(foot).pin_frame_id].translation
         np.testing.assert_allclose(np.cross(p - o, w[:3])[:2], w[3:5], atol=1e-9)
         np.testing.assert_array_equal(f, w[:3])

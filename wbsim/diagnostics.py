@@ -28,8 +28,7 @@ kind                       condition (per point, or per foot for a wrench comman
 ``non_sole_contact``       a robot geom other than the sole points touches the      normal force, N
                            environment
 ``fallback``               ``Command.fallback`` is not empty                        duration, s
-``solver_failure``         ``Command.feasible`` is ``False`` or ``Command.status``    duration, s
-                           reports a failure (:data:`FAILED_STATUS_WORDS`)
+``solver_failure``         ``Command.status`` is not ``CommandStatus.SOLVED``        duration, s
 =========================  =======================================================  ================
 
 (*) on the loaded side of the switch: after a make, before a break; the commanded foot force for
@@ -72,7 +71,6 @@ from wbsim.errors import UnknownNameError, WbsimError, check_keys
 
 __all__ = [
     "EVENT_KINDS",
-    "FAILED_STATUS_WORDS",
     "VIOLATION_KINDS",
     "Event",
     "EventDetector",
@@ -94,8 +92,6 @@ EVENT_KINDS = (
 )
 #: The kinds that are violations (everything but ``mode_switch``).
 VIOLATION_KINDS = EVENT_KINDS[1:]
-#: ``Command.status`` (lower-cased) containing one of these words is a solver failure.
-FAILED_STATUS_WORDS = ("fail", "error", "infeasible")
 
 
 @dataclass(frozen=True)
@@ -217,11 +213,6 @@ class _Episode:
         self.detail = detail
 
 
-def _is_failed_status(status: str) -> bool:
-    s = str(status).lower()
-    return any(w in s for w in FAILED_STATUS_WORDS)
-
-
 class EventDetector:
     """Turns sensing and commands into :class:`Event` objects, one episode per violation.
 
@@ -258,7 +249,6 @@ class EventDetector:
         self._names: tuple[str, ...] | None = None
         self._up_normal: np.ndarray | None = None  # a floor normal known to be exactly +z
         self._screens: dict[tuple[str, ...], tuple] = {}
-        self._failed_status: dict[str, bool] = {}
         #: ``(m, 3)`` the commanded forces of the last :meth:`update`, in ``contact_forces`` key
         #: order, when every key is a point with a ``(3,)`` force (a fresh array; ``None``
         #: otherwise). :func:`wbsim.rollout.run_episode` logs it without building it again.
@@ -294,13 +284,13 @@ class EventDetector:
         Args:
             sensing: the simulation's contact state at this step.
             command: the controller's :class:`~wbsim.controllers.base.Command` of this step.
-                ``contact_forces`` keys are point names (``(3,)`` forces) or foot names (``(6,)``
-                wrenches ``[force, torque]``, checked with the foot's smallest gap and friction).
+                ``point_forces`` ``(n, 3)`` in the sensing's point order, or ``foot_wrenches``
+                (checked with the foot's smallest gap and friction).
             t: simulated time of the state the command was computed for, s (``d.time`` before
                 ``mj_step``; sensing read right after ``mj_step`` belongs to that state).
             step: step index (increasing).
             assumed_contacts: the feet assumed in contact when the command does not say: used only
-                when ``command.contact_set`` and ``command.contact_forces`` are both empty (e.g. a
+                when ``command.contact_set`` is empty and it commands no force (e.g. a
                 PD controller; pass the schedule's contact set). Without either, the assumed-set
                 checks (``mode_switch`` "assumed", ``contact_mismatch``) are skipped this step.
 
@@ -308,7 +298,6 @@ class EventDetector:
             The events that started at this step (also appended to :attr:`events`).
 
         Raises:
-            UnknownNameError: a ``contact_forces`` key is neither a point nor a foot of ``sensing``.
             WbsimError: a commanded force of the wrong shape, or ``step`` not increasing.
         """
         t = float(t)
@@ -322,7 +311,7 @@ class EventDetector:
             self._layout(sensing)
         new: list[Event] = []
         hits: list[tuple[str, str, str, float, dict]] = []  # kind, where, source, magnitude, detail
-        forces = command.contact_forces
+        forces = self._forces_of(command, sensing)
         self.command_forces = None
         # the usual step: a quick screen of the force checks finds nothing to look at
         cmd = self._screen(sensing, forces)
@@ -336,15 +325,11 @@ class EventDetector:
         # --- controller status --------------------------------------------------------------
         if command.fallback:
             hits.append(("fallback", str(command.fallback), "commanded", 0.0,
-                         {"status": str(command.status)}))
-        status = command.status
-        failed = self._failed_status.get(status) if type(status) is str else None
-        if failed is None:
-            failed = self._is_failed(status)
-        if failed or not command.feasible:
+                         {"status": command.message or command.status.name.lower()}))
+        if not command.feasible:
             hits.append(("solver_failure", "controller", "commanded", 0.0,
-                         {"status": str(command.status), "feasible": bool(command.feasible),
-                          "fallback": str(command.fallback)}))
+                         {"status": command.message or command.status.name.lower(),
+                          "feasible": False, "fallback": str(command.fallback)}))
 
         # --- contact sets -------------------------------------------------------------------
         if command.contact_set or forces:
@@ -368,14 +353,21 @@ class EventDetector:
         self._prev_cmd = cmd
         return new
 
-    def _is_failed(self, status) -> bool:
-        """:func:`_is_failed_status`, remembered per status text."""
-        failed = self._failed_status.get(status) if isinstance(status, str) else None
-        if failed is None:
-            failed = _is_failed_status(status)
-            if isinstance(status, str) and len(self._failed_status) < 256:
-                self._failed_status[status] = failed
-        return failed
+    def _forces_of(self, command, sensing: ContactSensing) -> Mapping[str, np.ndarray]:
+        """The command's forces by name: point -> ``(3,)`` or foot -> ``(6,)`` wrench."""
+        if command.point_forces is not None:
+            F = np.asarray(command.point_forces)
+            if F.shape != (len(sensing.names), 3):
+                raise WbsimError(f"Command.point_forces must have shape ({len(sensing.names)}, 3) "
+                                 f"(one row per contact point), got {F.shape}")
+            return dict(zip(sensing.names, F))
+        if command.foot_wrenches is not None:
+            W = np.asarray(command.foot_wrenches)
+            if W.shape != (len(self._foot_points), 6):
+                raise WbsimError(f"Command.foot_wrenches must have shape ({len(self._foot_points)}"
+                                 f", 6) (one row per foot), got {W.shape}")
+            return dict(zip(self._foot_points, W))
+        return {}
 
     def _screen(self, sensing: ContactSensing, forces: Mapping[str, np.ndarray]) -> tuple | None:
         """The force checks of :meth:`_check_forces` in a few numpy calls, for the usual step.

@@ -89,3 +89,31 @@ def check_output_file(path, what: str = "output file"):
     if p.exists() and not os.access(p, os.W_OK):
         raise WbsimError(f"{what} {p}: the file exists and is not writable")
     return p
+
+
+def is_real(value: object) -> bool:
+    """True for a real number (``int``, ``float``, a numpy integer or float); False for anything else,
+    ``bool`` included (``-c frequency_hz=true`` is a mistake, not 1). Option checks call it before
+    comparing a value, so a string gives a clear error instead of a ``TypeError``."""
+    import numbers
+
+    import numpy as np
+
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+
+
+def nonfinite_joints(values, joint_names) -> list[str] | None:
+    """``None`` if every entry of ``values (n_joints,)`` is finite; else the names of the joints
+    (``joint_names`` order) whose entries are NaN or infinite."""
+    import numpy as np
+
+    bad = ~np.isfinite(values)
+    if not bad.any():
+        return None
+    return [joint_names[i] for i in np.flatnonzero(bad)]
+
+
+def joint_list(names, first: int = 5) -> str:
+    """``"a, b, c, d, e and 3 more"``: the first ``first`` names and how many follow."""
+    more = f" and {len(names) - first} more" if len(names) > first else ""
+    return ", ".join(names[:first]) + more

@@ -206,6 +206,12 @@ class Robot:
         return feet[name]
 
     @property
+    def foot_names(self) -> tuple[str, ...]:
+        """The feet's names (``"left_foot"``, ``"right_foot"``): the order of every per-foot
+        array (e.g. :attr:`wbsim.types.Command.foot_wrenches`). Empty for a robot without feet."""
+        return tuple(self._feet) if self._feet else ()
+
+    @property
     def contact_point_names(self) -> tuple[str, ...]:
         """All sole contact point names, left foot first."""
         return tuple(n for f in self.feet.values() for n in f.point_names)

@@ -22,7 +22,7 @@ import numpy as np
 
 import wbsim
 from wbsim.controllers import make_controller
-from wbsim.controllers.base import joint_list, nonfinite_joints
+from wbsim.errors import joint_list, nonfinite_joints
 from wbsim.conventions import base_tilt
 from wbsim.errors import WbsimError
 from wbsim.envs import make as make_env
@@ -246,11 +246,9 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
     point_index = {p: i for i, p in enumerate(robot.contact_point_names)}
     foot_points = {f: np.array([point_index[p] for p in robot.foot(f).point_names])
                    for f in ("left_foot", "right_foot")}
-    f_cmd = np.zeros((n_p, 3))
-    w_cmd = np.full(12, math.nan)  # the feet's commanded wrenches, when commanded as wrenches
+    # NaN where the controller commands no point forces (or no wrenches)
+    nan_points = np.full(3 * n_p, math.nan)
     no_wrench = np.full(12, math.nan)
-    no_wrench.setflags(write=False)
-    foot_slot = {"left_foot": 0, "right_foot": 6}
     violating_until = np.full(n_p, -1.0)
     # joint errors go to a block of rows, folded into the per-joint maximum of |error| every
     # len(qerr_block) steps and at the end (fmax: a NaN entry is ignored)
@@ -310,9 +308,6 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
         sl_l, sl_r = (slice(ix[0], ix[-1] + 1) if ix == list(range(ix[0], ix[-1] + 1)) else None
                       for ix in (foot_l, foot_r))
         bx, by, bz = (float(x) for x in base0)
-        point_names = tuple(robot.contact_point_names)
-        # command keys -> (position in the command, row of f_cmd) of each point key
-        scatters: dict[tuple[str, ...], list[tuple[int, int]]] = {}
         nan3 = [math.nan] * 3
         d_views = None  # MjData views, built once (MjData's buffers do not move)
         action_fast, action = _action_buffer(uenv, n_j)
@@ -419,32 +414,11 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
                         schedule.phase_index, c_time, float(cmd.feasible),
                         lr[0] in cset, lr[1] in cset, lr[0] in sensed, lr[1] in sensed,
                         z_l, z_r, residual, reward, *xfrc_v[:, 0:3].sum(axis=0).tolist()]
-                forces = cmd.contact_forces
-                keys = tuple(forces)
-                F = detector.command_forces  # (m, 3), the values of ``forces`` in key order
-                if keys == point_names and F is not None:  # every point, in column order
-                    log.add_row_parts((head, qerr, uenv.tau, F.reshape(-1),
-                                       sensing.force_world.reshape(-1), sensing.gap, sensing.mode,
-                                       no_wrench))
-                else:
-                    scatter = scatters.get(keys)
-                    if scatter is None:
-                        scatter = scatters[keys] = [(j, point_index[k]) for j, k in
-                                                    enumerate(keys) if k in point_index]
-                    f_cmd[:] = 0.0
-                    w_cmd[:] = math.nan
-                    if scatter:
-                        values = tuple(forces.values())
-                        for j, i in scatter:
-                            f_cmd[i] = values[j][:3]
-                    for foot, k in foot_slot.items():
-                        wrench = forces.get(foot)
-                        if wrench is not None:  # not a force per point: NaN there, not 0
-                            f_cmd[foot_points[foot]] = math.nan
-                            w_cmd[k:k + 6] = wrench
-                    log.add_row_parts((head, qerr, uenv.tau, f_cmd.reshape(-1),
-                                       sensing.force_world.reshape(-1), sensing.gap, sensing.mode,
-                                       w_cmd))
+                F, W = cmd.point_forces, cmd.foot_wrenches
+                log.add_row_parts((head, qerr, uenv.tau,
+                                   F.reshape(-1) if F is not None else nan_points,
+                                   sensing.force_world.reshape(-1), sensing.gap, sensing.mode,
+                                   W.reshape(-1) if W is not None else no_wrench))
             acc.steps = step + 1
             if bar is not None:
                 bar.update(1)

@@ -1,0 +1,189 @@
+"""The shared vocabulary: what a controller sees (:class:`RobotState`, :class:`ContactSchedule`) and
+what it returns (:class:`Command`, :class:`CommandStatus`, :class:`JointTargets`).
+
+Envs, the rollout, the diagnostics and every controller speak these types and nothing else of each
+other. Arrays follow the robot's orders: joints in ``robot.joint_names`` order, contact points in
+``robot.contact_point_names`` order, feet in ``robot.foot_names`` order; forces are world-frame
+forces ON the robot (N), wrenches ``[force (N); moment (N·m)]`` at the foot frame origin,
+world-aligned.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "COMMAND_INFO_KEYS",
+    "Command",
+    "CommandStatus",
+    "ContactSchedule",
+    "JointTargets",
+    "RobotState",
+    "STANDING",
+]
+
+
+def _equal(a: Any, b: Any) -> bool:
+    """Equality that compares arrays element-wise (NaN equal to NaN) and mappings key by key."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return (a is None) == (b is None) and np.array_equal(a, b, equal_nan=True)
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return a.keys() == b.keys() and all(_equal(a[k], b[k]) for k in a)
+    return bool(a == b)
+
+
+class _ArrayEq:
+    """``==`` field by field with arrays compared element-wise, so that Gymnasium's determinism
+    checks can compare infos holding these objects. Fields named in ``_eq_exclude`` are skipped."""
+
+    __slots__ = ()
+    _eq_exclude: tuple[str, ...] = ()
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return all(_equal(getattr(self, f.name), getattr(other, f.name))
+                   for f in fields(self)  # type: ignore[arg-type]
+                   if f.name not in self._eq_exclude)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable arrays inside
+
+
+@dataclass(slots=True, eq=False)
+class RobotState(_ArrayEq):
+    """The robot's state in Pinocchio's convention (treat as read-only).
+
+    Attributes:
+        t: simulated time, s.
+        q: ``(nq,)`` configuration: base position (world, m), base quaternion ``(x, y, z, w)`` as
+            Pinocchio stores it, joint angles (rad) in Pinocchio's order.
+        v: ``(nv,)`` velocity: base linear and angular velocity in the base (LOCAL) frame, joint
+            velocities (rad/s).
+        sensed_contacts: feet that the simulation senses in contact (a foot with a loaded sole
+            point); ``None`` if not sensed.
+    """
+
+    t: float
+    q: np.ndarray
+    v: np.ndarray
+    sensed_contacts: frozenset[str] | None = None
+
+
+@dataclass(slots=True, eq=False)
+class ContactSchedule(_ArrayEq):
+    """The planned contact set at one instant, as the env's plan gives it (treat as read-only).
+
+    Attributes:
+        contact_set: feet planned in contact now (``"left_foot"``, ``"right_foot"``).
+        next_contact_set: feet planned in contact in the next phase (same as now in the last).
+        phase: name of the current phase (``"stand"``, ``"shift"``, ``"hold"``, ...).
+        phase_index: index of the current phase.
+        phase_time: time since the phase began, s.
+        phase_duration: duration of the phase, s (``inf`` for an open-ended one).
+        targets: task targets for this instant, e.g. ``"com"`` -> ``(3,)`` world CoM, m;
+            ``"swing_foot"`` -> ``(3,)`` world position of the foot frame, m. Controllers ignore
+            what they do not use.
+    """
+
+    contact_set: frozenset[str]
+    next_contact_set: frozenset[str] | None = None
+    phase: str = "stand"
+    phase_index: int = 0
+    phase_time: float = 0.0
+    phase_duration: float = float("inf")
+    targets: Mapping[str, np.ndarray] = field(default_factory=dict)
+
+
+#: The schedule of quiet standing on both feet.
+STANDING = ContactSchedule(contact_set=frozenset({"left_foot", "right_foot"}))
+
+
+class CommandStatus(enum.IntEnum):
+    """Outcome of a controller's step (an int, so a step table can store it).
+
+    * ``SOLVED``: the controller's problem was solved as posed (possibly for a clamped target:
+      ``Command.fallback`` then names the clamp).
+    * ``INFEASIBLE``: the problem had no solution; ``tau`` is a fallback, named in
+      ``Command.fallback``.
+    * ``SOLVER_FAILED``: the solver failed or raised, or an input was invalid; ``tau`` is a
+      fallback, named in ``Command.fallback``.
+    """
+
+    SOLVED = 0
+    INFEASIBLE = 1
+    SOLVER_FAILED = 2
+
+
+#: Keys every controller puts in ``Command.info``: ``compute_time`` (s, the whole call),
+#: ``solve_time`` (s, the solver alone; 0 for a controller without one) and ``solver`` (its name,
+#: ``""`` without one). Controllers may add their own keys.
+COMMAND_INFO_KEYS = ("compute_time", "solve_time", "solver")
+
+
+@dataclass(slots=True, eq=False)
+class JointTargets(_ArrayEq):
+    """A joint PD that runs at the physics rate between two controller steps (as a robot's motor
+    drivers do): the torque applied at each physics step is ``Command.tau + kp (q - q_meas) +
+    kd (v - v_meas)``. Arrays ``(n_joints,)`` in ``robot.joint_names`` order.
+
+    Attributes:
+        q: joint position targets, rad.
+        v: joint velocity targets, rad/s.
+        kp: stiffness, N·m/rad.
+        kd: damping, N·m·s/rad.
+    """
+
+    q: np.ndarray
+    v: np.ndarray
+    kp: np.ndarray
+    kd: np.ndarray
+
+    def torque(self, q_meas: np.ndarray, v_meas: np.ndarray) -> np.ndarray:
+        """``kp (q - q_meas) + kd (v - v_meas)`` ``(n_joints,)``, N·m, at the measured joint
+        positions ``q_meas`` (rad) and velocities ``v_meas`` (rad/s), ``(n_joints,)`` each."""
+        return self.kp * (self.q - q_meas) + self.kd * (self.v - v_meas)
+
+
+@dataclass(slots=True, eq=False)
+class Command(_ArrayEq):
+    """What a controller returns each step.
+
+    Attributes:
+        tau: ``(n_joints,)`` joint torques, N·m, ``robot.joint_names`` order (the feed-forward
+            torque when ``joint_targets`` is given). NaN where it could not be computed.
+        contact_set: feet the controller assumed in contact.
+        point_forces: ``(n_points, 3)`` commanded force on the robot at each contact point, world
+            frame, N, ``robot.contact_point_names`` order; 0 at points the controller does not load,
+            NaN where a failed solve left them unknown. ``None`` when the controller does not
+            command point forces.
+        foot_wrenches: ``(n_feet, 6)`` commanded wrench on the robot at each foot frame origin,
+            world-aligned, ``[force (N); moment (N·m)]``, ``robot.foot_names`` order (0 for a foot
+            not in contact). ``None`` when the controller does not command wrenches.
+        joint_targets: a joint PD to run at the physics rate on top of ``tau``, or ``None``.
+        status: :class:`CommandStatus`.
+        fallback: name of the fallback that produced ``tau`` (``""`` if none).
+        message: why the status is not ``SOLVED`` (``""`` if it is).
+        info: :data:`COMMAND_INFO_KEYS` and whatever else the controller reports.
+    """
+
+    tau: np.ndarray
+    contact_set: frozenset[str] = frozenset()
+    point_forces: np.ndarray | None = None
+    foot_wrenches: np.ndarray | None = None
+    joint_targets: JointTargets | None = None
+    status: CommandStatus = CommandStatus.SOLVED
+    fallback: str = ""
+    message: str = ""
+    info: dict[str, Any] = field(default_factory=dict)
+
+    _eq_exclude = ("info",)  # timings differ run to run; the command itself must not
+
+    @property
+    def feasible(self) -> bool:
+        """``status is CommandStatus.SOLVED``."""
+        return self.status is CommandStatus.SOLVED
