@@ -105,7 +105,10 @@ class ControllerInTheLoop(gym.Wrapper):
         inputs = self._last_inputs = (base.robot_state(), base.schedule())
         cmd = self.controller.compute(*inputs)
         effort = base.effort
-        tau = np.clip(cmd.tau + self._residual, -effort, effort)
+        state = inputs[0]
+        conv = base.robot.converter
+        tau = cmd.torque_at(state.q[conv.pin_qidx], state.v[conv.pin_vidx])
+        tau = np.clip(tau + self._residual, -effort, effort)
         self.command = base.overlay_command = cmd
         # torque mode's arithmetic on the float32 action (torque_to_action, then check_action's
         # float64 copy, which clipping leaves alone as |tau / effort| <= 1, times effort)

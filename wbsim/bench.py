@@ -336,13 +336,16 @@ def _record_states(env_id: str, n: int) -> list[tuple[Any, Any]]:
     try:
         uenv = env.unwrapped
         ctrl = make_controller("gravity_qp", uenv.robot)
+        conv = uenv.robot.converter
         _, info = env.reset(seed=0)
         ctrl.reset(info["state"])
         pairs = []
         for _ in range(n):
             pairs.append((info["state"], info["schedule"]))
-            cmd = ctrl.compute(info["state"], info["schedule"])
-            _, _, terminated, _, info = env.step(uenv.torque_to_action(cmd.tau))
+            state = info["state"]
+            cmd = ctrl.compute(state, info["schedule"])
+            tau = cmd.torque_at(state.q[conv.pin_qidx], state.v[conv.pin_vidx])
+            _, _, terminated, _, info = env.step(uenv.torque_to_action(tau))
             if terminated:
                 break
         return pairs

@@ -309,6 +309,7 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
                       for ix in (foot_l, foot_r))
         bx, by, bz = (float(x) for x in base0)
         nan3 = [math.nan] * 3
+        pin_qidx, pin_vidx = robot.converter.pin_qidx, robot.converter.pin_vidx
         d_views = None  # MjData views, built once (MjData's buffers do not move)
         action_fast, action = _action_buffer(uenv, n_j)
         # the env's own step once the wrappers only pass it through (tried for the first steps)
@@ -337,9 +338,7 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
             c0 = time.perf_counter()
             cmd = controller.compute(state, schedule)
             c_time = time.perf_counter() - c0
-            tau = cmd.tau
-            if type(tau) is not np.ndarray:
-                tau = np.asarray(tau, dtype=float)
+            tau = np.asarray(cmd.torque_at(state.q[pin_qidx], state.v[pin_vidx]), dtype=float)
             bad = nonfinite_joints(tau, robot.joint_names)
             if bad:
                 own_event("invalid_command", step, t, where=",".join(bad), status="non-finite torque")

@@ -187,3 +187,11 @@ class Command(_ArrayEq):
     def feasible(self) -> bool:
         """``status is CommandStatus.SOLVED``."""
         return self.status is CommandStatus.SOLVED
+
+    def torque_at(self, q_joints: np.ndarray, v_joints: np.ndarray) -> np.ndarray:
+        """The torque ``(n_joints,)`` N·m to apply at the measured joint positions ``q_joints``
+        (rad) and velocities ``v_joints`` (rad/s), ``(n_joints,)`` in ``robot.joint_names``
+        order: ``tau``, plus the :class:`JointTargets` PD when there is one."""
+        if self.joint_targets is None:
+            return self.tau
+        return self.tau + self.joint_targets.torque(q_joints, v_joints)
