@@ -18,9 +18,9 @@ from wbsim.diagnostics import (
     VIOLATION_KINDS,
     Event,
     EventDetector,
-    MomentumBalance,
     Tolerances,
 )
+from wbsim.momentum import MomentumBalance
 from wbsim.errors import UnknownNameError, WbsimError
 
 DT = 0.002

@@ -379,7 +379,7 @@ class StateConverter:
         rows, ``R (omega x v_lin)``), so block by block: ``vdot_lin = R^T qacc_lin - omega x
         v_lin``, ``vdot_ang = qacc_ang``, the joints permuted by name. ``R^T qacc_lin`` rotates by
         the conjugate of the base quaternion ``q[3:7]`` (x, y, z, w; normalised), on Python floats
-        (this runs every step, in :class:`wbsim.diagnostics.MomentumBalance`). Equal to
+        (this runs every step, in :class:`wbsim.momentum.MomentumBalance`). Equal to
         ``solve(velocity_map(q), qacc - velocity_map_dot_times_v(q, v))`` to round-off
         (``tests/test_conventions.py``) at a fraction of its cost. Returns a fresh array.
         """

@@ -167,7 +167,7 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
 
     Each step: the controller computes a :class:`~wbsim.controllers.base.Command` from the env's
     ``info`` (state, schedule); the env steps; the env's contact sensing and the command go through
-    :class:`wbsim.diagnostics.EventDetector` and :class:`wbsim.diagnostics.MomentumBalance`; a row goes
+    :class:`wbsim.diagnostics.EventDetector` and :class:`wbsim.momentum.MomentumBalance`; a row goes
     to the log; frames (with the overlay) go to the video at ``cfg.fps`` or to the viewer at 60 Hz.
 
     The summary (also ``summary.json``) holds :data:`SUMMARY_KEYS` and more: ``steps``,
@@ -189,7 +189,8 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
             ``video`` path that does not end in ``.mp4``. All are checked before anything is built.
     """
     from wbsim.controllers import controller_class
-    from wbsim.diagnostics import EVENT_KINDS, Event, EventDetector, MomentumBalance
+    from wbsim.diagnostics import EVENT_KINDS, Event, EventDetector
+    from wbsim.momentum import MomentumBalance
     from wbsim.envs import ENV_IDS
     from wbsim.errors import UnknownNameError
 

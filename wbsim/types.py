@@ -25,6 +25,7 @@ __all__ = [
     "JointTargets",
     "RobotState",
     "STANDING",
+    "StepChunk",
 ]
 
 
@@ -195,3 +196,65 @@ class Command(_ArrayEq):
         if self.joint_targets is None:
             return self.tau
         return self.tau + self.joint_targets.torque(q_joints, v_joints)
+
+
+@dataclass(slots=True, eq=False)
+class StepChunk:
+    """``k`` consecutive control steps of one episode as arrays: what the loop recorded and the
+    contact sensors read (``n`` contact points, ``m`` feet). The input of the event detector and of
+    the episode metrics (:mod:`wbsim.diagnostics`), filled by :mod:`wbsim.recorder`.
+
+    Sensed quantities describe the state the step's command was computed for (MuJoCo's contact
+    solution of that step); forces are on the robot, world frame.
+
+    Attributes:
+        step: ``(k,)`` int, step index in the episode (consecutive).
+        t: ``(k,)`` simulated time of the state the command was computed for, s.
+        point_names: ``(n,)`` contact point names (``robot.contact_point_names``).
+        point_foot: ``(n,)`` foot of each point.
+        foot_names: ``(m,)`` feet (``robot.foot_names``).
+        floor_normal: ``(3,)`` unit normal of the floor, up.
+        gap: ``(k, n)`` distance ``h`` of each point to the floor, m (negative: penetration).
+        force: ``(k, n, 3)`` simulated contact force at each point, N.
+        normal_force: ``(k, n)`` ``force . floor_normal``, N.
+        tangential_force: ``(k, n)`` norm of the force across the normal, N.
+        slip_velocity: ``(k, n)`` tangential speed of the point relative to the floor, m/s.
+        friction: ``(k, n)`` sliding friction coefficient ``mu`` of each point's contact.
+        mode: ``(k, n)`` int8 contact mode (0 open, 1 sticking, 2 sliding).
+        sensed_feet: ``(k, m)`` bool, the foot has a loaded point.
+        non_sole: ``(row, geom name, normal force N)`` of every robot geom other than the sole
+            points touching the environment, ``row`` in ``0..k-1``.
+        point_forces: ``(k, n, 3)`` commanded point forces, N; NaN where not commanded as points.
+        foot_wrenches: ``(k, m, 6)`` commanded foot wrenches; NaN where not commanded as wrenches.
+        assumed: ``(k, m)`` bool, the feet the controller assumed in contact (its
+            ``Command.contact_set``, or the schedule's when the command states no contact set and
+            no force).
+        status: ``(k,)`` int8 :class:`CommandStatus`.
+        fallback: ``(k,)`` ``Command.fallback`` of each step (``""``: none).
+        message: ``(k,)`` ``Command.message`` of each step.
+    """
+
+    step: np.ndarray
+    t: np.ndarray
+    point_names: tuple[str, ...]
+    point_foot: tuple[str, ...]
+    foot_names: tuple[str, ...]
+    floor_normal: np.ndarray
+    gap: np.ndarray
+    force: np.ndarray
+    normal_force: np.ndarray
+    tangential_force: np.ndarray
+    slip_velocity: np.ndarray
+    friction: np.ndarray
+    mode: np.ndarray
+    sensed_feet: np.ndarray
+    non_sole: list[tuple[int, str, float]]
+    point_forces: np.ndarray
+    foot_wrenches: np.ndarray
+    assumed: np.ndarray
+    status: np.ndarray
+    fallback: tuple[str, ...]
+    message: tuple[str, ...]
+
+    def __len__(self) -> int:
+        return len(self.step)
