@@ -17,7 +17,7 @@ import gymnasium as gym
 
 from wbsim.envs.schedules import one_leg_plan, step_in_place_plan
 
-__all__ = ["ENV_IDS", "register_envs", "make"]
+__all__ = ["ENV_IDS", "register_envs", "make", "make_humanoid"]
 
 ENTRY_POINT = "wbsim.envs.humanoid:make_humanoid_env"
 
@@ -57,6 +57,27 @@ def make(env_id: str, **kwargs: Any) -> gym.Env:
                                    [k for k in accepted if k not in ("kwargs", "env_id")],
                                    context=f"of env {env_id!r}")
     return gym.make(env_id, **kwargs)
+
+
+def make_humanoid(env_id: str, **kwargs: Any):
+    """The :class:`~wbsim.envs.humanoid.HumanoidEnv` of a registered id, without Gymnasium's
+    wrappers: for a loop that drives its simulation core directly (:func:`wbsim.rollout.run_episode`).
+    ``kwargs`` override the id's options.
+
+    Raises:
+        UnknownNameError: unknown id or option (the message lists the known ones).
+    """
+    from wbsim.envs.humanoid import HumanoidEnv
+    from wbsim.errors import UnknownNameError
+
+    if env_id not in ENV_IDS:
+        raise UnknownNameError("env", env_id, ENV_IDS)
+    known = _params(HumanoidEnv)
+    for key in kwargs:
+        if key not in known:
+            raise UnknownNameError("option", key, [k for k in known if k != "env_id"],
+                                   context=f"of env {env_id!r}")
+    return HumanoidEnv(**{**ENV_IDS[env_id], "env_id": env_id, **kwargs})
 
 
 def _params(func) -> list[str]:

@@ -55,13 +55,13 @@ last MuJoCo step), ``- base_velocity`` times the squared base linear speed ((m/s
 Termination (a fall): base height below ``fall_height`` times its reset height, or any robot body other
 than the soles touching the floor. Truncation: ``max_seconds`` of simulated time.
 
-``info``: ``t`` (s), ``state`` (:class:`~wbsim.controllers.base.RobotState`, Pinocchio convention),
-``schedule`` (:class:`~wbsim.controllers.base.ContactSchedule`), ``sensed_contacts`` (feet with a loaded
+``info``: ``t`` (s), ``state`` (:class:`~wbsim.types.RobotState`, Pinocchio convention),
+``schedule`` (:class:`~wbsim.types.ContactSchedule`), ``sensed_contacts`` (feet with a loaded
 sole point), ``contacts`` (:class:`~wbsim.contacts.ContactSensing` of the sole points; after a step it
 describes the state the action was applied at, i.e. MuJoCo's contact solution of that step),
 ``non_sole_contacts`` (other robot geoms touching the floor), ``fell``, ``reward_terms``,
-``push_force`` (N, world); in ``residual`` mode also ``command`` (the controller's
-:class:`~wbsim.controllers.base.Command` of the last MuJoCo step). With ``info_mode="lean"`` only
+``push_force`` (the push acting in the last MuJoCo step, N, world); in ``residual`` mode also ``command`` (the controller's
+:class:`~wbsim.types.Command` of the last MuJoCo step). With ``info_mode="lean"`` only
 ``t``, ``fell`` and ``reward_terms``: what crosses the pipe of a ``gymnasium`` ``AsyncVectorEnv``
 each step is then ~150 bytes of plain numbers instead of the objects above (~3 kB, ~100 us to pickle
 and unpickle), and the vector env's main process merges three keys instead of nine. The rest stays
@@ -83,18 +83,18 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import gymnasium as gym
-import mujoco
 import numpy as np
 
 import wbsim
-from wbsim.contacts import ContactSensor, support_polygon
-from wbsim.errors import is_real, joint_list, nonfinite_joints
-from wbsim.types import ContactSchedule, RobotState
-from wbsim.conventions import MjDataGather, base_tilt, world_to_base_velocity
+from wbsim.contacts import ContactSensing, support_polygon
+from wbsim.conventions import base_tilt
 from wbsim.envs.schedules import PhasePlan, standing_plan
-from wbsim.errors import WbsimError
+from wbsim.errors import WbsimError, is_real, joint_list, nonfinite_joints
+from wbsim.sim import Pushes, Simulation
+from wbsim.types import ContactSchedule, RobotState
 
-__all__ = ["HumanoidEnv", "DEFAULT_REWARD_WEIGHTS", "INFO_MODES", "make_humanoid_env"]
+__all__ = ["DEFAULT_REWARD_WEIGHTS", "HumanoidEnv", "INFO_MODES", "make_humanoid_env",
+           "reward_terms"]
 
 DEFAULT_REWARD_WEIGHTS: Mapping[str, float] = {
     "alive": 1.0, "upright": 1.0, "posture": 0.5, "torque": 0.01, "base_velocity": 0.1,
@@ -104,6 +104,34 @@ FEET_SET = frozenset(FEET)
 #: ``info_mode`` values: ``"full"`` (every key of the module docstring) and ``"lean"`` (numbers only:
 #: ``t``, ``fell``, ``reward_terms``; cheap to pickle and to merge, for vector envs)
 INFO_MODES = ("full", "lean")
+
+
+def reward_terms(weights: Mapping[str, float], fell, base_quat_wxyz: np.ndarray,
+                 joint_error: np.ndarray, torque_normalised: np.ndarray,
+                 base_velocity_world: np.ndarray) -> dict[str, Any]:
+    """The reward terms of the module docstring, for one step or ``k`` steps at once (every array
+    with a leading axis ``k``; each term is then ``(k,)``).
+
+    Args:
+        weights: the reward weights (:data:`DEFAULT_REWARD_WEIGHTS`'s keys).
+        fell: bool, or ``(k,)`` bools.
+        base_quat_wxyz: ``(4,)`` base orientation ``(w, x, y, z)``.
+        joint_error: ``(n,)`` joint angles minus the reset posture, rad.
+        torque_normalised: ``(n,)`` applied torque over the effort limits.
+        base_velocity_world: ``(3,)`` the base's linear velocity, m/s.
+    """
+    q = np.asarray(base_quat_wxyz)
+    tilt = base_tilt(q[..., 0], q[..., 1], q[..., 2], q[..., 3])
+    n = joint_error.shape[-1]
+    return {
+        "alive": np.where(fell, 0.0, weights["alive"]),
+        "upright": -weights["upright"] * tilt**2,
+        "posture": -weights["posture"] * (np.einsum("...i,...i", joint_error, joint_error) / n),
+        "torque": -weights["torque"] * (np.einsum("...i,...i", torque_normalised,
+                                                  torque_normalised) / n),
+        "base_velocity": -weights["base_velocity"] * np.einsum("...i,...i", base_velocity_world,
+                                                               base_velocity_world),
+    }
 
 
 class HumanoidEnv(gym.Env):
@@ -123,10 +151,14 @@ class HumanoidEnv(gym.Env):
         fall_height: fraction of the reset base height below which the robot has fallen.
         reward_weights: overrides of :data:`DEFAULT_REWARD_WEIGHTS`.
         env_id: the registered id (for messages).
-        push_magnitude, push_interval, push_duration: pushes on the torso (N, s, s); 0 N: none.
+        push_magnitude, push_interval, push_duration: pushes on the torso (N, s, s); 0 N: none
+            (:class:`wbsim.sim.Pushes`).
         joint_position_scale: rad per unit action in ``joint_position`` mode.
         pd_frequency_hz: natural frequency of the inner PD in ``joint_position`` mode.
         info_mode: ``"full"`` (default) or ``"lean"`` (see the module docstring, ``info``).
+
+    Attributes:
+        sim: the :class:`wbsim.sim.Simulation` it steps (the rollout drives the same object).
     """
 
     metadata = {"render_modes": ["rgb_array", "human"], "render_fps": 500}
@@ -182,8 +214,6 @@ class HumanoidEnv(gym.Env):
                     and ok(value)):
                 raise WbsimError(f"{env_id}: {name} must be {expected}, got {value!r}")
         self.env_id = env_id
-        self.model = self.robot.mj_model
-        self.data = mujoco.MjData(self.model)
         self.plan_factory = plan
         self.plan = plan()
         self.pose_name = pose
@@ -196,6 +226,8 @@ class HumanoidEnv(gym.Env):
         self.fall_height = fall_height
         self.reward_weights = {**DEFAULT_REWARD_WEIGHTS, **(reward_weights or {})}
         self.info_mode = info_mode
+        self.sim = Simulation(self.robot, Pushes(push_magnitude, push_interval, push_duration))
+        self.model, self.data = self.sim.model, self.sim.data
         self.metadata = {**self.metadata, "render_fps": int(round(1.0 / self.dt))}
 
         n = self.robot.n_joints
@@ -203,20 +235,9 @@ class HumanoidEnv(gym.Env):
         self.action_space = gym.spaces.Box(-1.0, 1.0, shape=(n,), dtype=np.float32)
         obs_dim = 1 + 4 + 6 + 2 * n + 3 + 2 + 2 + 1
         self.observation_space = gym.spaces.Box(-np.inf, np.inf, shape=(obs_dim,), dtype=np.float32)
-
-        self.sensor = ContactSensor(self.robot)
-        self.sensing = None  # ContactSensing of the current state (after reset / each step)
         self._frame_renderer = None
         self._q_ref = self.robot.pose_q(pose)
         self._base_height0 = 1.0
-        self.tau = np.zeros(n)
-        self.push_magnitude, self.push_interval = float(push_magnitude), float(push_interval)
-        self.push_duration = float(push_duration)
-        torso = self.robot.config.torso
-        self._torso = (mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_BODY, torso) if torso else 1)
-        self._push_force = np.zeros(3)
-        self._next_push = self.push_interval
-        self.pushes: list[tuple[float, np.ndarray]] = []  # (time, force) of every push this episode
         self.joint_position_scale = joint_position_scale
         self._pd = None
         if action_mode == "joint_position":
@@ -231,7 +252,9 @@ class HumanoidEnv(gym.Env):
         self.overlay_violating: np.ndarray | None = None
         self.overlay = True
         self._torque_hook: Callable[[HumanoidEnv], np.ndarray] | None = None
-        self._init_fast_paths()
+        conv = self.robot.converter
+        self._pin_qidx, self._pin_vidx = conv.pin_qidx, conv.pin_vidx
+        self._weights: dict[frozenset[str], np.ndarray] = {}
 
     # -- per-substep torque hook -------------------------------------------------------------------
     @property
@@ -243,17 +266,15 @@ class HumanoidEnv(gym.Env):
         its ``frame_skip`` MuJoCo steps it applies the push schedule, then calls ``hook(self)`` and
         applies (a copy of) the returned torque ``(n_joints,)`` N·m (``robot.joint_names`` order)
         as given (the hook clips it) for that one MuJoCo step. Before each call,
-        :meth:`robot_state`, :meth:`schedule` and :attr:`sensing` describe the current substep:
-        what ``info`` would hold if the env step ended there (``sensing`` is re-read after every
-        MuJoCo step but the last, which the step reads as usual). :attr:`tau` is the torque of the
-        last substep. A torque of the wrong shape or with NaN/inf raises
-        :class:`~wbsim.errors.WbsimError`.
+        :meth:`robot_state`, :meth:`schedule` and :attr:`sensing` describe the current substep.
+        :attr:`tau` is the torque of the last substep. A torque of the wrong shape or with NaN/inf
+        raises :class:`~wbsim.errors.WbsimError`.
 
         :class:`~wbsim.envs.wrappers.ControllerInTheLoop` (``action_mode="residual"``) sets it: its
         controller then runs every MuJoCo step (``timestep``), as the inner PD of ``joint_position``
-        mode does, whatever ``frame_skip``. Not pickled (the owner sets it again, as
-        ``ControllerInTheLoop`` does). Raises :class:`~wbsim.errors.WbsimError` if set to something
-        not callable, or on an env not in ``torque`` mode.
+        mode does, whatever ``frame_skip``. Not pickled (the owner sets it again). Raises
+        :class:`~wbsim.errors.WbsimError` if set to something not callable, or on an env not in
+        ``torque`` mode.
         """
         return self._torque_hook
 
@@ -268,99 +289,96 @@ class HumanoidEnv(gym.Env):
                                  f"{self.action_mode!r}")
         self._torque_hook = hook
 
-    def _step_with_hook(self, hook: Callable[[HumanoidEnv], np.ndarray]) -> None:
-        """The MuJoCo steps of :meth:`step` with a :attr:`torque_hook`: one hook call per step."""
-        d, m = self.data, self.model
-        for k in range(self.frame_skip):
-            self._apply_push()
-            if k:  # contacts of the last MuJoCo step, as after an env step (step senses the last)
-                self.sensing = self.sensor.sense(d)
-            tau = np.array(hook(self), dtype=float)  # a copy: the hook may reuse its array
-            if tau.shape != self._action_shape:
-                raise WbsimError(f"{self.env_id}: torque_hook returned a torque of shape "
-                                 f"{tau.shape}; expected {self._action_shape} (N·m, "
-                                 "robot.joint_names order)")
-            bad = nonfinite_joints(tau, self.robot.joint_names)
-            if bad:
-                raise WbsimError(f"{self.env_id}: torque_hook returned NaN/inf at "
-                                 f"{joint_list(bad)}")
-            self.tau = tau
-            d.ctrl[:] = tau
-            mujoco.mj_step(m, d)
-
     # -- Gymnasium API -----------------------------------------------------------------------------
     @property
     def dt(self) -> float:
         """Control period, s."""
-        return self.model.opt.timestep * self.frame_skip
+        return self.sim.timestep * self.frame_skip
+
+    @property
+    def tau(self) -> np.ndarray:
+        """``(n_joints,)`` torque applied at the last MuJoCo step, N·m."""
+        return self.sim.tau
+
+    @property
+    def q_reference(self) -> np.ndarray:
+        """``(nq,)`` the reset posture (Pinocchio configuration, reset noise included): the
+        reference of the posture reward and of ``joint_position`` actions."""
+        return self._q_ref
+
+    @property
+    def sensing(self) -> ContactSensing:
+        """The contact sensors' reading of the last MuJoCo step (:meth:`Simulation.sensing`)."""
+        return self.sim.sensing()
+
+    @property
+    def pushes(self) -> list[tuple[float, np.ndarray]]:
+        """``(start time s, force (3,) N world)`` of every push of the episode."""
+        return self.sim.pushes_done
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
-        mujoco.mj_resetData(self.model, self.data)
         q = self.robot.pose_q(self.pose_name)
         if self.reset_noise_scale > 0:
-            q[self.robot.converter.pin_qidx] += self.np_random.uniform(
+            q[self._pin_qidx] += self.np_random.uniform(
                 -self.reset_noise_scale, self.reset_noise_scale, self.robot.n_joints)
-        self.data.qpos[:] = self.robot.pin_to_mj(q)[0]
-        mujoco.mj_forward(self.model, self.data)
-        self.sensing = self.sensor.sense(self.data)
+        self.sim.reset(q, self.np_random)
         self._q_ref = q
-        self._q_ref_joints = q[self.robot.converter.pin_qidx]
         self._base_height0 = float(self.data.qpos[2])
         self.plan = self.plan_factory()
         self.plan.set_context(**self._plan_context())
-        self.tau = np.zeros(self.robot.n_joints)
-        self._push_force[:] = 0.0
-        self._next_push = self.push_interval
-        self.pushes = []
         if self._pd is not None:
             self._pd.reset(q)
-        return self._observe(fell=False, reward_terms={}, state=self._read_state())
+        return self._observe(fell=False, reward_terms={})
 
     def step(self, action: np.ndarray):
-        # Runs every step: the per-step reads of MjData are one gather (_read_state) and the
-        # observation one take from it; tests/test_envs.py checks every output against a
-        # recomputation from MjData by name.
         a = self.check_action(action)
-        d, m = self.data, self.model
         hook = self._torque_hook
         if hook is not None:
-            self._step_with_hook(hook)
+            try:
+                self.sim.step_with(lambda _: hook(self), self.frame_skip)
+            except WbsimError as exc:
+                raise WbsimError(f"{self.env_id}: torque_hook returned {exc}") from None
         elif self._pd is None:
-            tau = np.multiply(a, self.effort, out=a)  # a is check_action's fresh array
-            self.tau = tau
-            if self.push_magnitude <= 0.0:
-                d.ctrl[:] = tau
-                mujoco.mj_step(m, d, self.frame_skip)  # the substeps in one call (same steps)
-            else:
-                for _ in range(self.frame_skip):
-                    self._apply_push()
-                    d.ctrl[:] = tau
-                    mujoco.mj_step(m, d)
+            self.sim.step(a * self.effort, self.frame_skip)
         else:
-            conv = self.robot.converter
-            target = np.clip(self._q_ref_joints + self.joint_position_scale * a,
-                             self.robot.joint_limits[:, 0], self.robot.joint_limits[:, 1])
-            for _ in range(self.frame_skip):
-                self._apply_push()
-                q, v = conv.mj_to_pin(d.qpos, d.qvel)
-                self._pd.q_ref = target
-                self.tau = np.clip(self._pd(q, v), -self.effort, self.effort)
-                d.ctrl[:] = self.tau
-                mujoco.mj_step(m, d)
-        # contacts of the state the action was applied at (mj_step's forward pass, last substep)
-        self.sensing = sensing = self.sensor.sense(d)
-        non_sole = sorted(sensing.non_sole_contacts) if sensing.non_sole_contacts else []
-        state = self._read_state()
-        fell = bool(state[3][0] < self.fall_height * self._base_height0 or non_sole)
-        terms = self._reward_terms(fell, state)
-        # the sum of the terms in their order, as sum(terms.values()) adds them
-        reward = (0.0 + terms["alive"] + terms["upright"] + terms["posture"] + terms["torque"]
-                  + terms["base_velocity"])
-        t = float(d.time)
-        truncated = t >= self.max_seconds - 1e-9 and not fell
-        obs, info = self._observe(fell=fell, reward_terms=terms, non_sole=non_sole, state=state, t=t)
+            lo, hi = self.robot.joint_limits[:, 0], self.robot.joint_limits[:, 1]
+            self._pd.q_ref = np.clip(self._q_ref[self._pin_qidx] + self.joint_position_scale * a,
+                                     lo, hi)
+            self.sim.step_with(self._joint_pd_torque, self.frame_skip)
+        non_sole = sorted(self.sensing.non_sole_contacts)
+        fell = self.has_fallen()
+        terms = self._reward_terms(fell)
+        reward = 0.0
+        for value in terms.values():
+            reward += value
+        truncated = self.sim.time >= self.max_seconds - 1e-9 and not fell
+        obs, info = self._observe(fell=fell, reward_terms=terms, non_sole=non_sole)
         return obs, reward, fell, truncated, info
+
+    def has_fallen(self) -> bool:
+        """The termination rule (module docstring): the base below ``fall_height`` times its reset
+        height, or a robot geom other than the sole points touching the environment."""
+        return bool(self.data.qpos[2] < self.fall_height * self._base_height0
+                    or self.sensing.non_sole_contacts)
+
+    def reward(self, qpos: np.ndarray, qvel: np.ndarray, tau: np.ndarray, fell: np.ndarray
+               ) -> np.ndarray:
+        """The reward ``(k,)`` of ``k`` steps ending in MuJoCo states ``qpos (k, nq)``, ``qvel (k,
+        nv)`` after torques ``tau (k, n_joints)`` (N·m), ``fell (k,)`` their termination flags:
+        the sum of :func:`reward_terms` (what :meth:`step` returns, for a recorded episode)."""
+        terms = reward_terms(self.reward_weights, fell, qpos[:, 3:7],
+                             qpos[:, self.robot.converter.mj_qadr] - self._q_ref[self._pin_qidx],
+                             tau / self.effort, qvel[:, 0:3])
+        total = np.zeros(len(qpos))
+        for value in terms.values():
+            total += value
+        return total
+
+    def _joint_pd_torque(self, sim: Simulation) -> np.ndarray:
+        """The inner PD of ``joint_position`` mode at the current state, clipped to the limits."""
+        q, v = self.robot.mj_to_pin(sim.data.qpos, sim.data.qvel)
+        return np.clip(self._pd(q, v), -self.effort, self.effort)
 
     def render(self):
         if self.render_mode == "human":
@@ -379,6 +397,11 @@ class HumanoidEnv(gym.Env):
         data = self.overlay_data()
         frame = self.frame_renderer.render(self.data, lambda scn, _: draw_geoms(scn, data))
         return draw_text(frame, data.text)
+
+    @property
+    def viewer_is_open(self) -> bool:
+        """``False`` once the user closed the viewer window (``render_mode="human"``)."""
+        return self._viewer is None or self._viewer.is_running
 
     def overlay_data(self):
         """The :class:`~wbsim.overlay.OverlayData` of the current state (sensing, last command,
@@ -413,14 +436,14 @@ class HumanoidEnv(gym.Env):
     def _centre_of_pressure(self, foot: str, wrench: np.ndarray) -> np.ndarray | None:
         """World point (3,), m, on the plane of ``foot``'s sole points (their mean height, as
         sensed) where the force of ``wrench`` ``[f; tau]`` (N, N·m; on the robot at the foot frame
-        origin, world-aligned, :class:`~wbsim.controllers.base.Command`'s wrench model) has the
-        wrench's moment about the horizontal axes: ``r x f = tau`` in x, y with ``r_z`` fixed.
-        ``None`` when ``f_z`` <= 1e-6 N (no centre of pressure)."""
+        origin, world-aligned, :attr:`wbsim.types.Command.foot_wrenches`) has the wrench's moment
+        about the horizontal axes: ``r x f = tau`` in x, y with ``r_z`` fixed. ``None`` when ``f_z``
+        <= 1e-6 N (no centre of pressure)."""
         f, tau = wrench[:3], wrench[3:]
         if not f[2] > 1e-6:
             return None
         origin = self.data.xpos[self.robot.foot(foot).mj_body_id]  # the foot link's frame
-        rows = [i for i, ft in enumerate(self.sensing.point_foot) if ft == foot]
+        rows = self.sensing.points_of_foot(foot)
         rz = float(np.mean(self.sensing.position_world[rows, 2])) - origin[2]
         rx = (rz * f[0] - tau[1]) / f[2]
         ry = (tau[0] + rz * f[1]) / f[2]
@@ -439,29 +462,26 @@ class HumanoidEnv(gym.Env):
         kwargs = dict(self._init_kwargs)
         if isinstance(kwargs["robot"], wbsim.Robot):
             kwargs["robot"] = kwargs["robot"].name
-        size = mujoco.mj_stateSize(self.model, mujoco.mjtState.mjSTATE_INTEGRATION)
-        state = np.empty(size)
-        mujoco.mj_getState(self.model, self.data, state, mujoco.mjtState.mjSTATE_INTEGRATION)
-        return {"kwargs": kwargs, "state": state, "q_ref": self._q_ref,
+        sim = self.sim
+        return {"kwargs": kwargs, "state": sim.get_state(), "q_ref": self._q_ref,
                 "base_height0": self._base_height0, "np_random": self._np_random,
-                "next_push": self._next_push, "push_force": self._push_force.copy(),
-                "pushes": list(self.pushes), "plan_context": dict(self.plan.context),
-                "sensing": self.sensing, "tau": self.tau.copy()}
+                "pushes": list(sim.pushes_done), "push_force": sim.push_force.copy(),
+                "plan_context": dict(self.plan.context), "sensing": sim.sensing(),
+                "tau": sim.tau.copy()}
 
     def __setstate__(self, st):
         self.__init__(**st["kwargs"])
-        mujoco.mj_setState(self.model, self.data, st["state"], mujoco.mjtState.mjSTATE_INTEGRATION)
-        mujoco.mj_forward(self.model, self.data)
+        sim = self.sim
+        sim.set_state(st["state"])
         self._q_ref, self._base_height0 = st["q_ref"], st["base_height0"]
-        self._q_ref_joints = self._q_ref[self.robot.converter.pin_qidx]
         self._np_random = st["np_random"]
-        self._next_push, self._push_force, self.pushes = (st["next_push"], st["push_force"],
-                                                          st["pushes"])
+        sim._rng = self._np_random
+        sim.pushes_done, sim.push_force, sim.tau = st["pushes"], st["push_force"], st["tau"]
         # the reset's context (CoM, feet), which the plan's targets are relative to
         self.plan.set_context(**st["plan_context"])
-        # the contacts of the last MuJoCo step (mj_forward above solved the current state's, which
-        # robot_state() and the overlay must not see), and the last torque
-        self.sensing, self.tau = st["sensing"], st["tau"]
+        # the contacts of the last MuJoCo step (set_state's mj_forward solved the current state's,
+        # which robot_state() and the overlay must not see)
+        sim.restore_sensing(st["sensing"])
         if self._pd is not None:
             self._pd.reset(self._q_ref)
 
@@ -475,19 +495,6 @@ class HumanoidEnv(gym.Env):
             self._frame_renderer = FrameRenderer(self.model, self.width, self.height)
         return self._frame_renderer
 
-    def _apply_push(self) -> None:
-        """Start, hold or end a push on the torso (``xfrc_applied``), per the push schedule."""
-        if self.push_magnitude <= 0.0:
-            return
-        t = self.data.time
-        if t + 1e-9 >= self._next_push:
-            angle = self.np_random.uniform(-np.pi, np.pi)
-            self._push_force[:] = self.push_magnitude * np.array([np.cos(angle), np.sin(angle), 0])
-            self.pushes.append((float(t), self._push_force.copy()))
-            self._next_push += self.push_interval
-        active = self.pushes and t < self.pushes[-1][0] + self.push_duration
-        self.data.xfrc_applied[self._torso, 0:3] = self._push_force if active else 0.0
-
     def action_to_torque(self, action: np.ndarray) -> np.ndarray:
         """Check and map an action to joint torques ``(n,)`` N·m in ``torque`` mode (clip to
         [-1, 1], scale by effort)."""
@@ -495,27 +502,15 @@ class HumanoidEnv(gym.Env):
 
     def check_action(self, action: np.ndarray) -> np.ndarray:
         """The action as floats clipped to [-1, 1] (a fresh array); ``ValueError`` for a wrong shape
-        or NaN/inf. (Entries beyond ~1e154 in size also make numpy warn of an overflow in the
-        one-call finiteness check; they are then checked one by one and clipped.)"""
-        # a fresh float copy, clipped in place below (astype: the same copy as np.array(action,
-        # dtype=float) for a plain ndarray, in a cheaper call)
-        a = action.astype(np.float64) if type(action) is np.ndarray else np.array(action, dtype=float)
-        if a.shape != self._action_shape:
+        or NaN/inf."""
+        a = np.array(action, dtype=float)
+        if a.shape != self.action_space.shape:
             raise ValueError(f"{self.env_id}: action of shape {a.shape}; expected {self.action_space}")
-        # a finite sum of squares means every entry is finite (one call); else look closer (it
-        # may have overflowed)
-        ss = float(a.dot(a))
-        if ss <= 1.0:
-            # no entry beyond [-1, 1]: a sum of nonnegative squares, rounded, is never below any of
-            # its terms' rounded squares, and the rounded square of |x| > 1 is > 1; so clipping
-            # would change nothing (the usual case of small actions: two numpy calls fewer)
-            return a
-        bad = None if math.isfinite(ss) else nonfinite_joints(a, self.robot.joint_names)
+        bad = nonfinite_joints(a, self.robot.joint_names)
         if bad:
             raise ValueError(f"{self.env_id}: action has NaN/inf at {len(bad)} joint(s): "
                              f"{joint_list(bad)}; expected finite values in {self.action_space}")
-        np.maximum(a, -1.0, out=a)
-        return np.minimum(a, 1.0, out=a)
+        return np.minimum(np.maximum(a, -1.0, out=a), 1.0, out=a)
 
     def torque_to_action(self, tau: np.ndarray) -> np.ndarray:
         """Joint torques ``(n,)`` N·m -> action in this env's ``torque`` mode (not clipped)."""
@@ -523,12 +518,11 @@ class HumanoidEnv(gym.Env):
 
     def robot_state(self) -> RobotState:
         """The current state in Pinocchio's convention, with the sensed foot contacts."""
-        q, v = self.robot.mj_to_pin(self.data.qpos, self.data.qvel)
-        return RobotState(t=float(self.data.time), q=q, v=v, sensed_contacts=self.sensed_feet())
+        return self.sim.state()
 
     def sensed_feet(self) -> frozenset[str]:
-        """Feet with at least one loaded sole point (:class:`~wbsim.contacts.ContactSensor`)."""
-        return self.sensing.feet_in_contact if self.sensing is not None else frozenset()
+        """Feet with at least one loaded sole point (:attr:`sensing`)."""
+        return self.sensing.feet_in_contact
 
     def _plan_context(self) -> dict[str, np.ndarray]:
         d = self.data
@@ -539,141 +533,60 @@ class HumanoidEnv(gym.Env):
         return ctx
 
     def schedule(self) -> ContactSchedule:
-        """The plan's :class:`~wbsim.controllers.base.ContactSchedule` at the current time (planned
-        contact set, phase, targets; what ``info["schedule"]`` holds in ``info_mode="full"``)."""
-        return self.plan.at(float(self.data.time))
+        """The plan's :class:`~wbsim.types.ContactSchedule` at the current time (planned contact
+        set, phase, targets; what ``info["schedule"]`` holds in ``info_mode="full"``)."""
+        return self.plan.at(self.sim.time)
 
-    def _init_fast_paths(self) -> None:
-        """Index maps and constants of the per-step code (:meth:`_read_state`, :meth:`_observe`,
-        :meth:`_reward_terms`)."""
-        conv = self.robot.converter
-        nq, nv, n = conv.nq_pin, conv.nv_pin, self.robot.n_joints
-        self._action_shape = self.action_space.shape
-        # S = [q (nq) | v (nv) | CoM (3) | joint angles, joint_names order (n) | extras (7) |
-        # scalars (10)], read with one gather (the extras' slots are filled with qpos[0], then
-        # overwritten); the scalars are copies of q[2], q[3:7], v[0:3] (world, before the
-        # rotation) and the CoM's x, y, read as Python floats with one tolist
-        self._n_extras = 7
-        q_map, v_map = conv.q_from_mj, conv.v_from_mj
-        self._state_parts = (("qpos", q_map), ("qvel", v_map),
-                             ("subtree_com", [3, 4, 5]), ("qpos", conv.mj_qadr),
-                             ("qpos", [0] * self._n_extras),
-                             ("qpos", q_map[2:7]), ("qvel", v_map[0:3]), ("subtree_com", [3, 4]))
-        self._state_gather = MjDataGather(self.data, self._state_parts)
-        self._s_v = slice(nq, nq + nv)
-        self._s_joints = slice(nq + nv + 3, nq + nv + 3 + n)
-        extras = nq + nv + 3 + n
-        self._i_extras = tuple(range(extras, extras + self._n_extras))
-        self._s_scalars = slice(extras + self._n_extras, extras + self._n_extras + 10)
-        self._i_v_lin = (nq, nq + 1, nq + 2)
-        # the observation: one take from S
-        self._obs_index = np.concatenate([
-            [2, 6, 3, 4, 5],                 # base height, quaternion (w, x, y, z) from q's (x, y, z, w)
-            nq + np.arange(6),               # base twist, base frame
-            conv.pin_qidx, nq + conv.pin_vidx,
-            [extras, extras + 1, nq + nv + 2],  # CoM - support centre (x, y), CoM height
-            extras + 2 + np.arange(5),       # sensed (2), planned (2), progress
-        ]).astype(np.intp)
-        assert self._obs_index.size == self.observation_space.shape[0]
-        self._q_ref_joints = self._q_ref[conv.pin_qidx]
-        # sole point rows of each planned contact set, for the support centre
-        self._centre_rows: dict[frozenset[str], tuple[int, ...] | slice] = {}
-
-    def _read_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[float]]:
-        """The state of ``self.data``, one gather: ``(S, q, v, [h, x, y, z, w, vx, vy, vz, cx,
-        cy])`` with ``S`` the fresh buffer of :meth:`_init_fast_paths`, ``q`` ``(nq,)`` and ``v``
-        ``(nv,)`` the Pinocchio state (views of ``S``, as
-        :meth:`~wbsim.conventions.StateConverter.mj_to_pin` gives them), then as floats the base
-        height (m), the base quaternion, the base's world linear velocity (m/s) and the CoM's x, y
-        (world, m)."""
-        if self._state_gather.data is not self.data:  # data replaced: gather from the new one
-            self._state_gather = MjDataGather(self.data, self._state_parts)
-        S = self._state_gather.gather()
-        scalars = S[self._s_scalars].tolist()
-        _, x, y, z, w, vx, vy, vz, _, _ = scalars
-        # v[0:3] into the base frame (StateConverter.base_velocity_to_local's rotation)
-        i, j, k = self._i_v_lin
-        S[i], S[j], S[k] = world_to_base_velocity(x, y, z, w, vx, vy, vz)
-        return S, S[:i], S[self._s_v], scalars
-
-    def _support_centre(self, planned: frozenset[str]) -> tuple[float, float]:
-        """x, y (m, world) of the mean of the sole points of the feet in ``planned``."""
-        rows = self._centre_rows.get(planned)
-        if rows is None:
-            rows = tuple(i for i, f in enumerate(self.sensing.point_foot) if f in planned)
-            if rows and rows == tuple(range(rows[0], rows[-1] + 1)):
-                rows = slice(rows[0], rows[-1] + 1)  # consecutive rows (the usual case): a slice
-            self._centre_rows[planned] = rows
-        pts = self.sensing.position_world.tolist()
-        if type(rows) is slice:
-            pts = pts[rows]
-            n = len(pts)
-        else:
-            pts = [pts[i] for i in rows]
-            n = len(rows)
-        cx = cy = 0.0
-        for p in pts:
-            cx += p[0]
-            cy += p[1]
-        return cx / n, cy / n
-
-    def _observe(self, fell: bool, reward_terms: dict[str, float], non_sole: list[str] | None = None,
-                 state: tuple | None = None, t: float | None = None
+    def _observe(self, fell: bool, reward_terms: dict[str, float], non_sole: list[str] | None = None
                  ) -> tuple[np.ndarray, dict[str, Any]]:
-        """Observation and info of the current state (``state``: :meth:`_read_state`'s, read if
-        ``None``; ``t``: ``float(data.time)``, read if ``None``; the schedule computed once)."""
-        S, q, v, scalars = self._read_state() if state is None else state
-        if t is None:
-            t = float(self.data.time)
+        """Observation and info of the current state (module docstring)."""
+        sim = self.sim
+        t = sim.time
+        q, v = self.robot.mj_to_pin(self.data.qpos, self.data.qvel)
         sched = self.plan.at(t)
-        sensed = self.sensing.feet_in_contact
+        sensing = self.sensing
+        sensed = sensing.feet_in_contact
         planned = sched.contact_set
-        cx, cy = self._support_centre(planned or FEET_SET)
+        centre = self._support_weights(planned or FEET_SET) @ sensing.position_world[:, 0:2]
+        com = self.data.subtree_com[1]
         duration = sched.phase_duration
-        # item writes (cheaper than one slice write from a tuple)
-        e0, e1, e2, e3, e4, e5, e6 = self._i_extras
-        S[e0] = scalars[8] - cx
-        S[e1] = scalars[9] - cy
-        S[e2] = 1.0 if "left_foot" in sensed else 0.0
-        S[e3] = 1.0 if "right_foot" in sensed else 0.0
-        S[e4] = 1.0 if "left_foot" in planned else 0.0
-        S[e5] = 1.0 if "right_foot" in planned else 0.0
-        S[e6] = sched.phase_time / duration if math.isfinite(duration) else 0.0
-        obs = S.take(self._obs_index).astype(np.float32)
+        obs = np.concatenate([
+            q[2:3], q[6:7], q[3:6], v[0:6], q[self._pin_qidx], v[self._pin_vidx],
+            com[0:2] - centre, com[2:3],
+            [float(f in sensed) for f in FEET], [float(f in planned) for f in FEET],
+            [sched.phase_time / duration if math.isfinite(duration) else 0.0],
+        ]).astype(np.float32)
         if self.info_mode == "lean":
             return obs, {"t": t, "fell": fell, "reward_terms": reward_terms}
-        pushing = bool(self.pushes) and t < self.pushes[-1][0] + self.push_duration
-        push_force = self._push_force.copy() if pushing else np.zeros(3)
         info = {
             "t": t,
             "state": RobotState(t, q, v, sensed),
             "schedule": sched,
             "sensed_contacts": sensed,
-            "contacts": self.sensing,
+            "contacts": sensing,
             "non_sole_contacts": non_sole or [],
             "fell": fell,
             "reward_terms": reward_terms,
-            "push_force": push_force,
+            "push_force": sim.push_force.copy(),
         }
         return obs, info
 
-    def _reward_terms(self, fell: bool, state: tuple | None = None) -> dict[str, float]:
-        """The reward terms (module docstring), on scalars: the tilt from
-        :func:`wbsim.conventions.base_tilt`, mean squares as dot products. ``state``:
-        :meth:`_read_state`'s (read if ``None``)."""
-        w = self.reward_weights
-        S, _, _, (_, qx, qy, qz, qw, vx, vy, vz, _, _) = (self._read_state() if state is None
-                                                          else state)
-        tilt = base_tilt(qw, qx, qy, qz)
-        qerr = S[self._s_joints] - self._q_ref_joints
-        u = self.tau / self.effort
-        return {
-            "alive": 0.0 if fell else w["alive"],
-            "upright": -w["upright"] * tilt**2,
-            "posture": -w["posture"] * (float(qerr.dot(qerr)) / qerr.size),
-            "torque": -w["torque"] * (float(u.dot(u)) / u.size),
-            "base_velocity": -w["base_velocity"] * (vx * vx + vy * vy + vz * vz),
-        }
+    def _support_weights(self, feet: frozenset[str]) -> np.ndarray:
+        """``(n,)`` weights whose product with the sole points is the mean of the points of
+        ``feet`` (the support centre of the observation)."""
+        w = self._weights.get(feet)
+        if w is None:
+            on = np.array([f in feet for f in self.sensing.point_foot], dtype=float)
+            w = self._weights[feet] = on / on.sum()
+        return w
+
+    def _reward_terms(self, fell: bool) -> dict[str, float]:
+        """The reward terms (module docstring) of the current state, as floats."""
+        d = self.data
+        terms = reward_terms(self.reward_weights, fell, d.qpos[3:7],
+                             self.sim.joint_positions - self._q_ref[self._pin_qidx],
+                             self.sim.tau / self.effort, d.qvel[0:3])
+        return {k: float(v) for k, v in terms.items()}
 
 
 #: the options of ``action_mode="residual"`` only, with their defaults there

@@ -17,13 +17,18 @@ from wbsim.errors import WbsimError
 
 #: Entries every run has (the optional ones may instead be listed in ``skipped``).
 REQUIRED = ["mj_step", "compute/pd", "loop/gravity_qp/log", "loop/gravity_qp/nolog",
+            "lean/gravity_qp", "multirate/gravity_qp/k1/pd", "multirate/gravity_qp/k2/hold",
+            "multirate/gravity_qp/k2/pd", "multirate/gravity_qp/k5/hold",
+            "multirate/gravity_qp/k5/pd",
             "env_step/wbsim", "env_step/wbsim/mj_step", "env_step/wbsim/fs1",
             "env_step/wbsim/fs1/mj_step", "env_step/humanoid_v5",
             "env_step/humanoid_v5/mj_step", "vec/async_1", "vec/async_2", "vec/full/async_1",
             "vec/full/async_2", "vec/fs5/async_1", "vec/fs5/async_2"] + [
     f"compute/gravity_qp/{s}" for s in QP_SOLVERS if s in qpsolvers.available_solvers]
 OPTIONAL = ["compute/projected_id/pinv", "compute/projected_id/qp", "loop/projected_id/qp/log",
-            "loop/projected_id/qp/nolog", "render/640x480"]
+            "loop/projected_id/qp/nolog", "render/640x480"] + [
+    f"multirate/projected_id/qp/k{k}/{low}" for k, low in ((1, "pd"), (2, "hold"), (2, "pd"),
+                                                           (5, "hold"), (5, "pd"))]
 
 
 def _strict_json(text):
@@ -198,7 +203,7 @@ def test_a_controller_that_does_not_import_is_skipped_with_a_note(monkeypatch, t
         assert key not in r and key in r["skipped"], key
     assert "nope" in r["skipped"]["compute/projected_id/qp"]
     assert "projected_id_qp_loop_log" not in r["targets"]
-    assert "not measured: projected_id_qp_loop_log" in out.getvalue()
+    assert "not measured: projected_id_qp_compute, projected_id_qp_loop_log" in out.getvalue()
     assert "compute/gravity_qp/daqp" in r and "loop/gravity_qp/log" in r  # the rest still runs
 
 

@@ -226,7 +226,7 @@ def test_run_refuses_what_it_cannot_honour_before_building(tmp_path, capsys):
         assert not run_dir.exists(), args
         assert not (tmp_path / "v.mp4").exists()
     code = main(["run", "--seconds", "1e-4", "--no-progress", "--log", str(run_dir)])
-    _one_line_error(capsys, code, "shorter than one env step")
+    _one_line_error(capsys, code, "shorter than one control step")
     assert not run_dir.exists()
 
 
@@ -397,9 +397,9 @@ def test_report_table_gives_com_tracking_in_mm():
 
 
 def test_a_log_that_fails_at_its_last_write_fails_the_run(tmp_path, monkeypatch):
-    """The last rows are written when the log closes, after the episode: a failure there (a full
-    disk) makes the run an error (it said 'completed'), the summary still gets written with the rows
-    the table holds, the env is still closed, and the log's error is the one raised."""
+    """The last rows are written after the last step: a failure there (a full disk) makes the run
+    an error (it said 'completed'), the summary still gets written with the rows the table holds,
+    the env is still closed, and the log's error is the one raised."""
     from wbsim.envs.humanoid import HumanoidEnv
     from wbsim.episode_log import EpisodeLog
     from wbsim.rollout import EpisodeConfig, run_episode
@@ -407,15 +407,14 @@ def test_a_log_that_fails_at_its_last_write_fails_the_run(tmp_path, monkeypatch)
     closed = []
     close_env = HumanoidEnv.close
     monkeypatch.setattr(HumanoidEnv, "close", lambda self: closed.append(1) or close_env(self))
-    flush = EpisodeLog.flush
+    add_rows = EpisodeLog.add_rows
 
-    def full_at_close(self):
-        if self._n_buf and self.n_rows == 100:  # the final flush of a 0.2 s run
-            self._n_buf = 0
+    def full_at_the_end(self, rows):
+        if self.n_rows + len(rows) == 100:  # the last chunk of a 0.2 s run
             raise WbsimError(f"{self.dir / 'steps.f64'}: writing the step table failed (disk full)")
-        flush(self)
+        add_rows(self, rows)
 
-    monkeypatch.setattr(EpisodeLog, "flush", full_at_close)
+    monkeypatch.setattr(EpisodeLog, "add_rows", full_at_the_end)
     with pytest.raises(WbsimError, match="steps.f64"):
         run_episode(EpisodeConfig(seconds=0.2, log=tmp_path / "run", progress=False))
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())

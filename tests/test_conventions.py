@@ -103,7 +103,7 @@ def test_converter_rejects_mismatched_models(g1, talos):
 
 
 def test_mj_to_pin_matches_independent_computation(robot):
-    """The one-``take`` mj_to_pin against a by-name mapping and Pinocchio's rotation, also for a
+    """mj_to_pin against a by-name mapping and Pinocchio's rotation, also for a
     quaternion that is not unit length (the base velocity uses the normalised rotation)."""
     from wbsim.errors import WbsimError
 
@@ -129,66 +129,38 @@ def test_mj_to_pin_matches_independent_computation(robot):
         robot.mj_to_pin(qpos, qvel)
 
 
-def test_mj_data_gather_reads_what_the_arrays_hold(g1):
-    """``MjDataGather`` (one ``take`` from a view of MjData's buffer) returns exactly the entries
-    indexed array by array, after every ``mj_step`` (the view follows the data), into ``out`` too."""
-    from wbsim.conventions import MjDataGather
-
-    m = g1.mj_model
-    d = g1.make_data("stand")
-    rng = np.random.default_rng(3)
-    parts = [("cvel", rng.integers(0, d.cvel.size, 20)), ("qpos", [0, 6, 3]),
-             ("subtree_com", [3, 4, 5]), ("site_xpos", rng.integers(0, d.site_xpos.size, 9)),
-             ("qvel", np.arange(m.nv)), ("xpos", [5])]
-    gather = MjDataGather(d, parts)
-    assert gather.one_take and gather.size == sum(len(i) for _, i in parts)
-    d.qvel[:] = rng.normal(0.0, 0.3, m.nv)
-    for _ in range(3):
-        mujoco.mj_step(m, d)
-        want = np.concatenate([getattr(d, f).reshape(-1)[np.asarray(i)] for f, i in parts])
-        np.testing.assert_array_equal(gather.gather(), want)
-        out = np.empty(gather.size + 2)
-        gather.gather(out=out[1:-1])
-        np.testing.assert_array_equal(out[1:-1], want)
-
-
-def test_mj_data_gather_rejects_bad_parts(g1):
-    import pickle
-
-    from wbsim.conventions import MjDataGather
-    from wbsim.errors import WbsimError
-
-    d = g1.make_data("stand")
-    with pytest.raises(WbsimError, match="no array field"):
-        MjDataGather(d, [("not_a_field", [0])])
-    with pytest.raises(WbsimError, match="outside qpos"):
-        MjDataGather(d, [("qpos", [g1.mj_model.nq])])
-    with pytest.raises(TypeError, match="new one"):
-        pickle.dumps(MjDataGather(d, [("qpos", [0])]))
-
-
-def test_world_to_base_velocity_matches_pinocchio():
-    """The scalar rotation of the env's per-step path equals R^T v with R from Pinocchio's normalised
-    quaternion, for unnormalised quaternions; ``base_velocity_to_local`` uses it; a zero quaternion
-    is refused."""
+def test_rotate_to_base_matches_pinocchio():
+    """R^T v with R from Pinocchio's normalised quaternion, for unnormalised quaternions, one at a
+    time and in a batch; a zero quaternion is refused."""
     import wbsim
-    from wbsim.conventions import world_to_base_velocity
+    from wbsim.conventions import rotate_to_base
 
     rng = np.random.default_rng(3)
-    for _ in range(200):
-        x, y, z, w = rng.normal(size=4) * rng.uniform(0.1, 3.0)
-        vel = rng.normal(size=3)
-        R = pin.Quaternion(np.array([x, y, z, w])).normalized().toRotationMatrix()
-        np.testing.assert_allclose(world_to_base_velocity(x, y, z, w, *vel), R.T @ vel,
-                                   rtol=0, atol=1e-14)
-    conv = wbsim.load_robot("g1").converter
-    q, v = np.zeros(conv.nq_pin), np.zeros(conv.nv_pin)
-    q[3:7], v[0:3] = [0.1, -0.4, 0.3, 0.8], [0.5, -1.0, 2.0]
-    expected = world_to_base_velocity(0.1, -0.4, 0.3, 0.8, 0.5, -1.0, 2.0)
-    assert conv.base_velocity_to_local(q, v) == (0.1, -0.4, 0.3, 0.8, 0.5, -1.0, 2.0)
-    assert tuple(v[0:3]) == expected
+    quats = rng.normal(size=(200, 4)) * rng.uniform(0.1, 3.0, size=(200, 1))
+    vels = rng.normal(size=(200, 3))
+    expected = np.array([pin.Quaternion(q).normalized().toRotationMatrix().T @ v
+                         for q, v in zip(quats, vels)])
+    np.testing.assert_allclose(rotate_to_base(quats, vels), expected, rtol=0, atol=1e-14)
+    for q, v, e in zip(quats[:5], vels[:5], expected[:5]):
+        np.testing.assert_allclose(rotate_to_base(q, v), e, rtol=0, atol=1e-14)
     with pytest.raises(wbsim.WbsimError, match="quaternion is zero"):
-        world_to_base_velocity(0.0, 0.0, 0.0, 0.0, 1.0, 2.0, 3.0)
+        rotate_to_base(np.zeros(4), np.ones(3))
+
+
+def test_conversions_take_batches_of_states(robot):
+    """mj_to_pin and mj_acceleration_to_pin on (k, n) arrays give each row's single conversion."""
+    rng = np.random.default_rng(6)
+    m, conv = robot.mj_model, robot.converter
+    qpos, qvel, qacc = (rng.normal(size=(7, m.nq)), rng.normal(size=(7, m.nv)),
+                        rng.normal(size=(7, m.nv)))
+    q, v = robot.mj_to_pin(qpos, qvel)
+    a = conv.mj_acceleration_to_pin(q, v, qacc)
+    for i in range(7):
+        qi, vi = robot.mj_to_pin(qpos[i], qvel[i])
+        np.testing.assert_array_equal(q[i], qi)
+        np.testing.assert_allclose(v[i], vi, rtol=0, atol=1e-15)
+        np.testing.assert_allclose(a[i], conv.mj_acceleration_to_pin(qi, vi, qacc[i]), rtol=0,
+                                   atol=1e-14)
 
 
 def test_base_tilt_matches_mujoco_rotation():
@@ -215,6 +187,9 @@ def test_base_tilt_matches_mujoco_rotation():
     assert base_tilt(0.0, 1.0, 0.0, 0.0) == pytest.approx(math.pi)
     assert math.isnan(base_tilt(math.nan, 0.0, 0.0, 0.0))
     assert math.isnan(base_tilt(0.0, 0.0, 0.0, 0.0))
+    # arrays, element-wise
+    qs = rng.normal(size=(4, 50))
+    np.testing.assert_array_equal(base_tilt(*qs), [base_tilt(*c.tolist()) for c in qs.T])
 
 
 def test_mj_acceleration_to_pin_inverts_the_velocity_map(robot):

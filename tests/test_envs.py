@@ -278,7 +278,7 @@ def test_step_matches_reference(env_id, kwargs, n, scale):
         mujoco.mj_copyData(replay, u.model, u.data)
         obs, reward, term, trunc, info = env.step(a)
         assert u.data.time == pytest.approx(replay.time + u.dt, abs=1e-12)
-        if u.action_mode == "torque" and u.push_magnitude <= 0:
+        if u.action_mode == "torque" and u.sim.pushes.magnitude <= 0:
             # the env's MuJoCo steps are frame_skip plain mj_steps with these torques
             replay.ctrl[:] = np.clip(np.asarray(a, float), -1, 1) * u.effort
             for _ in range(u.frame_skip):
@@ -301,7 +301,10 @@ def test_step_matches_reference(env_id, kwargs, n, scale):
         assert state.sensed_contacts == info["sensed_contacts"] == info["contacts"].feet_in_contact
         _assert_schedules_equal(info["schedule"], sched, f"step {i}")
         assert info["non_sole_contacts"] == sorted(info["contacts"].non_sole_contacts)
-        pushing = bool(u.pushes) and u.data.time < u.pushes[-1][0] + u.push_duration
+        # the push acting in the env step's last MuJoCo step (started before it began)
+        t_last = u.data.time - u.sim.timestep
+        pushing = bool(u.pushes) and t_last + 1e-9 >= u.pushes[-1][0] and (
+            t_last < u.pushes[-1][0] + u.sim.pushes.duration)
         np.testing.assert_array_equal(info["push_force"], u.pushes[-1][1] if pushing else np.zeros(3))
         if term or trunc:
             falls += 1

@@ -16,8 +16,9 @@ from wbsim.errors import WbsimError
 
 def test_round_trip_numpy_only(tmp_path):
     cols = ["t", "a", "b"]
-    with EpisodeLog(tmp_path, cols, {"t": "s"}, {"who": "test"}, flush_every=4) as log:
-        for i in range(10):
+    with EpisodeLog(tmp_path, cols, {"t": "s"}, {"who": "test"}) as log:
+        log.add_rows(np.array([[i * 0.1, i, -i] for i in range(4)]))
+        for i in range(4, 10):
             log.add_row([i * 0.1, i, -i])
         log.add_event({"kind": "x", "t": 0.3, "step": 3, "where": "p", "magnitude": np.float64(2.0)})
         log.write_summary({"events": {"x": 1}, "inf": float("inf")})
@@ -32,7 +33,7 @@ def test_round_trip_numpy_only(tmp_path):
 
 
 def test_partial_row_and_cut_event_line_are_dropped(tmp_path):
-    with EpisodeLog(tmp_path, ["t", "a"], flush_every=1) as log:
+    with EpisodeLog(tmp_path, ["t", "a"]) as log:
         log.add_row([0.0, 1.0])
         log.add_event({"kind": "x"})
     with open(tmp_path / "steps.f64", "ab") as f:
@@ -50,7 +51,7 @@ def test_not_a_run_folder(tmp_path):
 
 def test_exception_leaves_a_loadable_log(tmp_path):
     with pytest.raises(RuntimeError):
-        with EpisodeLog(tmp_path, ["t"], flush_every=1000) as log:
+        with EpisodeLog(tmp_path, ["t"]) as log:
             for i in range(5):
                 log.add_row([i])
             raise RuntimeError("boom")
@@ -85,24 +86,15 @@ def test_kill_during_a_run_leaves_log_and_video_readable(tmp_path, sig):
     assert len(frames) >= 1 and frames[0].shape == (120, 160, 3)
 
 
-def test_add_row_parts_is_add_row_of_the_concatenation(tmp_path):
-    """Parts (lists, float and int arrays) land in the row as their concatenation would; a wrong
-    total length is a clear error and stores nothing."""
-    cols = [f"c{i}" for i in range(9)]
-    rng = np.random.default_rng(0)
-    rows = []
-    with EpisodeLog(tmp_path, cols, flush_every=3) as log:
-        for k in range(7):
-            parts = ([k * 0.5, True, 3], rng.normal(size=2), rng.normal(size=(1, 3)).reshape(-1),
-                     np.array([k % 3], dtype=np.int8))
-            rows.append(np.concatenate([np.asarray(p, dtype=float) for p in parts]))
-            log.add_row_parts(parts)
-        with pytest.raises(WbsimError, match="8 values .* 9 columns"):
-            log.add_row_parts(([1.0, 2.0], np.zeros(6)))
-        assert log.n_rows == 7
-    run = load_run(tmp_path)
-    assert run.steps.shape == (7, 9)
-    assert run.steps.tobytes() == np.array(rows).tobytes()
+def test_rows_of_the_wrong_width_are_refused(tmp_path):
+    """A block of rows of the wrong width is a clear error and stores nothing."""
+    with EpisodeLog(tmp_path, ["a", "b", "c"]) as log:
+        log.add_rows(np.ones((2, 3)))
+        for bad in (np.ones((2, 4)), np.ones(3)):
+            with pytest.raises(WbsimError, match="3 columns"):
+                log.add_rows(bad)
+        assert log.n_rows == 2
+    assert load_run(tmp_path).steps.shape == (2, 3)
 
 
 def test_a_used_folder_is_refused_without_overwrite(tmp_path):

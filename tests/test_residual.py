@@ -140,7 +140,7 @@ def test_hook_contract():
     ref.reset(seed=1)
     expected = []
     for k in range(40):
-        ref._apply_push()  # what ref.step does first; the hook sees the state after it
+        ref.sim.apply_push()  # what each MuJoCo step does first; the hook sees the state after it
         expected.append((ref.data.time, ref.data.xfrc_applied.copy(),
                          ref.sensing.force_world.copy(), ref.robot_state().sensed_contacts))
         ref.step(actions[k])

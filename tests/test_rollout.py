@@ -17,6 +17,7 @@ import pinocchio as pin
 import pytest
 from wbsim.controllers import controller_class
 from wbsim.envs import humanoid
+from wbsim.recorder import StepRecorder
 
 from wbsim.episode_log import load_run
 from wbsim.rollout import EpisodeConfig, run_episode
@@ -25,24 +26,24 @@ FEET = ("left_foot", "right_foot")
 
 
 def _record(monkeypatch, controller):
-    """Patch the env's step and the controller's compute (class level, so the loop's own calls
-    are the ones recorded) to keep, per step, what the reference needs."""
+    """Patch the controller's compute and the recorder's record (class level, so the loop's own
+    calls are the ones recorded) to keep, per step, what the reference needs, read from MjData
+    right after the step's physics."""
     steps = []
-    step0 = humanoid.HumanoidEnv.step
     cls = controller_class(controller)
     compute0 = cls.compute
+    record0 = StepRecorder.record
 
     def compute(self, state, schedule):
         cmd = compute0(self, state, schedule)
-        steps.append({"q": state.q.copy(), "v": state.v.copy(), "schedule": schedule, "cmd": cmd})
+        steps.append({"q": state.q.copy(), "v": state.v.copy(), "t": float(state.t),
+                      "schedule": schedule, "cmd": cmd})
         return cmd
 
-    def step(self, action):
-        d, m = self.data, self.model
+    def record(self, step, state, command, schedule, controller_time):
+        d, m = self.sim.data, self.sim.model
         rec = steps[-1]
-        rec["t"] = float(d.time)
-        out = step0(self, action)
-        root = m.body_rootid[self.robot.feet["left_foot"].mj_body_id]
+        root = m.body_rootid[self.sim.robot.feet["left_foot"].mj_body_id]
         contacts = []
         f6 = np.zeros(6)
         for i in range(d.ncon):
@@ -54,16 +55,32 @@ def _record(monkeypatch, controller):
             mujoco.mj_contactForce(m, d, i, f6)
             frame = c.frame.reshape(3, 3)
             sign = 1.0 if r2 else -1.0  # mj_contactForce: the force of geom1 on geom2
-            contacts.append((c.pos.copy(), sign * frame.T @ f6[:3], sign * frame.T @ f6[3:]))
-        rec.update(t_after=float(d.time), qpos=d.qpos.copy(), com=d.subtree_com[1].copy(), qacc=d.qacc.copy(),
-                   xfrc=d.xfrc_applied.copy(), xipos=d.xipos.copy(), tau=self.tau.copy(),
-                   sensing=out[4]["contacts"], reward=out[1], contacts=contacts,
+            contacts.append((c.pos.copy(), sign * frame.T @ f6[:3], sign * frame.T @ f6[3:],
+                             int(c.geom2 if r2 else c.geom1), float(c.dist)))
+        rec.update(t_after=float(d.time), qpos=d.qpos.copy(), qvel=d.qvel.copy(),
+                   com=d.subtree_com[1].copy(), qacc=d.qacc.copy(), xfrc=d.xfrc_applied.copy(),
+                   xipos=d.xipos.copy(), tau=self.sim.tau.copy(), sensing=self.sim.sensing(),
+                   site=d.site_xpos.copy(), contacts=contacts,
                    robot_bodies=np.flatnonzero(m.body_rootid == root))
-        return out
+        return record0(self, step, state, command, schedule, controller_time)
 
-    monkeypatch.setattr(humanoid.HumanoidEnv, "step", step)
+    monkeypatch.setattr(StepRecorder, "record", record)
     monkeypatch.setattr(cls, "compute", compute)
     return steps
+
+
+def _reward(env, rec, fell):
+    """The reward of a step, from the env's definition (module docstring), on the state after it."""
+    qpos, qvel = rec["qpos"], rec["qvel"]
+    w = env.reward_weights
+    joints = qpos[env.robot.converter.mj_qadr] - env.robot.pin_to_mj(env.q_reference)[0][
+        env.robot.converter.mj_qadr]
+    R = np.zeros(9)
+    mujoco.mju_quat2Mat(R, qpos[3:7] / np.linalg.norm(qpos[3:7]))
+    u = rec["tau"] / env.effort
+    return ((0.0 if fell else w["alive"]) - w["upright"] * np.arccos(np.clip(R[8], -1, 1)) ** 2
+            - w["posture"] * np.mean(joints ** 2) - w["torque"] * np.mean(u ** 2)
+            - w["base_velocity"] * np.sum(qvel[0:3] ** 2))
 
 
 def _tilt_deg(quat_wxyz):
@@ -75,14 +92,14 @@ def _tilt_deg(quat_wxyz):
 def _momentum_residual(robot, pdata, rec):
     """|dh_G/dt - sum of external wrenches - m g| / (m g), from scratch."""
     conv = robot.converter
-    q, v = rec["q"], rec["v"]
+    q, v = rec["q"], rec["v"]  # the state the step started from (the controller's)
     vdot = np.linalg.solve(conv.velocity_map(q), rec["qacc"] - conv.velocity_map_dot_times_v(q, v))
     dh = pin.computeCentroidalMomentumTimeVariation(robot.pin_model, pdata, q, v, vdot).vector
     c = pdata.com[0].copy()
     g = np.array(robot.mj_model.opt.gravity)
     force = robot.total_mass * g
     moment = np.zeros(3)
-    for p, f, tq in rec["contacts"]:
+    for p, f, tq, _, _ in rec["contacts"]:
         force = force + f
         moment = moment + np.cross(p - c, f) + tq
     for b in rec["robot_bodies"]:
@@ -93,7 +110,7 @@ def _momentum_residual(robot, pdata, rec):
     return np.linalg.norm(res) / (robot.total_mass * np.linalg.norm(g))
 
 
-def _check_run(run, summary, steps, robot):
+def _check_run(run, summary, steps, robot, env):
     """Every column of every row, and the summary, against the reference."""
     m = robot.mj_model
     cols = run.columns
@@ -111,7 +128,20 @@ def _check_run(run, summary, steps, robot):
         qpos, s, cmd, sch = rec["qpos"], rec["sensing"], rec["cmd"], rec["schedule"]
         r = {"t": rec["t"], "base_tilt_deg": _tilt_deg(qpos[3:7]),
              "phase_index": sch.phase_index, "feasible": float(cmd.feasible),
-             "momentum_residual": _momentum_residual(robot, pdata, rec), "reward": rec["reward"]}
+             "momentum_residual": _momentum_residual(robot, pdata, rec),
+             "reward": _reward(env, rec, fell=summary["fell"] and k == n - 1)}
+        rec["reward"] = r["reward"]
+        # the contact forces and gaps of the sole points, from mj_contactForce and d.contact
+        point_of_geom = {g: p for f in robot.feet.values()
+                         for g, p in zip(f.mj_geom_ids, f.point_names)}
+        site_of = {p: sid for f in robot.feet.values()
+                   for sid, p in zip(f.mj_site_ids, f.point_names)}
+        f_sim = {p: np.zeros(3) for p in robot.contact_point_names}
+        gap = {p: rec["site"][site_of[p], 2] for p in robot.contact_point_names}  # floor at z = 0
+        for _, f, _, g, dist in rec["contacts"]:
+            if g in point_of_geom:
+                f_sim[point_of_geom[g]] += f
+                gap[point_of_geom[g]] = dist
         for i, a in enumerate(("x", "y", "z")):
             r[f"base_{a}"] = qpos[i]
             r[f"com_{a}"] = rec["com"][i]
@@ -122,16 +152,20 @@ def _check_run(run, summary, steps, robot):
         for i, a in enumerate("xyz"):
             r[f"push_{a}"] = push[i]
         sensed_names = list(s.names)
+        W, F = cmd.foot_wrenches, cmd.point_forces  # NaN where not commanded
+        # the feet the command assumed; the schedule's when it states neither a set nor a force
+        assumed = (cmd.contact_set if cmd.contact_set or F is not None or W is not None
+                   else sch.contact_set)
         for foot in FEET:
-            r[f"assumed_{foot}"] = float(foot in cmd.contact_set)
-            r[f"sensed_{foot}"] = float(foot in s.feet_in_contact)
-            r[f"sole_min_z_{foot}"] = min(s.position_world[sensed_names.index(p), 2]
+            r[f"assumed_{foot}"] = float(foot in assumed)
+            r[f"sensed_{foot}"] = float(any(f_sim[p][2] > 0.5
+                                            for p in robot.foot(foot).point_names))
+            r[f"sole_min_z_{foot}"] = min(rec["site"][site_of[p], 2]
                                           for p in robot.foot(foot).point_names)
         for j, name in enumerate(robot.joint_names):
             adr = m.jnt_qposadr[mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, name)]
             r[f"qerr/{name}"] = qpos[adr] - q0[adr]
             r[f"tau/{name}"] = rec["tau"][j]
-        W, F = cmd.foot_wrenches, cmd.point_forces  # NaN where not commanded
         for f_i, foot in enumerate(robot.foot_names):
             for a, ax in enumerate(("fx", "fy", "fz", "tx", "ty", "tz")):
                 r[f"w_cmd/{foot}/{ax}"] = np.nan if W is None else W[f_i, a]
@@ -139,8 +173,8 @@ def _check_run(run, summary, steps, robot):
             i = sensed_names.index(p)
             for a, ax in enumerate("xyz"):
                 r[f"f_cmd/{p}/{ax}"] = np.nan if F is None else F[robot.contact_point_names.index(p), a]
-                r[f"f_sim/{p}/{ax}"] = s.force_world[i, a]
-            r[f"gap/{p}"] = s.gap[i]
+                r[f"f_sim/{p}/{ax}"] = f_sim[p][a]
+            r[f"gap/{p}"] = gap[p]
             r[f"mode/{p}"] = s.mode[i]
         for c in cols:
             if c != "controller_time_s":
@@ -160,7 +194,8 @@ def _check_run(run, summary, steps, robot):
 
     # the step table: bit for bit where the log only copies or subtracts, to rounding where the
     # reference takes another route (tilt from the rotation matrix, the momentum balance)
-    approx = {"base_tilt_deg": 1e-6, "momentum_residual": 1e-9}
+    approx = {"base_tilt_deg": 1e-6, "momentum_residual": 1e-9, "reward": 1e-12,
+              **{c: 1e-9 for c in cols if c.startswith("f_sim/")}}
     for c in cols:
         if c == "controller_time_s":
             assert np.all(np.isfinite(col[c]) & (col[c] > 0) & (col[c] < 10)), c
@@ -177,7 +212,7 @@ def _check_run(run, summary, steps, robot):
     assert summary["max_joint_error_rad"] == max(qerrs)
     assert summary["momentum_residual_max"] == pytest.approx(max(residuals), abs=1e-9)
     assert summary["momentum_residual_max"] == float(np.max(col["momentum_residual"]))
-    assert summary["return"] == sum(rec["reward"] for rec in steps)
+    assert summary["return"] == pytest.approx(sum(rec["reward"] for rec in steps), abs=1e-9)
     assert summary["seconds"] == round(steps[-1]["t_after"], 9)
     if com_sq:
         assert summary["com_tracking_rms_m"] == pytest.approx(math.sqrt(np.mean(com_sq)),
@@ -202,9 +237,11 @@ def _run(monkeypatch, tmp_path, **kw):
 
     steps = _record(monkeypatch, kw.get("controller", "gravity_qp"))
     reset0 = humanoid.HumanoidEnv.reset
+    envs = []
 
     def reset(self, *, seed=None, options=None):
         out = reset0(self, seed=seed, options=options)
+        envs.append(self)
         steps.append({"qpos0": self.data.qpos.copy()})
         return out
 
@@ -213,18 +250,18 @@ def _run(monkeypatch, tmp_path, **kw):
     qpos0 = steps.pop(0)["qpos0"]
     steps[0]["qpos0"] = qpos0
     robot = wbsim.load_robot(summary["robot"])
-    return load_run(tmp_path / "run"), summary, steps, robot
+    return load_run(tmp_path / "run"), summary, steps, robot, envs[0]
 
 
 def test_standing_with_pushes_matches_the_reference(monkeypatch, tmp_path):
     """gravity_qp, every sole point commanded (the row's fast path), pushes on the torso every
     0.1 s (xfrc_applied enters the momentum balance)."""
-    run, summary, steps, robot = _run(
+    run, summary, steps, robot, env = _run(
         monkeypatch, tmp_path, env="wbsim/G1Push-v0", controller="gravity_qp", seconds=0.5,
         env_options={"push_interval": 0.1, "push_magnitude": 30.0})
     assert summary["status"] == "completed"
     assert any(np.count_nonzero(rec["xfrc"]) for rec in steps)
-    _check_run(run, summary, steps, robot)
+    _check_run(run, summary, steps, robot, env)
     # the pushes: their start times and forces in the summary, the force acting in the log
     assert [p["t"] for p in summary["pushes"]] == pytest.approx([0.1, 0.2, 0.3, 0.4], abs=1e-9)
     for p in summary["pushes"]:
@@ -237,25 +274,25 @@ def test_standing_with_pushes_matches_the_reference(monkeypatch, tmp_path):
 def test_one_leg_matches_the_reference(monkeypatch, tmp_path):
     """projected_id on one leg: the CoM target, commands on a subset of the points (the row's
     scatter path), a swing foot and a hold phase."""
-    run, summary, steps, robot = _run(
+    run, summary, steps, robot, env = _run(
         monkeypatch, tmp_path, env="wbsim/G1OneLeg-v0", controller="projected_id",
         controller_options={"variant": "qp"}, seconds=3.6)
     assert summary["status"] == "completed"
     sets = {rec["cmd"].contact_set for rec in steps}
     assert len(sets) > 1  # a foot was lifted
     assert any(rec["schedule"].phase == "hold" for rec in steps)
-    _check_run(run, summary, steps, robot)
+    _check_run(run, summary, steps, robot, env)
 
 
 def test_wrench_commands_match_the_reference(monkeypatch, tmp_path):
     """gravity_qp with the wrench contact model: the command is a wrench per foot, so the points'
     f_cmd columns are NaN (not a commanded 0 N) and the w_cmd columns hold the wrenches."""
-    run, summary, steps, robot = _run(monkeypatch, tmp_path, controller="gravity_qp", seconds=0.2,
+    run, summary, steps, robot, env = _run(monkeypatch, tmp_path, controller="gravity_qp", seconds=0.2,
                                       controller_options={"contact_model": "wrench"})
     assert summary["status"] == "completed"
     assert all(rec["cmd"].foot_wrenches.shape == (2, 6) and rec["cmd"].point_forces is None
                for rec in steps)
-    _check_run(run, summary, steps, robot)
+    _check_run(run, summary, steps, robot, env)
     assert np.all(np.isnan(run.prefixed("f_cmd/")[1]))
     _, w = run.prefixed("w_cmd/left_foot/")
     assert np.all(w[:, 2] > 100.0)  # about half the G1's weight on each foot, N
@@ -270,26 +307,6 @@ def test_wrench_commands_match_the_reference(monkeypatch, tmp_path):
 
 def test_a_fall_matches_the_reference(monkeypatch, tmp_path):
     """PD alone: the robot falls (the last row is the fall's step; drop and tilt grow)."""
-    run, summary, steps, robot = _run(monkeypatch, tmp_path, controller="pd", seconds=2.5)
+    run, summary, steps, robot, env = _run(monkeypatch, tmp_path, controller="pd", seconds=2.5)
     assert summary["fell"]
-    _check_run(run, summary, steps, robot)
-
-
-def test_fast_action_equals_torque_to_action():
-    """The loop's one-call tau -> action (rollout._action_buffer) is the env's torque_to_action,
-    bit for bit."""
-    from wbsim.envs import make
-
-    from wbsim.rollout import _action_buffer
-
-    env = make("wbsim/G1Stand-v0")
-    u = env.unwrapped
-    effort, buf = _action_buffer(u, u.robot.n_joints)
-    assert effort is not None
-    rng = np.random.default_rng(3)
-    for _ in range(200):
-        tau = rng.normal(size=u.robot.n_joints) * 10.0 ** rng.uniform(-3, 3)
-        np.divide(tau, effort, out=buf)
-        expected = u.torque_to_action(tau)
-        assert buf.dtype == expected.dtype and buf.tobytes() == expected.tobytes()
-    env.close()
+    _check_run(run, summary, steps, robot, env)

@@ -48,14 +48,22 @@ Statistics of an entry (times in seconds per unit):
   the same figures in CPU time of this process (``time.process_time``), which time spent waiting
   for the CPU while other processes run does not inflate; so on a shared machine the CPU ratios are
   the steadier ones. In-process entries only (not ``vec``, not ``render``). For the closed loop it
-  is the CPU time of the whole ``run_episode`` call minus that of a 1-step run (the set-up), per
-  step;
+  is the CPU time of the loop (``loop_cpu_seconds`` of the summary), per physics step;
 * ``target`` (text), ``target_value`` and ``pass`` (``True`` / ``False``, ``None`` without target),
   judged on the wall-clock ``ratio`` (the issue's figure); ``cpu_pass`` judges ``cpu_ratio``.
 
+* ``lean/gravity_qp``: one step of a hand-written loop with nothing but the work itself: read the
+  state (``Robot.mj_to_pin``), ``gravity_qp`` compute, write the torque, ``mj_step``. What the
+  closed loop's glue is measured against.
+* ``multirate/<controller>/k<k>/<low level>``: :func:`wbsim.rollout.run_episode` (with its log)
+  with the controller every ``k`` physics steps (``frame_skip``), between them its torque held
+  (``hold``) or its joint PD run at every physics step (``pd``): the cost of one simulated second
+  against that of raw ``mj_step`` (``ratio``: loop wall time per physics step over ``mj_step``).
+
 Targets (the lead's goals, judged on the figures of this run, never in a test): ``gravity_qp``
-(points model, fastest solver) ``compute`` <= 2 ``mj_step``; the ``gravity_qp`` closed loop with
-logging <= 4 ``mj_step``; the ``projected_id`` (``qp``) closed loop with logging <= 6 ``mj_step``;
+(points model, fastest solver) ``compute`` <= 2 ``mj_step``; ``projected_id`` (``qp``)
+``compute`` <= 5; the ``gravity_qp`` closed loop with logging <= 4 ``mj_step``; the
+``projected_id`` (``qp``) closed loop with logging <= 8 ``mj_step``;
 the wbsim env-step overhead ratio (``env.step / (own mj_step * frame_skip)``) <= Humanoid-v5's;
 2 async workers >= 1.7x the throughput of 1.
 
@@ -96,8 +104,9 @@ QP_SOLVERS = ("daqp", "proxqp", "osqp")
 #: Target name -> (text, value). Values are ratios (see the module docstring).
 TARGETS: dict[str, tuple[str, float]] = {
     "gravity_qp_compute": ("<= 2x mj_step", 2.0),
+    "projected_id_qp_compute": ("<= 5x mj_step", 5.0),
     "gravity_qp_loop_log": ("<= 4x mj_step", 4.0),
-    "projected_id_qp_loop_log": ("<= 6x mj_step", 6.0),
+    "projected_id_qp_loop_log": ("<= 8x mj_step", 8.0),
     "env_step_overhead": ("<= Humanoid-v5's overhead ratio", math.nan),
     "async_scaling": (">= 1.7x 1 worker", 1.7),
 }
@@ -113,6 +122,9 @@ class BenchSettings:
     ctrl_blocks: int = 10
     loop_seconds: float = 2.0
     loop_repeats: int = 5
+    lean_blocks: int = 10
+    multirate_seconds: float = 2.0
+    multirate_repeats: int = 3
     env_blocks: int = 20
     env_steps: int = 200            # wbsim mj_steps per block (env steps x frame_skip)
     humanoid_steps: int = 40        # Humanoid-v5 env steps per block (frame_skip 5: 200 mj_steps)
@@ -128,7 +140,7 @@ class BenchSettings:
 FULL = BenchSettings()
 #: ``--quick``: few, short blocks (seconds): checks the bench runs; its figures are rough.
 QUICK = BenchSettings(mj_blocks=4, mj_steps=100, states=30, ctrl_blocks=2, loop_seconds=0.2,
-                      loop_repeats=2, env_blocks=3, env_steps=40, humanoid_steps=10, vec_blocks=2,
+                      loop_repeats=2, lean_blocks=2, multirate_seconds=0.1, multirate_repeats=1, env_blocks=3, env_steps=40, humanoid_steps=10, vec_blocks=2,
                       vec_steps=20, render_blocks=2, render_frames=2)
 
 
@@ -394,42 +406,79 @@ def _paired_with_reference(entry: dict[str, Any], walls: Sequence[float], cpus: 
 
 
 def bench_loop(env_id: str, controller: str, options: dict[str, Any], log: bool,
-               s: BenchSettings, tmp: Path, ref: MjStepReference) -> dict[str, Any]:
-    """Per-step time of :func:`run_episode` (``loop_wall_seconds / steps``), with or without a
-    log; one warm-up run first."""
+               s: BenchSettings, tmp: Path, ref: MjStepReference, frame_skip: int = 1,
+               low_level: str = "pd", seconds: float | None = None,
+               repeats: int | None = None) -> dict[str, Any]:
+    """Time per physics step of :func:`run_episode` (``loop_wall_seconds / steps /
+    frame_skip``), with or without a log, the controller every ``frame_skip`` physics steps;
+    one warm-up run first."""
     from wbsim.rollout import EpisodeConfig, run_episode
+
+    seconds = s.loop_seconds if seconds is None else seconds
+    repeats = s.loop_repeats if repeats is None else repeats
 
     def run(seconds: float) -> tuple[dict[str, Any], float]:
         folder = tmp / f"{controller}-{len(options)}-{log}-{time.monotonic_ns()}"
         cfg = EpisodeConfig(env=env_id, controller=controller, controller_options=options,
-                            seconds=seconds, log=folder if log else None, progress=False)
-        c0 = time.process_time()
+                            seconds=seconds, log=folder if log else None, progress=False,
+                            env_options={"frame_skip": frame_skip}, low_level=low_level)
         summary = run_episode(cfg)
-        cpu = time.process_time() - c0
         if summary["steps"] == 0:
             raise WbsimError(f"bench: {controller} ran no step ({summary['stopped_reason']})")
-        return summary, cpu
+        return summary
 
-    warm, _ = run(min(0.2, s.loop_seconds))  # warm-up
+    warm = run(min(0.2, seconds))  # warm-up
     dt = warm["seconds"] / warm["steps"]
-    # CPU time of everything but the loop (env, controller, log set-up and close): 1-step runs
-    setup_cpu = float(np.median([run(dt)[1] for _ in range(2)]))
     per_step, cpus, refs, fell, steps = [], [], [], False, 0
-    for _ in range(s.loop_repeats):
+    for _ in range(repeats):
         refs.append(ref.sample())
-        summary, cpu = run(s.loop_seconds)
+        summary = run(seconds)
         n = int(summary["steps"])
-        per_step.append(summary["loop_wall_seconds"] / n)
-        cpus.append((cpu - setup_cpu) / max(n - 1, 1))
+        per_step.append(summary["loop_wall_seconds"] / n / frame_skip)
+        cpus.append(summary["loop_cpu_seconds"] / n / frame_skip)
         fell = fell or bool(summary["fell"])
         steps += n
     opts = "".join(f" {k}={v}" for k, v in options.items())
+    rate = "" if frame_skip == 1 else f", controller every {frame_skip} physics steps ({low_level})"
     e = measure(f"closed loop run_episode {env_id} {controller}{opts}, "
-                f"{'logging' if log else 'no log'}", "step", per_step, None, cpus,
-                per_block=steps // s.loop_repeats, env_dt=dt,
-                realtime_factor=dt / float(np.median(per_step)), fell=fell,
-                setup_cpu_s=setup_cpu)
+                f"{'logging' if log else 'no log'}{rate}", "physics step", per_step, None, cpus,
+                per_block=steps // repeats, env_dt=dt, frame_skip=frame_skip,
+                low_level=low_level, realtime_factor=dt / frame_skip / float(np.median(per_step)),
+                fell=fell)
     _paired_with_reference(e, per_step, cpus, refs)
+    return e
+
+
+def bench_lean_loop(robot, controller, s: BenchSettings, ref: MjStepReference) -> dict[str, Any]:
+    """Time per step of the leanest loop: ``mj_to_pin``, ``controller.compute``, the torque
+    (``Command.torque_at``) into ``ctrl``, ``mj_step``; from the stand pose, each block from the
+    same state."""
+    from wbsim.types import STANDING, RobotState
+
+    model, data = robot.mj_model, robot.make_data("stand")
+    start = _get_state(model, data)
+    qadr, vadr = robot.converter.mj_qadr, robot.converter.mj_vadr
+    means, cpus, refs = [], [], []
+    for b in range(s.lean_blocks + 1):
+        _set_state(model, data, start)
+        mujoco.mj_forward(model, data)
+        q, v = robot.mj_to_pin(data.qpos, data.qvel)
+        controller.reset(RobotState(float(data.time), q, v))
+        if b:
+            refs.append(ref.sample())
+        t0, c0 = time.perf_counter(), time.process_time()
+        for _ in range(s.mj_steps):
+            q, v = robot.mj_to_pin(data.qpos, data.qvel)
+            cmd = controller.compute(RobotState(float(data.time), q, v), STANDING)
+            data.ctrl[:] = cmd.torque_at(data.qpos[qadr], data.qvel[vadr])
+            mujoco.mj_step(model, data)
+        c1, t1 = time.process_time(), time.perf_counter()
+        if b:
+            means.append((t1 - t0) / s.mj_steps)
+            cpus.append((c1 - c0) / s.mj_steps)
+    e = measure(f"lean hand-written loop: state, {controller.name} compute, torque, mj_step",
+                "step", means, None, cpus, per_block=s.mj_steps)
+    _paired_with_reference(e, means, cpus, refs)
     return e
 
 
@@ -655,6 +704,13 @@ def _collect(robot_name: str, s: BenchSettings) -> dict[str, Any]:
     gq = [f"compute/gravity_qp/{x}" for x in solvers if f"compute/gravity_qp/{x}" in result]
     if gq:
         _target(result[min(gq, key=lambda k: result[k]["median"])], "gravity_qp_compute")
+    if "compute/projected_id/qp" in result:
+        _target(result["compute/projected_id/qp"], "projected_id_qp_compute")
+    _note("lean loop")
+    e = optional("lean/gravity_qp", bench_lean_loop, robot, make_controller("gravity_qp", robot),
+                 s, ref)
+    if e is not None:
+        result["lean/gravity_qp"] = e
 
     # -- closed loop ------------------------------------------------------------------------------
     _note("closed loop")
@@ -672,6 +728,18 @@ def _collect(robot_name: str, s: BenchSettings) -> dict[str, Any]:
                     if log:
                         _target(e, target)
                     result[key] = e
+        _note("multi-rate loops")
+        for label, name, options, _ in loops:
+            if f"loop/{label}/log" not in result:
+                continue
+            for k in (1, 2, 5):
+                for low_level in (("pd",) if k == 1 else ("hold", "pd")):
+                    key = f"multirate/{label}/k{k}/{low_level}"
+                    e = optional(key, bench_loop, env_id, name, options, True, s, Path(tmp),
+                                 ref, frame_skip=k, low_level=low_level,
+                                 seconds=s.multirate_seconds, repeats=s.multirate_repeats)
+                    if e is not None:
+                        result[key] = e
 
     # -- env.step against Humanoid-v5 -----------------------------------------------------------
     # Humanoid-v5 made first, for its frame_skip: the target compares wbsim at the same frame_skip
@@ -793,7 +861,7 @@ def format_table(result: dict[str, Any]) -> str:
         lines.append(f"WARNING: the machine was busy (1-min load up to {max(loads):.1f} on "
                      f"{m['cpus_usable']} CPUs): wall-clock figures are inflated and noisy")
     lines.append("")
-    head = (f"{'measurement':<30} {'median':>9} {'call med.':>9} {'p95':>10} {'spread':>19} "
+    head = (f"{'measurement':<36} {'median':>9} {'call med.':>9} {'p95':>10} {'spread':>19} "
             f"{'rate':>10}  "
             f"{'ratio [block min-max]':<44} {'cpu':>6}  {'target':<16} result")
     lines += [head, "-" * len(head)]
@@ -817,7 +885,7 @@ def format_table(result: dict[str, Any]) -> str:
         else:
             target = verdict = ""
         call_med = _fmt_time(e["call_median"]) if "call_median" in e else ""
-        lines.append(f"{key:<30} {_fmt_time(e['median']):>9} {call_med:>9} {p95:>10} {spread:>19} "
+        lines.append(f"{key:<36} {_fmt_time(e['median']):>9} {call_med:>9} {p95:>10} {spread:>19} "
                      f"{_fmt_rate(e['rate']):>10}  {ratio:<44} {cpu:>6}  {target:<16} {verdict}")
     extras = []
     for key, e in result.items():

@@ -61,6 +61,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         controller_options=controller_options,
         env_options=_parse_options(args.env_option), progress=not args.no_progress,
         viewer=args.viewer, tolerances=_parse_options(args.tolerance), overwrite=args.overwrite,
+        low_level=args.low_level,
     )
     if not (np.isfinite(args.seconds) and args.seconds > 0):
         raise WbsimError(f"--seconds must be a positive number, got {args.seconds}")
@@ -238,6 +239,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="event tolerance (wbsim.diagnostics.Tolerances), e.g. -t force_sign=0.1")
     p.add_argument("--viewer", action="store_true",
                    help="MuJoCo's viewer in real time with the overlay (needs a display)")
+    p.add_argument("--low-level", choices=["pd", "hold"], default="pd",
+                   help="between two controller steps (-e frame_skip=k): run the command's joint "
+                        "PD at every physics step (pd) or hold its torque (hold)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_run)
 

@@ -25,7 +25,6 @@ The public API of wbsim speaks ``(w, x, y, z)``; the ``(x, y, z, w)`` order neve
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import mujoco
@@ -35,60 +34,45 @@ import pinocchio as pin
 from wbsim.errors import WbsimError
 
 __all__ = [
-    "MjDataGather",
     "StateConverter",
     "base_tilt",
-    "buffer_address",
     "quat_wxyz_to_xyzw",
     "quat_xyzw_to_wxyz",
+    "rotate_to_base",
     "rotation_from_wxyz",
-    "world_to_base_velocity",
 ]
 
 
-def world_to_base_velocity(x: float, y: float, z: float, w: float, vx: float, vy: float,
-                           vz: float) -> tuple[float, float, float]:
-    """A world-frame vector ``(vx, vy, vz)`` (e.g. the base's linear velocity, m/s) in the frame of
-    the base quaternion ``(x, y, z, w)`` (base to world, Pinocchio's order; normalised here):
-    ``R^T v`` with ``R`` the rotation matrix of ``mujoco.mju_quat2Mat``, written out on Python
-    floats (this runs every env step). The rotation of
-    :meth:`StateConverter.base_velocity_to_local`.
-
-    Raises:
-        WbsimError: a zero quaternion.
-    """
-    n = math.sqrt(w * w + x * x + y * y + z * z)
-    if n == 0.0:
-        raise WbsimError("mj_to_pin: the base quaternion is zero")
-    w, x, y, z = w / n, x / n, y / n, z / n
-    # R (base to world) of the unit quaternion, as mju_quat2Mat; v_base = R^T v_world
-    q00, q01, q02, q03 = w * w, w * x, w * y, w * z
-    q11, q12, q13 = x * x, x * y, x * z
-    q22, q23, q33 = y * y, y * z, z * z
-    r0, r1, r2 = q00 + q11 - q22 - q33, 2 * (q12 - q03), 2 * (q13 + q02)
-    r3, r4, r5 = 2 * (q12 + q03), q00 - q11 + q22 - q33, 2 * (q23 - q01)
-    r6, r7, r8 = 2 * (q13 - q02), 2 * (q23 + q01), q00 - q11 - q22 + q33
-    return (r0 * vx + r3 * vy + r6 * vz, r1 * vx + r4 * vy + r7 * vz, r2 * vx + r5 * vy + r8 * vz)
-
-
-def buffer_address(a: np.ndarray) -> int:
-    """The address of ``a``'s first byte (numpy's array interface): how :class:`MjDataGather` and
-    the contact sensor's raw read of ``data.contact`` (:mod:`wbsim.contacts`) place views of
-    MuJoCo's buffers."""
-    return a.__array_interface__["data"][0]
-
-
-def base_tilt(w: float, x: float, y: float, z: float) -> float:
+def base_tilt(w, x, y, z):
     """Angle (rad, in ``[0, pi]``) between the base's z axis and the world's vertical, from the base
     quaternion ``(w, x, y, z)`` (base to world, any non-zero norm): ``acos(R[2, 2])`` with
     ``R[2, 2] = 1 - 2 (x^2 + y^2) / |q|^2``, the entry of ``mujoco.mju_quat2Mat`` for the normalised
-    quaternion, clamped to ``[-1, 1]`` against round-off. On Python floats (this runs every step,
-    in the env's reward and in the rollout's log). A NaN entry gives NaN; a zero quaternion gives
-    NaN (no rotation is defined). ``tests/test_conventions.py`` checks it against
+    quaternion, clamped to ``[-1, 1]`` against round-off. Floats or arrays (element-wise); a NaN
+    entry or a zero quaternion gives NaN. ``tests/test_conventions.py`` checks it against
     ``mju_quat2Mat``."""
     n2 = w * w + x * x + y * y + z * z
-    zz = 1.0 - 2.0 * (x * x + y * y) / n2 if n2 > 0.0 else math.nan
-    return math.acos(-1.0 if zz < -1.0 else (1.0 if zz > 1.0 else zz))  # NaN kept
+    zz = 1.0 - 2.0 * (x * x + y * y) / np.where(n2 > 0.0, n2, np.nan)
+    return np.arccos(np.minimum(np.maximum(zz, -1.0), 1.0))  # NaN kept
+
+
+def rotate_to_base(quat_xyzw: np.ndarray, vec: np.ndarray) -> np.ndarray:
+    """``R^T vec``: world vectors ``vec (..., 3)`` in the frame of the base quaternion ``quat_xyzw
+    (..., 4)`` (``(x, y, z, w)``, Pinocchio's order, base to world; normalised here), as
+    ``mujoco.mju_quat2Mat``'s ``R`` would give them. Rotation by the conjugate ``(-u, w)``:
+    ``r = b + 2 w (u' x b) + 2 u' x (u' x b)`` with ``u' = -u``. Leading axes broadcast.
+
+    Raises:
+        WbsimError: a zero or NaN quaternion.
+    """
+    quat = np.asarray(quat_xyzw, dtype=float)
+    norm = np.sqrt(np.einsum("...i,...i", quat, quat))
+    if not np.all(norm > 0.0):
+        raise WbsimError("a base quaternion is zero (or NaN): no rotation is defined")
+    quat = quat / norm[..., None]
+    u, w = -quat[..., 0:3], quat[..., 3:4]
+    b = np.asarray(vec, dtype=float)
+    t = 2.0 * np.cross(u, b)
+    return b + w * t + np.cross(u, t)
 
 
 def quat_wxyz_to_xyzw(quat_wxyz: np.ndarray) -> np.ndarray:
@@ -115,88 +99,6 @@ def rotation_from_wxyz(quat_wxyz: np.ndarray) -> np.ndarray:
     return mat.reshape(3, 3)
 
 
-class MjDataGather:
-    """Chosen entries of several fixed-size ``mujoco.MjData`` arrays, read with ONE numpy ``take``.
-
-    Every fixed-size array of ``mjData`` (``qpos``, ``qvel``, ``xpos``, ``subtree_com``, ``cvel``,
-    ``site_xpos``, ...) lives in one allocation of ``data.nbuffer`` bytes (MuJoCo's ``mjData.buffer``)
-    and the binding's arrays are views into it. At construction the offset of each requested array
-    is read from the binding's own view (its address), and a read-only float64 view spanning them is
-    made; a gather is then one ``take`` from that view instead of one per array (each numpy call on
-    a tiny array costs ~1 us, more with the caches cold after ``mj_step``). The view keeps a
-    reference to ``data``. If the layout is not as expected (an array not float64 and C-contiguous,
-    an offset not a multiple of 8 bytes, the span larger than ``data.nbuffer``), :attr:`one_take` is
-    ``False`` and :meth:`gather` reads array by array (same values).
-
-    Args:
-        data: the ``mujoco.MjData``.
-        parts: ``(field name, flat indices into that field)`` pairs, e.g. ``("qpos", [0, 1, 2])``,
-            ``("cvel", 6 * body + [0, 1, 2])``; the result holds them in this order.
-
-    Raises:
-        WbsimError: an unknown field, or an index outside its field.
-    """
-
-    def __init__(self, data: mujoco.MjData, parts: Sequence[tuple[str, Sequence[int]]]):
-        self.data = data
-        self.parts = []
-        arrays = {}
-        for name, idx in parts:
-            arr = getattr(data, name, None)
-            if not isinstance(arr, np.ndarray):
-                raise WbsimError(f"MjDataGather: MjData has no array field {name!r}")
-            idx = np.asarray(idx, dtype=np.intp).reshape(-1)
-            if idx.size and (idx.min() < 0 or idx.max() >= arr.size):
-                raise WbsimError(f"MjDataGather: index outside {name} (size {arr.size})")
-            arrays[name] = arr
-            self.parts.append((name, idx))
-        #: number of gathered values
-        self.size = int(sum(idx.size for _, idx in self.parts))
-
-        ok = all(a.dtype == np.float64 and a.flags.c_contiguous for a in arrays.values())
-        if ok and arrays:
-            lo = min(arrays.values(), key=buffer_address)
-            start = buffer_address(lo)
-            end = max(buffer_address(a) + a.nbytes for a in arrays.values())
-            offsets = {k: buffer_address(a) - start for k, a in arrays.items()}
-            ok = (end - start <= int(data.nbuffer)
-                  and all(off % 8 == 0 for off in offsets.values()))
-        #: ``True``: one ``take`` from a view of MjData's buffer; ``False``: array by array
-        self.one_take = bool(ok and arrays)
-        #: with :attr:`one_take`, ``gather()`` is ``view.take(index)``: ``view`` a read-only float64
-        #: ``(k,)`` view spanning the requested arrays, ``index`` ``(size,)`` intp (for callers that
-        #: take into their own buffers without the method call); else both ``None``
-        self.index = None
-        self.view = None
-        if self.one_take:
-            self.view = np.lib.stride_tricks.as_strided(
-                lo.reshape(-1), shape=((end - start) // 8,), strides=(8,), writeable=False)
-            self.index = np.concatenate(
-                [offsets[name] // 8 + idx for name, idx in self.parts]).astype(np.intp)
-            # the view must read what the binding's arrays hold
-            if not np.array_equal(self.view.take(self.index), self._gather_each(), equal_nan=True):
-                self.one_take, self.view, self.index = False, None, None
-
-    def _gather_each(self) -> np.ndarray:
-        d = self.data
-        if not self.parts:
-            return np.empty(0)
-        return np.concatenate([getattr(d, name).reshape(-1).take(idx) for name, idx in self.parts])
-
-    def gather(self, out: np.ndarray | None = None) -> np.ndarray:
-        """The entries ``(size,)`` (float64), fresh, or written into ``out`` (contiguous float64)."""
-        if self.one_take:
-            return self.view.take(self.index, out=out)
-        g = self._gather_each()
-        if out is None:
-            return g
-        out[:] = g
-        return out
-
-    def __getstate__(self):
-        raise TypeError("MjDataGather holds a view of one MjData's memory; build a new one instead")
-
-
 class StateConverter:
     """Maps a MuJoCo state ``(qpos, qvel)`` to a Pinocchio state ``(q, v)`` and back, by joint name.
 
@@ -221,7 +123,7 @@ class StateConverter:
         self.nq_mj, self.nv_mj = mj_model.nq, mj_model.nv
         self.nq_pin, self.nv_pin = pin_model.nq, pin_model.nv
         self.floating = mj_free_joint is not None
-        nbase_q, nbase_v = (7, 6) if self.floating else (0, 0)
+        nbase_v = 6 if self.floating else 0
         if self.nv_mj != self.nv_pin or self.nq_mj != self.nq_pin:
             raise WbsimError(
                 f"MuJoCo (nq={self.nq_mj}, nv={self.nv_mj}) and Pinocchio (nq={self.nq_pin}, "
@@ -278,53 +180,21 @@ class StateConverter:
         self._q_from_mj.setflags(write=False)
         self._v_from_mj.setflags(write=False)
 
-    @property
-    def q_from_mj(self) -> np.ndarray:
-        """``(nq,)`` read-only gather map: Pinocchio ``q = qpos[q_from_mj]`` (MuJoCo ``qpos``)."""
-        return self._q_from_mj
-
-    @property
-    def v_from_mj(self) -> np.ndarray:
-        """``(nv,)`` read-only gather map: ``qvel[v_from_mj]`` is Pinocchio's ``v`` except the base's
-        linear part, which is still in the world frame (see :meth:`base_velocity_to_local`)."""
-        return self._v_from_mj
-
     # -- states ------------------------------------------------------------------------------------
     def mj_to_pin(self, qpos: np.ndarray, qvel: np.ndarray | None = None):
-        """MuJoCo ``qpos (nq,)``, ``qvel (nv,)`` -> Pinocchio ``q (nq,)``, ``v (nv,)`` (fresh arrays).
+        """MuJoCo ``qpos (..., nq)``, ``qvel (..., nv)`` -> Pinocchio ``q (..., nq)``, ``v (...,
+        nv)`` (fresh arrays; leading axes for several states at once).
 
         Returns ``(q, v)``; ``v`` is ``None`` when ``qvel`` is ``None``. Units: m, rad, m/s, rad/s.
-        The base's linear velocity is rotated into the base frame with the normalised quaternion
-        (the rotation matrix of ``mujoco.mju_quat2Mat``, written out on scalars: this runs every
-        step). Raises :class:`~wbsim.errors.WbsimError` for a zero base quaternion.
+        The base's linear velocity is rotated into the base frame (:func:`rotate_to_base`).
         """
-        qpos = np.asarray(qpos, dtype=float)
-        q = qpos.take(self._q_from_mj)
+        q = np.asarray(qpos, dtype=float).take(self._q_from_mj, axis=-1)
         if qvel is None:
             return q, None
-        v = np.asarray(qvel, dtype=float).take(self._v_from_mj)
+        v = np.asarray(qvel, dtype=float).take(self._v_from_mj, axis=-1)
         if self.floating:
-            self.base_velocity_to_local(q, v)
+            v[..., 0:3] = rotate_to_base(q[..., 3:7], v[..., 0:3])
         return q, v
-
-    def base_velocity_to_local(self, q: np.ndarray, v: np.ndarray) -> tuple[float, ...]:
-        """Rotate ``v[0:3]`` (the base's linear velocity, world frame, m/s) into the base frame, in
-        place, with the normalised quaternion ``q[3:7]`` ``(x, y, z, w)`` (the rotation matrix of
-        ``mujoco.mju_quat2Mat``, written out on scalars: this runs every step). The last step of
-        :meth:`mj_to_pin` on ``q = qpos[q_from_mj]``, ``v = qvel[v_from_mj]``.
-
-        Returns:
-            ``(x, y, z, w, vx, vy, vz)``: the quaternion as given (not normalised) and the world
-            linear velocity, as Python floats (for callers that need them too).
-
-        Raises:
-            WbsimError: a zero base quaternion.
-        """
-        x0, y0, z0, w0 = q[3:7].tolist()
-        a, b, c = v[0:3].tolist()
-        # three item writes (cheaper than one slice write from a tuple)
-        v[0], v[1], v[2] = world_to_base_velocity(x0, y0, z0, w0, a, b, c)
-        return x0, y0, z0, w0, a, b, c
 
     def pin_to_mj(self, q: np.ndarray, v: np.ndarray | None = None):
         """Pinocchio ``q (nq,)``, ``v (nv,)`` -> MuJoCo ``qpos (nq,)``, ``qvel (nv,)``.
@@ -372,29 +242,19 @@ class StateConverter:
         return out
 
     def mj_acceleration_to_pin(self, q: np.ndarray, v: np.ndarray, qacc: np.ndarray) -> np.ndarray:
-        """Pinocchio ``vdot (nv,)`` from MuJoCo's ``qacc (nv,)`` at the Pinocchio state ``(q, v)``
-        (float arrays, ``(nq,)`` and ``(nv,)``).
+        """Pinocchio ``vdot (..., nv)`` from MuJoCo's ``qacc (..., nv)`` at the Pinocchio state
+        ``(q, v)`` (``(..., nq)``, ``(..., nv)``; leading axes for several states at once).
 
         ``qacc = T vdot + Tdot v`` (module docstring; ``Tdot v`` non-zero only on the base's linear
         rows, ``R (omega x v_lin)``), so block by block: ``vdot_lin = R^T qacc_lin - omega x
-        v_lin``, ``vdot_ang = qacc_ang``, the joints permuted by name. ``R^T qacc_lin`` rotates by
-        the conjugate of the base quaternion ``q[3:7]`` (x, y, z, w; normalised), on Python floats
-        (this runs every step, in :class:`wbsim.momentum.MomentumBalance`). Equal to
+        v_lin``, ``vdot_ang = qacc_ang``, the joints permuted by name. Equal to
         ``solve(velocity_map(q), qacc - velocity_map_dot_times_v(q, v))`` to round-off
-        (``tests/test_conventions.py``) at a fraction of its cost. Returns a fresh array.
+        (``tests/test_conventions.py``). Returns a fresh array.
         """
-        a = qacc.take(self._v_from_mj)
+        a = np.asarray(qacc, dtype=float).take(self._v_from_mj, axis=-1)
         if self.floating:
-            x, y, z, w = q[3:7].tolist()
-            l0, l1, l2, w0, w1, w2 = v[0:6].tolist()
-            b0, b1, b2 = a[0:3].tolist()
-            s = 1.0 / math.sqrt(x * x + y * y + z * z + w * w)
-            x, y, z, w = -x * s, -y * s, -z * s, w * s  # the conjugate: rotation by R^T
-            # r = b + 2 w (u x b) + 2 u x (u x b), u = (x, y, z)
-            t0, t1, t2 = 2.0 * (y * b2 - z * b1), 2.0 * (z * b0 - x * b2), 2.0 * (x * b1 - y * b0)
-            a[0] = b0 + w * t0 + (y * t2 - z * t1) - (w1 * l2 - w2 * l1)
-            a[1] = b1 + w * t1 + (z * t0 - x * t2) - (w2 * l0 - w0 * l2)
-            a[2] = b2 + w * t2 + (x * t1 - y * t0) - (w0 * l1 - w1 * l0)
+            a[..., 0:3] = (rotate_to_base(q[..., 3:7], a[..., 0:3])
+                           - np.cross(v[..., 3:6], v[..., 0:3]))
         return a
 
     def mj_matrix_to_pin(self, M_mj: np.ndarray, q: np.ndarray) -> np.ndarray:

@@ -267,8 +267,30 @@ class EventDetector:
         self._cmd_layouts.clear()
         self._screens.clear()
 
-    def update(self, sensing: ContactSensing, command, t: float, step: int,
+    def update(self, sensing, command=None, t: float = 0.0, step: int = 0,
                assumed_contacts: Iterable[str] | None = None) -> list[Event]:
+        from wbsim.types import StepChunk
+        if isinstance(sensing, StepChunk):  # TEMPORARY: replaced by the chunk detector
+            return self._update_chunk(sensing)
+        return self._update(sensing, command, t, step, assumed_contacts)
+
+    def _update_chunk(self, c) -> list[Event]:  # TEMPORARY
+        from wbsim.types import Command, CommandStatus
+        out = []
+        feet = c.foot_names
+        for i in range(len(c)):
+            s = _OneStep(c, i)
+            F = None if np.isnan(c.point_forces[i]).all() else c.point_forces[i]
+            W = None if np.isnan(c.foot_wrenches[i]).all() else c.foot_wrenches[i]
+            cset = frozenset(f for f, a in zip(feet, c.assumed[i]) if a)
+            cmd = Command(tau=np.zeros(1), contact_set=cset, point_forces=F, foot_wrenches=W,
+                          status=CommandStatus(int(c.status[i])), fallback=c.fallback[i],
+                          message=c.message[i])
+            out += self._update(s, cmd, float(c.t[i]), int(c.step[i]), cset)
+        return out
+
+    def _update(self, sensing: ContactSensing, command, t: float, step: int,
+                assumed_contacts: Iterable[str] | None = None) -> list[Event]:
         """Check one step.
 
         Args:
@@ -688,3 +710,14 @@ _DURATION_KINDS = frozenset({"contact_mismatch", "fallback", "solver_failure"})
 _NO_FORCES = np.zeros(0)
 _NO_INDEX = np.zeros(0, dtype=int)
 _XY = np.array([1.0, 1.0, 0.0])
+
+
+class _OneStep:  # TEMPORARY: one row of a StepChunk as the per-step detector reads it
+    def __init__(self, c, i):
+        self.names, self.point_foot = c.point_names, c.point_foot
+        self.floor_normal_world = c.floor_normal
+        self.gap, self.normal_force = c.gap[i], c.normal_force[i]
+        self.tangential_force, self.slip_velocity = c.tangential_force[i], c.slip_velocity[i]
+        self.friction, self.mode = np.ascontiguousarray(c.friction[i]), c.mode[i]
+        self.feet_in_contact = frozenset(f for f, on in zip(c.foot_names, c.sensed_feet[i]) if on)
+        self.non_sole_contacts = {n: f for r, n, f in c.non_sole if r == i}

@@ -17,8 +17,9 @@ Everything loads with numpy and the standard library alone, no pickle::
     steps = steps[: len(steps) // len(cols) * len(cols)].reshape(-1, len(cols))
 
 (:func:`load_run` does exactly this; a trailing partial row, possible after a kill or a full disk, is
-dropped.) Rows are flushed to disk every ``flush_every`` steps and events at once, so after an
-exception, ``kill -INT`` or a full disk, what was logged up to then is on disk and loads.
+dropped.) Rows are written to disk in blocks as the run goes (a chunk of steps at a time) and events
+at once, so after an exception, ``kill -INT`` or a full disk, what was logged up to then is on disk
+and loads.
 """
 
 from __future__ import annotations
@@ -88,7 +89,6 @@ class EpisodeLog:
         columns: names of the step table's columns (``t`` first by convention).
         units: column name -> unit string, stored in ``columns.json``.
         config: the run's configuration, stored in ``config.json`` at once.
-        flush_every: rows buffered before they are written (events are written at once).
         overwrite: allow a folder that is not empty (see :func:`check_run_dir`).
 
     Raises:
@@ -97,16 +97,13 @@ class EpisodeLog:
 
     def __init__(self, run_dir: str | Path, columns: Sequence[str],
                  units: Mapping[str, str] | None = None, config: Mapping[str, Any] | None = None,
-                 flush_every: int = 250, overwrite: bool = False):
+                 overwrite: bool = False):
         self.dir = check_run_dir(run_dir, overwrite)
         self.dir.mkdir(parents=True, exist_ok=True)
         if len(set(columns)) != len(columns):
             raise WbsimError("duplicate column names in the step table")
         self.columns = tuple(columns)
         self.n_cols = len(self.columns)
-        self.flush_every = max(1, int(flush_every))
-        self._buf = np.empty((self.flush_every, self.n_cols))
-        self._n_buf = 0
         self.n_rows = 0
         self.n_events = 0
         (self.dir / CONFIG_FILE).write_text(json.dumps(_jsonable(config or {}), indent=2))
@@ -114,7 +111,7 @@ class EpisodeLog:
             {"columns": list(self.columns), "units": dict(units or {}), "dtype": "<f8"}, indent=1))
         for stale in (SUMMARY_FILE, "normal_forces.png"):  # a previous run's outputs
             (self.dir / stale).unlink(missing_ok=True)
-        # unbuffered: flush() knows how many bytes reached the file, so a failed write (full disk)
+        # unbuffered: add_rows knows how many bytes reached the file, so a failed write (full disk)
         # can be cut back to whole rows
         self._steps = open(self.dir / STEPS_FILE, "wb", buffering=0)
         self._bytes = 0  # bytes of whole rows in the file
@@ -122,40 +119,43 @@ class EpisodeLog:
         self._events = open(self.dir / EVENTS_FILE, "w")
         self.closed = False
 
-    def row_buffer(self) -> np.ndarray:
-        """A view ``(n_cols,)`` of the next row to fill in place; :meth:`commit_row` stores it."""
-        return self._buf[self._n_buf]
-
-    def commit_row(self) -> None:
-        """Store the row filled through :meth:`row_buffer`."""
-        self._n_buf += 1
-        self.n_rows += 1
-        if self._n_buf == self.flush_every:
-            self.flush()
-
-    def add_row(self, row: np.ndarray) -> None:
-        """Append one row ``(n_cols,)`` of the step table."""
-        self.row_buffer()[:] = row
-        self.commit_row()
-
-    def add_row_parts(self, parts: Sequence[Any]) -> None:
-        """Append one row made of ``parts`` (1-D arrays or lists of numbers, in column order) in one
-        ``np.concatenate`` into the row buffer: the same values as :meth:`add_row` of their
-        concatenation, with no intermediate array.
+    def add_rows(self, rows: np.ndarray) -> None:
+        """Append rows ``(k, n_cols)`` of the step table, written to the file at once.
 
         Raises:
-            WbsimError: the parts do not hold exactly ``n_cols`` values (nothing is stored).
+            WbsimError: rows of the wrong width (nothing is written); or the write failed (e.g. a
+                full disk): the file is cut back to its last whole row (readable by
+                :func:`load_run` and ``np.fromfile``) and no later row is written (the table never
+                has a gap). The message names the file, the cause and the rows it holds.
         """
+        rows = np.asarray(rows, dtype="<f8")
+        if rows.ndim != 2 or rows.shape[1] != self.n_cols:
+            raise WbsimError(f"rows of shape {rows.shape} for a step table of {self.n_cols} "
+                             "columns")
+        self.n_rows += len(rows)
+        if self._write_error is not None or not len(rows):  # the table stopped at a whole row
+            return
+        data = memoryview(np.ascontiguousarray(rows).tobytes())
+        row_bytes = 8 * self.n_cols
+        written = 0
         try:
-            np.concatenate(parts, out=self._buf[self._n_buf])
-        except ValueError as exc:
-            n = sum(int(np.size(p)) for p in parts)
-            raise WbsimError(f"a row of {n} values for a step table of {self.n_cols} columns "
-                             f"({exc})") from None
-        self._n_buf += 1
-        self.n_rows += 1
-        if self._n_buf == self.flush_every:
-            self.flush()
+            while written < len(data):  # a raw write may write part of it
+                written += self._steps.write(data[written:])
+        except OSError as exc:
+            self._bytes += written // row_bytes * row_bytes  # the whole rows that got there
+            try:
+                os.ftruncate(self._steps.fileno(), self._bytes)
+            except OSError:
+                pass
+            self._write_error = f"{exc.strerror or exc}"
+            raise WbsimError(f"{self.dir / STEPS_FILE}: writing the step table failed "
+                             f"({self._write_error}); it holds the first "
+                             f"{self._bytes // row_bytes} rows, whole") from None
+        self._bytes += written
+
+    def add_row(self, row: np.ndarray) -> None:
+        """Append one row ``(n_cols,)`` (:meth:`add_rows`)."""
+        self.add_rows(np.asarray(row, dtype=float)[None, :])
 
     def add_event(self, event: Mapping[str, Any]) -> None:
         """Append one event (a JSON-able mapping: ``kind``, ``t``, ``step``, ``where``, ...)."""
@@ -186,39 +186,6 @@ class EpisodeLog:
         also those buffered or dropped after a failed write)."""
         return self._bytes // (8 * self.n_cols)
 
-    def flush(self) -> None:
-        """Write the buffered rows to the step table.
-
-        Raises:
-            WbsimError: the write failed (e.g. a full disk): the file is cut back to its last whole
-                row (readable by :func:`load_run` and ``np.fromfile``), the rest of the buffered
-                rows is dropped, and no later row is written (the table never has a gap). The message names the file, the cause and the rows it holds.
-        """
-        if not self._n_buf:
-            return
-        if self._write_error is not None:  # the table stopped at its last whole row
-            self._n_buf = 0
-            return
-        data = memoryview(self._buf[: self._n_buf].astype("<f8", copy=False).tobytes())
-        row_bytes = 8 * self.n_cols
-        written = 0
-        try:
-            while written < len(data):  # a raw write may write part of it
-                written += self._steps.write(data[written:])
-        except OSError as exc:
-            self._bytes += written // row_bytes * row_bytes  # the whole rows that got there
-            try:
-                os.ftruncate(self._steps.fileno(), self._bytes)
-            except OSError:
-                pass
-            self._n_buf = 0
-            rows = self._bytes // row_bytes
-            self._write_error = f"{exc.strerror or exc}"
-            raise WbsimError(f"{self.dir / STEPS_FILE}: writing the step table failed "
-                             f"({self._write_error}); it holds the first {rows} rows, whole")
-        self._bytes += written
-        self._n_buf = 0
-
     def write_summary(self, summary: Mapping[str, Any]) -> None:
         """Write ``summary.json`` (atomically: a temporary file renamed over it)."""
         tmp = self.dir / (SUMMARY_FILE + ".tmp")
@@ -233,12 +200,9 @@ class EpisodeLog:
     def close(self) -> None:
         if self.closed:
             return
-        try:
-            self.flush()
-        finally:
-            self._steps.close()
-            self._events.close()
-            self.closed = True
+        self._steps.close()
+        self._events.close()
+        self.closed = True
 
     def __enter__(self) -> EpisodeLog:
         return self
@@ -293,3 +257,77 @@ def load_run(run_dir: str | Path) -> RunData:
     summary = json.loads((d / SUMMARY_FILE).read_text()) if (d / SUMMARY_FILE).exists() else {}
     config = json.loads((d / CONFIG_FILE).read_text()) if (d / CONFIG_FILE).exists() else {}
     return RunData(d, cols, dict(schema.get("units", {})), steps, events, summary, config)
+
+
+class StepTable:
+    """The step table's schema for a robot and the assembly of its rows from recorded steps.
+
+    One row per control step. ``t`` is the time of the state the command was computed for; the
+    sensed columns (``com_*``, ``sensed_*``, ``sole_min_z_*``, ``f_sim``, ``gap``, ``mode``) and the
+    momentum residual describe that state (MuJoCo's contact solution of the step); the base and
+    joint columns (``base_*``, ``qerr``) the state after the step, as the reward does.
+
+    Args:
+        robot: the :class:`wbsim.Robot`.
+
+    Attributes:
+        columns: the column names; units: column -> unit.
+    """
+
+    def __init__(self, robot):
+        feet = robot.foot_names
+        cols = ["t", "base_x", "base_y", "base_z", "base_qw", "base_qx", "base_qy", "base_qz",
+                "base_tilt_deg", "com_x", "com_y", "com_z", "com_ref_x", "com_ref_y", "com_ref_z",
+                "phase_index", "controller_time_s", "feasible",
+                *(f"assumed_{f}" for f in feet), *(f"sensed_{f}" for f in feet),
+                *(f"sole_min_z_{f}" for f in feet), "momentum_residual", "reward",
+                "push_x", "push_y", "push_z"]
+        units = {c: "m" for c in cols if c.startswith(("base_x", "base_y", "base_z", "com_",
+                                                       "sole_"))}
+        units.update(t="s", base_tilt_deg="deg", controller_time_s="s", push_x="N", push_y="N",
+                     push_z="N", momentum_residual="|dh/dt - external wrench - weight| / (m g), 1")
+        for kind, unit in (("qerr", "rad"), ("tau", "N.m")):
+            for j in robot.joint_names:
+                cols.append(f"{kind}/{j}")
+                units[f"{kind}/{j}"] = unit
+        points = robot.contact_point_names
+        for kind in ("f_cmd", "f_sim"):
+            for p in points:
+                for ax in "xyz":
+                    cols.append(f"{kind}/{p}/{ax}")
+                    units[f"{kind}/{p}/{ax}"] = ("N (world frame, on the robot; f_cmd NaN where "
+                                                 "not commanded as a point force)")
+        for kind, unit in (("gap", "m"), ("mode", "0 open, 1 sticking, 2 sliding")):
+            for p in points:
+                cols.append(f"{kind}/{p}")
+                units[f"{kind}/{p}"] = unit
+        for foot in feet:
+            for ax in ("fx", "fy", "fz", "tx", "ty", "tz"):
+                cols.append(f"w_cmd/{foot}/{ax}")
+                units[f"w_cmd/{foot}/{ax}"] = ("N, N.m (commanded wrench on the robot at the foot "
+                                               "frame origin, world-aligned; NaN unless so "
+                                               "commanded)")
+        self.columns: tuple[str, ...] = tuple(cols)
+        self.units = units
+
+    def rows(self, steps, sensing, metrics, momentum_relative: np.ndarray, reward: np.ndarray
+             ) -> np.ndarray:
+        """The rows ``(k, len(columns))`` of ``k`` recorded steps
+        (:class:`wbsim.recorder.RecordedSteps`), with their decoded ``sensing``, the
+        :class:`wbsim.metrics.EpisodeMetrics` (joint errors, sole heights), the relative momentum
+        residual ``(k,)`` and the reward ``(k,)``."""
+        from wbsim.conventions import base_tilt
+        from wbsim.types import CommandStatus
+
+        k = len(steps)
+        base = steps.qpos[:, 0:7]
+        parts = [
+            steps.t[:, None], base, np.degrees(base_tilt(*base[:, 3:7].T))[:, None], sensing.com,
+            steps.com_ref, steps.phase_index[:, None], steps.controller_time[:, None],
+            (steps.status == CommandStatus.SOLVED)[:, None], steps.assumed, sensing.feet_loaded,
+            metrics.sole_min_z(sensing), momentum_relative[:, None], reward[:, None], steps.push,
+            metrics.joint_errors(steps.qpos), steps.tau, steps.point_forces.reshape(k, -1),
+            sensing.force_world.reshape(k, -1), sensing.gap, sensing.mode,
+            steps.foot_wrenches.reshape(k, -1),
+        ]
+        return np.concatenate([np.asarray(p, dtype=float) for p in parts], axis=1)

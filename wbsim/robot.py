@@ -28,6 +28,7 @@ import numpy as np
 import pinocchio as pin
 
 from wbsim.assets import SCENE_XML
+from wbsim.contacts import add_contact_sensors
 from wbsim.conventions import StateConverter, quat_wxyz_to_xyzw
 from wbsim.errors import NoFeetError, RobotLoadError, UnknownNameError
 from wbsim.robot_config import CORNER_NAMES, FOOT_NAMES, ROBOTS, FootConfig, RobotConfig
@@ -342,6 +343,8 @@ def _build_mj_model(config: RobotConfig, urdf_text: str) -> tuple[mujoco.MjModel
                 mass=0.0, density=0.0, solref=CONTACT_SOLREF,
             )
             body.add_site(name=name, pos=list(p), size=[0.006, 0, 0], group=4)
+    points = [(f"{foot}_{c}",) * 2 for foot in config.feet for c in CORNER_NAMES]
+    add_contact_sensors(spec, points, floor="floor", robot_root=root.name)
 
     joint_names: list[str] = []
     for joint in spec.joints:

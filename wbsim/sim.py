@@ -1,0 +1,207 @@
+"""The simulation core: one robot on the floor in MuJoCo, stepped with joint torques, pushed, and
+read (its state in Pinocchio's convention, its contact sensors).
+
+The Gymnasium env (:mod:`wbsim.envs.humanoid`) and the rollout (:mod:`wbsim.rollout`) drive the same
+:class:`Simulation`, so both run the same physics, bit for bit. It steps MuJoCo and reads it; it
+decides nothing about tasks, rewards or violations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+
+from wbsim.contacts import ContactSensing, ContactSensor, SensingThresholds
+from wbsim.errors import WbsimError, is_real, joint_list, nonfinite_joints
+from wbsim.types import Command, RobotState
+
+__all__ = ["Pushes", "Simulation"]
+
+
+@dataclass(frozen=True)
+class Pushes:
+    """Horizontal pushes on the robot's torso: every ``interval`` s (the first at ``interval``), a
+    force of ``magnitude`` N in a direction drawn uniformly from the episode's random generator acts
+    for ``duration`` s. ``magnitude = 0``: no push.
+
+    Raises:
+        WbsimError: a value that is not a finite number >= 0 (``interval`` > 0).
+    """
+
+    magnitude: float = 0.0
+    interval: float = 2.0
+    duration: float = 0.1
+
+    def __post_init__(self):
+        for name, low in (("magnitude", 0.0), ("interval", 1e-12), ("duration", 0.0)):
+            value = getattr(self, name)
+            if not (is_real(value) and low <= value < np.inf):
+                raise WbsimError(f"push {name} must be a finite number >= {low:g}, got {value!r}")
+
+
+class Simulation:
+    """One robot on the floor in MuJoCo.
+
+    Args:
+        robot: a :class:`wbsim.Robot` with feet.
+        pushes: the :class:`Pushes` schedule (default: none).
+        thresholds: the contact-mode thresholds of the sensing.
+
+    Attributes:
+        robot, model, data: the robot, its ``MjModel`` and this simulation's ``MjData``.
+        sensor: the :class:`~wbsim.contacts.ContactSensor` of its sole points.
+        tau: ``(n_joints,)`` torque applied at the last physics step, N·m (``robot.joint_names``
+            order), before MuJoCo clips it to the actuators' control range.
+        push_force: ``(3,)`` the push acting now (world, N; zero between pushes).
+        pushes_done: ``(start time s, force (3,) N)`` of every push of the episode.
+    """
+
+    def __init__(self, robot, pushes: Pushes | None = None,
+                 thresholds: SensingThresholds = SensingThresholds()):
+        self.robot = robot
+        self.model = robot.mj_model
+        self.data = mujoco.MjData(self.model)
+        self.sensor = ContactSensor.for_robot(robot, thresholds)
+        self.pushes = pushes or Pushes()
+        conv = robot.converter
+        self._qadr, self._vadr = conv.mj_qadr, conv.mj_vadr
+        torso = robot.config.torso
+        #: the body pushes act on (at its centre of mass, ``MjData.xipos``)
+        self.push_body = (mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_BODY, torso) if torso
+                          else 1)
+        self.tau = np.zeros(robot.n_joints)
+        self.push_force = np.zeros(3)
+        self.pushes_done: list[tuple[float, np.ndarray]] = []
+        self._rng = np.random.default_rng(0)
+        self._sensing: ContactSensing | None = None
+        #: MuJoCo's ``qpos``, ``qvel`` before the last physics step: the state its sensor values,
+        #: contacts and ``qacc`` belong to
+        self.qpos_before = self.data.qpos.copy()
+        self.qvel_before = self.data.qvel.copy()
+
+    # -- episode -----------------------------------------------------------------------------------
+    def reset(self, q: np.ndarray, rng: np.random.Generator) -> None:
+        """Start an episode at the Pinocchio configuration ``q`` ``(nq,)`` (zero velocity), with
+        ``rng`` drawing the push directions."""
+        mujoco.mj_resetData(self.model, self.data)
+        self.data.qpos[:] = self.robot.pin_to_mj(q)[0]
+        mujoco.mj_forward(self.model, self.data)
+        self.tau = np.zeros(self.robot.n_joints)
+        self.push_force = np.zeros(3)
+        self.pushes_done = []
+        self._rng = rng
+        self._sensing = None
+
+    @property
+    def time(self) -> float:
+        """Simulated time, s."""
+        return float(self.data.time)
+
+    @property
+    def timestep(self) -> float:
+        """The physics step, s."""
+        return float(self.model.opt.timestep)
+
+    # -- stepping ----------------------------------------------------------------------------------
+    def step(self, tau: np.ndarray, n: int = 1) -> None:
+        """``n`` physics steps with the joint torque ``tau`` ``(n_joints,)`` N·m held."""
+        for _ in range(n):
+            self._physics_step(tau)
+
+    def step_command(self, command: Command, n: int = 1) -> None:
+        """``n`` physics steps under ``command``: at each, ``command.torque_at`` the measured joint
+        positions and velocities (its feed-forward torque, plus its joint PD if it has one)."""
+        if command.joint_targets is None:
+            self.step(command.tau, n)
+            return
+        d = self.data
+        for _ in range(n):
+            self._physics_step(command.torque_at(d.qpos[self._qadr], d.qvel[self._vadr]))
+
+    def step_with(self, torque: Callable[[Simulation], np.ndarray], n: int = 1) -> None:
+        """``n`` physics steps, the torque ``(n_joints,)`` N·m of each from ``torque(self)``
+        (called with the state before that step).
+
+        Raises:
+            WbsimError: a torque of the wrong shape, or with NaN or infinite entries.
+        """
+        for _ in range(n):
+            self.apply_push()  # before the call: the callable sees this step's push
+            tau = np.array(torque(self), dtype=float)  # a copy: the callable may reuse its array
+            if tau.shape != self.tau.shape:
+                raise WbsimError(f"a torque of shape {tau.shape}; expected {self.tau.shape} "
+                                 "(N·m, robot.joint_names order)")
+            bad = nonfinite_joints(tau, self.robot.joint_names)
+            if bad:
+                raise WbsimError(f"a torque with NaN/inf at {joint_list(bad)}")
+            self._physics_step(tau)
+
+    def _physics_step(self, tau: np.ndarray) -> None:
+        self.apply_push()
+        d = self.data
+        self.tau = tau
+        d.ctrl[:] = tau
+        self.qpos_before[:], self.qvel_before[:] = d.qpos, d.qvel
+        mujoco.mj_step(self.model, d)
+        self._sensing = None
+
+    def apply_push(self) -> None:
+        """Start, hold or end the push on the torso (``xfrc_applied``) at the current time, per
+        the schedule (every physics step does it first; calling it again does nothing new)."""
+        p = self.pushes
+        if p.magnitude <= 0.0:
+            return
+        t = self.data.time
+        if t + 1e-9 >= p.interval * (len(self.pushes_done) + 1):  # the next push starts
+            angle = self._rng.uniform(-np.pi, np.pi)
+            force = p.magnitude * np.array([np.cos(angle), np.sin(angle), 0.0])
+            self.pushes_done.append((float(t), force))
+        active = self.pushes_done and t < self.pushes_done[-1][0] + p.duration
+        self.push_force = self.pushes_done[-1][1].copy() if active else np.zeros(3)
+        self.data.xfrc_applied[self.push_body, 0:3] = self.push_force
+
+    # -- reading -----------------------------------------------------------------------------------
+    def sensing(self) -> ContactSensing:
+        """The contact sensors' reading of the last physics step (after a step: the contacts of
+        the state that step started from, MuJoCo's contact solution of that step)."""
+        if self._sensing is None:
+            self._sensing = self.sensor.read(self.data)
+        return self._sensing
+
+    def state(self) -> RobotState:
+        """The current state in Pinocchio's convention, with the feet the last sensing found
+        loaded."""
+        q, v = self.robot.mj_to_pin(self.data.qpos, self.data.qvel)
+        return RobotState(self.time, q, v, self.sensing().feet_in_contact)
+
+    @property
+    def joint_positions(self) -> np.ndarray:
+        """``(n_joints,)`` joint angles, rad, ``robot.joint_names`` order (a copy)."""
+        return self.data.qpos[self._qadr]
+
+    @property
+    def joint_velocities(self) -> np.ndarray:
+        """``(n_joints,)`` joint velocities, rad/s, ``robot.joint_names`` order (a copy)."""
+        return self.data.qvel[self._vadr]
+
+    # -- copies ------------------------------------------------------------------------------------
+    def get_state(self) -> np.ndarray:
+        """MuJoCo's integration state (``mjSTATE_INTEGRATION``) as a fresh array."""
+        spec = mujoco.mjtState.mjSTATE_INTEGRATION
+        out = np.empty(mujoco.mj_stateSize(self.model, spec))
+        mujoco.mj_getState(self.model, self.data, out, spec)
+        return out
+
+    def set_state(self, state: np.ndarray) -> None:
+        """Restore :meth:`get_state`'s array and recompute the derived quantities. The sensing of
+        the last physics step is not restored: a step or :meth:`restore_sensing` sets it."""
+        mujoco.mj_setState(self.model, self.data, state, mujoco.mjtState.mjSTATE_INTEGRATION)
+        mujoco.mj_forward(self.model, self.data)
+        self._sensing = None
+
+    def restore_sensing(self, sensing: ContactSensing | None) -> None:
+        """Set the sensing of the last physics step (e.g. after :meth:`set_state`)."""
+        self._sensing = sensing
