@@ -14,6 +14,15 @@ _choose_gl_backend()  # before MuJoCo is first imported
 from wbsim.errors import NoFeetError, RobotLoadError, UnknownNameError, WbsimError  # noqa: E402
 from wbsim.robot import Foot, Pose, Robot, load_robot  # noqa: E402
 from wbsim.robot_config import ROBOTS, FootConfig, JointDynamics, RobotConfig  # noqa: E402
+from wbsim.sim import Pushes, Simulation  # noqa: E402
+from wbsim.types import (  # noqa: E402
+    STANDING,
+    Command,
+    CommandStatus,
+    ContactSchedule,
+    JointTargets,
+    RobotState,
+)
 
 from wbsim.envs import register_envs as _register_envs  # noqa: E402
 
@@ -22,15 +31,23 @@ _register_envs()
 __version__ = "0.1.0"
 
 __all__ = [
+    "STANDING",
+    "Command",
+    "CommandStatus",
+    "ContactSchedule",
     "Foot",
     "FootConfig",
     "JointDynamics",
+    "JointTargets",
     "NoFeetError",
     "Pose",
+    "Pushes",
     "ROBOTS",
     "Robot",
     "RobotConfig",
     "RobotLoadError",
+    "RobotState",
+    "Simulation",
     "UnknownNameError",
     "WbsimError",
     "load_robot",

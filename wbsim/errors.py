@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+__all__ = ["NoFeetError", "RobotLoadError", "UnknownNameError", "WbsimError", "check_keys",
+           "check_output_file", "is_real", "joint_list", "nonfinite_joints"]
+
 
 class WbsimError(Exception):
     """Root of every error that wbsim raises on purpose."""

@@ -212,9 +212,11 @@ class Robot:
         array (e.g. :attr:`wbsim.types.Command.foot_wrenches`). Empty for a robot without feet."""
         return tuple(self._feet) if self._feet else ()
 
-    @property
+    @functools.cached_property
     def contact_point_names(self) -> tuple[str, ...]:
-        """All sole contact point names, left foot first."""
+        """All sole contact point names, left foot first: the order of every per-point array
+        (e.g. :attr:`wbsim.types.Command.point_forces`). Raises :class:`NoFeetError` without
+        feet."""
         return tuple(n for f in self.feet.values() for n in f.point_names)
 
     # -- states ------------------------------------------------------------------------------------
