@@ -211,7 +211,7 @@ def build_statics_qp(JT: np.ndarray, g: np.ndarray, actuated_v: np.ndarray, eps:
     """
     nv, m = JT.shape
     act = np.asarray(actuated_v, dtype=np.intp)
-    unact = np.setdiff1d(np.arange(nv), act)
+    unact = _unactuated(nv, act)
     n = act.size
     JT_u, JT_a, g_u, g_a = JT[unact], JT[act], g[unact], g[act]
     if condensed:
@@ -233,6 +233,13 @@ def build_statics_qp(JT: np.ndarray, g: np.ndarray, actuated_v: np.ndarray, eps:
         ub = np.concatenate([lim, np.full(m, _BIG)])
         lb = -ub
     return qpsolvers.Problem(P, np.zeros(n + m), G_x, h, A, b, lb, ub)
+
+
+def _unactuated(nv: int, actuated_v: np.ndarray) -> np.ndarray:
+    """The velocity rows that are not in ``actuated_v`` (the floating base's)."""
+    mask = np.ones(nv, dtype=bool)
+    mask[actuated_v] = False
+    return np.flatnonzero(mask)
 
 
 def statics_solution(x: np.ndarray, JT: np.ndarray, g: np.ndarray, actuated_v: np.ndarray,
@@ -312,12 +319,12 @@ class _Support:
     def world_rows(self, R: np.ndarray) -> np.ndarray:
         """``G (nc k, m)``: the sole-frame rows applied to world-frame unknowns (``G_loc R^T`` on
         each force and moment), block-diagonal."""
-        G = np.zeros((self.nc * self.k, self.m))
-        d = self.dim
-        for c in range(self.nc):
-            rows = slice(c * self.k, (c + 1) * self.k)
-            for j in range(0, d, 3):
-                G[rows, c * d + j:c * d + j + 3] = self.G_loc[c][:, j:j + 3] @ R[c].T
+        nc, k, d = self.nc, self.k, self.dim
+        blocks = self.G_loc.reshape(nc, k, d // 3, 3) @ R.transpose(0, 2, 1)[:, None]
+        G = np.zeros((nc * k, self.m))
+        c = np.arange(nc)[:, None, None]
+        G[c * k + np.arange(k)[None, :, None], c * d + np.arange(d)[None, None, :]] = (
+            blocks.reshape(nc, k, d))
         return G
 
     def sole_forces(self, f: np.ndarray, R: np.ndarray) -> np.ndarray:
@@ -628,7 +635,7 @@ class GravityCompensationQP:
     def _closed_form(self, JT: np.ndarray, g: np.ndarray, method: str):
         """single / pinv / min_torque (docs/controllers.md, "Closed forms"): ``(tau, f,
         status)``, NaN when ``single`` meets a singular ``(J^T)_u``."""
-        unact = np.setdiff1d(np.arange(self.nv), self.vidx)
+        unact = _unactuated(self.nv, self.vidx)
         Jt_u, Jt_a, g_u, g_a = JT[unact], JT[self.vidx], g[unact], g[self.vidx]
         if method == "single":
             try:
