@@ -12,19 +12,20 @@ import importlib
 from typing import Any
 
 from wbsim.controllers.base import Controller
-from wbsim.types import Command, ContactSchedule, RobotState, STANDING
+
 from wbsim.errors import UnknownNameError
+from wbsim.types import STANDING, Command, ContactSchedule, RobotState
 
 __all__ = [
     "CONTROLLERS",
+    "STANDING",
     "Command",
+    "ContactProjectedID",
     "ContactSchedule",
     "Controller",
     "GravityCompensationQP",
-    "ContactProjectedID",
     "PDController",
     "RobotState",
-    "STANDING",
     "ZeroController",
     "make_controller",
 ]

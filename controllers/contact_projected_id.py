@@ -1,77 +1,15 @@
-"""Contact-projected inverse dynamics: tasks -> ``qdd_des`` -> projection onto the contact manifold ->
-``qdd*`` -> inverse dynamics for ``tau`` and the contact forces.
+"""Contact-projected inverse dynamics (controller ``"projected_id"``): tasks -> ``qdd_des`` ->
+projection onto the contact manifold -> ``qdd*`` -> inverse dynamics for ``tau`` and the forces.
 
-Owns: the contact layout of a contact set (:class:`ContactLayout`), the contact Jacobian of the feet in
-contact (:func:`contact_kinematics`), the dynamically consistent projection (:func:`contact_projection`,
-the seed's "contact-consistent control", Sections 2-3), the two inverse-dynamics variants
-(:func:`inverse_dynamics_pinv`, :func:`build_contact_qp` / :func:`solve_contact_qp`) and the controller
-:class:`ContactProjectedID` (registered as ``"projected_id"``).
-
-Contact model. A foot in contact is a rigid 6D contact: ``J_c`` stacks, per foot in contact, the
-``(6, nv)`` LOCAL_WORLD_ALIGNED Jacobian of the foot link frame (rows ``[linear, angular]``), and
-``Jcdot_c v`` its classical acceleration at zero ``qdd``. With one or two feet ``J_c`` has full row rank
-(6 or 12) away from leg singularities, so ``(J_c W^-1 J_c^T)`` is SPD and is factorised by Cholesky.
-(The 4 sole points of a foot would give 12 rows of rank 6; they are used only for the forces.) The
-multiplier ``lambda`` is then the stack of the foot wrenches ``[force (N), torque (N·m)]`` at each
-foot frame origin, world-aligned. The point forces ``f_i`` (world frame, N) at the sole corners
-``p_i`` make the foot wrench ``w = G f = sum_i [f_i; (p_i - o) x f_i]``, and ``J_point_i^T f_i`` summed
-equals ``J_c^T G f``, so both descriptions give the same generalised force.
-
-Projection (seed, Section 3): for SPD ``W`` (default ``M``)::
-
-    J_c^#W = W^-1 J_c^T (J_c W^-1 J_c^T)^-1,   N_c = I - J_c^#W J_c,
-    qdd* = N_c qdd_des - J_c^#W Jcdot_c v
-
-which is the solution of ``min (qdd - qdd_des)^T W (qdd - qdd_des) s.t. J_c qdd + Jcdot_c v = 0``.
-
-Inverse dynamics, from ``M qdd + h = S^T tau + J_c^T lambda`` (``h = pin.nonLinearEffects`` plus
-the viscous joint damping ``S^T D qdot`` of the robot's joints, see ``joint_damping``; ``S`` selects
-the actuated joints in ``robot.joint_names`` order). Below, ``h`` always includes that damping term:
-
-* ``"pinv"``: the least-norm contact forces that satisfy the 6 unactuated (floating-base) rows, then
-  ``tau = (M qdd* + h - J_c^T lambda)_a``; no inequality, so a foot may be commanded to pull. Two
-  norms (``pinv_forces``): ``"points"`` (default), least-norm sole-point forces
-  ``(J_c^T G)_u f = (M qdd* + h)_u``, ``lambda = G f``; ``"wrench"``, least-norm foot wrenches
-  ``J_{c,u}^T lambda = (M qdd* + h)_u`` (the seed's form), each wrench then distributed to its 4
-  corners by the least-norm solution of ``G f = w`` for reporting (a corner may then show a negative
-  normal force even when a non-negative distribution exists). Least-norm solutions are
-  ``A^T (A A^T)^-1 b`` by Cholesky (``np.linalg.lstsq`` if ``A`` is rank-deficient). In MuJoCo the
-  ``"points"`` form keeps the G1 standing and shifts its CoM most of the way to one foot; the
-  ``"wrench"`` form gives each foot half the weight wherever the CoM is, so the unloading foot tips
-  early in a weight shift.
-* ``"qp"`` (DAQP called directly on the problem's two-sided arrays; qpsolvers for any other
-  solver): variables the point forces ``f`` (4 per foot in contact, world frame);
-  ``tau`` is eliminated through the actuated rows of the dynamics, ``tau = (M qdd + h - J_c^T G f)_a``,
-  so the problem is exactly the one over ``[qdd, tau, f]`` with the dynamics as equality. Constraints:
-  the unactuated rows of the dynamics (equality), unilateral normal force ``f_z >= f_min`` and the
-  friction pyramid ``|f_x|, |f_y| <= (mu / sqrt(2)) f_z`` inscribed in Coulomb's cone (floor normal =
-  world z), ``|tau| <= robot.effort_limits``.
-  It is solved lexicographically: first with ``qdd = qdd*`` (the contact-acceleration constraint
-  ``J_c qdd + Jcdot_c v = 0`` then holds by construction) minimising ``||tau||^2 + eps ||f||^2``
-  (``eps = force_weight``). In static double support this is exactly the gravity-compensation QP
-  ``min ||tau||^2 + eps ||f||^2 s.t. g = S^T tau + sum J_i^T f_i``. Only if that problem is infeasible,
-  ``qdd`` becomes a variable (``[qdd, f]``) with ``J_c qdd + Jcdot_c v = 0`` as equality and cost
-  ``relax_weight (qdd - qdd*)^T W (qdd - qdd*) + ||tau||^2 + eps ||f||^2`` (least deviation from
-  ``qdd*``); the command is then reported as a fallback (``"relaxed_qp"``).
-  Both problems may carry extra normal-force bounds for contact transitions (below).
-
-Contact-mode changes (seed, Problem 5): the controller keeps the current contact set; when it changes
-the layout (feet, frames, point names, friction matrix) and the swing-foot tasks are rebuilt, and
-``Command.info["mode_switch"]`` says so. ``J_c`` and ``N_c`` are evaluated every step (they depend on
-``q``) with the layout of the current set.
-
-Contact transitions (``"qp"``; :meth:`ContactProjectedID._force_bounds`). The rigid-contact model
-switches a foot's force from "anything >= 0" to "none" in one step, but the simulated (and a real)
-contact only opens once the foot's load is gone. So the QP is told about the planned switches
-(``schedule.next_contact_set``, ``phase_time``, ``phase_duration``) and shapes the foot's normal
-load: a foot that will lift at the end of the phase keeps at least ``transition_force`` per sole point
-during the phase (its sensed contact cannot flicker while it is nearly unloaded), its load is
-ramped to that small value over the last ``transition_time`` seconds and released in the last
-``release_time`` seconds, so it reaches 0 exactly at the planned lift; a foot that touched down is
-pressed with ``transition_force`` per point within ``release_time`` and takes over load gradually
-over ``transition_time`` (TSID's ``removeRigidContact`` / ``addRigidContact`` transition ramps, here as
-QP bounds). Measured on the G1 one-leg scenario (``wbsim/G1OneLeg-v0``): the sensed lift-off and
-touch-down happen within 2 and 6 ms of the planned switches, with no other contact event.
+Owns the contact layout and kinematics of a contact set (``J_c``, ``Jcdot_c v``, the grasp map
+``G`` of the sole points), the dynamically consistent projection (:func:`contact_projection`; seed
+"contact-consistent-control", Sections 2-3), the two inverse dynamics (:func:`inverse_dynamics_pinv`;
+the QP built by :func:`build_contact_qp` as a ``qpsolvers.Problem``) and :class:`ContactProjectedID`.
+Conventions: Jacobians LOCAL_WORLD_ALIGNED; foot wrenches ``[force (N); moment (N·m)]`` at the foot
+frame origin, world-aligned; point forces world frame, N; ``tau`` in ``robot.joint_names`` order;
+``h`` includes the joints' viscous damping; friction rows from :mod:`~wbsim.controllers.friction`
+(floor normal world z). With ``fast=True`` (default) a step runs in
+:mod:`~wbsim.controllers._projected_id_fast`. Derivations: docs/controllers.md.
 """
 
 from __future__ import annotations
@@ -80,15 +18,14 @@ import math
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pinocchio as pin
 import qpsolvers
-from scipy.linalg.lapack import dposv as _dposv
-from wbsim.controllers.base import _as_slice, scatter_rows
-from wbsim.errors import is_real
-from wbsim.types import Command, CommandStatus, ContactSchedule, RobotState
+from wbsim.controllers._projected_id_fast import KernelError, ProjectedIDKernel, TaskSpec
+from wbsim.controllers.base import _as_slice, scatter_rows, solve_qp
+from wbsim.controllers.friction import stacked_cone_rows
 from wbsim.controllers.tasks import (
     ComTask,
     DynamicsSnapshot,
@@ -97,18 +34,16 @@ from wbsim.controllers.tasks import (
     PostureTask,
     Task,
     TaskGains,
-    TaskStack,
-    _posv,
-    _scaled_identity,
-    _sum,
-    check_cholesky,
+    build_task_stack,
     cholesky,
     cholesky_solve,
     compute_snapshot,
+    solve_task_stack,
 )
 
 from wbsim.contacts import convex_hull, point_in_polygon
-from wbsim.errors import UnknownNameError, WbsimError
+from wbsim.errors import UnknownNameError, WbsimError, is_real
+from wbsim.types import Command, CommandStatus, ContactSchedule, RobotState
 
 _LWA = pin.LOCAL_WORLD_ALIGNED
 
@@ -119,18 +54,15 @@ __all__ = [
     "ContactLayout",
     "ContactProjectedID",
     "ContactProjection",
-    "ContactQP",
-    "ContactQPBuilder",
     "IDResult",
     "ProjectedIDGains",
     "build_contact_layout",
     "build_contact_qp",
     "contact_kinematics",
     "contact_projection",
+    "contact_qp_result",
     "distribute_wrench",
-    "friction_pyramid",
     "inverse_dynamics_pinv",
-    "solve_contact_qp",
 ]
 
 #: Inverse-dynamics variants of :class:`ContactProjectedID`.
@@ -141,28 +73,13 @@ CONTACT_SOURCES = ("schedule", "sensed")
 TASK_SPACES = ("nullspace", "free")
 #: QP solvers tried in this order when ``solver=None`` (the first one installed is used).
 PREFERRED_SOLVERS = ("daqp", "proxqp", "quadprog", "osqp")
+#: What :func:`inverse_dynamics_pinv` takes the least norm of.
+PINV_FORCES = ("points", "wrench")
 
 
 # ------------------------------------------------------------------------------------------------
 # contacts
 # ------------------------------------------------------------------------------------------------
-def friction_pyramid(n_points: int, mu: float, min_normal_force: float = 0.0) -> tuple[np.ndarray,
-                                                                                        np.ndarray]:
-    """Inequalities ``C f <= d`` of ``n_points`` point forces ``f (3 n_points,)`` (world frame, N).
-
-    Per point: ``-f_z <= -f_min`` and ``+-f_x - mu' f_z <= 0``, ``+-f_y - mu' f_z <= 0`` with
-    ``mu' = mu / sqrt(2)``: the pyramid inscribed in Coulomb's cone ``|f_t| <= mu f_z`` of a floor
-    with normal world z (any force it allows is inside the cone; the same pyramid as
-    :mod:`wbsim.controllers.gravity_qp`). Returns ``C (5 n, 3 n)``, ``d (5 n,)``.
-    """
-    m = mu / np.sqrt(2.0)
-    block = np.array([[0.0, 0.0, -1.0], [1.0, 0.0, -m], [-1.0, 0.0, -m], [0.0, 1.0, -m],
-                      [0.0, -1.0, -m]])
-    C = np.kron(np.eye(n_points), block)
-    d = np.tile([-min_normal_force, 0.0, 0.0, 0.0, 0.0], n_points)
-    return C, d
-
-
 @dataclass(frozen=True)
 class ContactLayout:
     """The structure of a contact set (rebuilt only when the set changes).
@@ -170,15 +87,13 @@ class ContactLayout:
     Attributes:
         feet: feet in contact, in ``robot.feet`` order.
         frame_ids: Pinocchio frame id of each foot link.
-        point_names: the sole point names of those feet, 4 per foot (``robot.feet[f].point_names``).
+        point_names: the sole point names of those feet, 4 per foot.
         points_in_foot: ``(n_feet, 4, 3)`` sole points in the foot link frame, m.
-        friction: ``(5 n_points, 3 n_points)`` and friction_rhs ``(5 n_points,)``: see
-            :func:`friction_pyramid`.
+        friction: ``(5 n_points, 3 n_points)`` and friction_rhs ``(5 n_points,)``: the cone rows
+            ``C f <= d`` of the point forces (world-frame forces, floor normal world z;
+            :func:`~wbsim.controllers.friction.stacked_cone_rows`).
         distribution: ``(n_feet, 12, 6)`` least-norm map from a foot wrench to its 4 point forces,
-            both in the foot link frame (``np.linalg.pinv`` of the constant grasp map in that frame).
-        grasp_template: ``(6 n_feet, 3 n_points)`` the constant part of the grasp map (identity
-            blocks); grasp_index: ``(rows, cols, components, signs)`` where the ``[p_i - o]x`` entries go.
-        grasp_flat: ``rows * 3 n_points + cols``: the same entries as flat indices of the grasp map.
+            both in the foot frame (``np.linalg.pinv`` of the grasp map in that frame).
     """
 
     feet: tuple[str, ...]
@@ -188,9 +103,11 @@ class ContactLayout:
     friction: np.ndarray
     friction_rhs: np.ndarray
     distribution: np.ndarray
-    grasp_template: np.ndarray
-    grasp_index: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
-    grasp_flat: np.ndarray | None = None
+
+    @property
+    def feet_set(self) -> frozenset[str]:
+        """The feet in contact, as a set."""
+        return frozenset(self.feet)
 
     @property
     def n_rows(self) -> int:
@@ -202,46 +119,35 @@ class ContactLayout:
         return len(self.point_names)
 
 
+def _grasp_foot(rel: np.ndarray) -> np.ndarray:
+    """``(6, 3 n)`` grasp map of ``n`` points at offsets ``rel (n, 3)`` from the wrench origin:
+    columns ``[I; [r_i]x]``, so that ``G f = [sum f_i; sum r_i x f_i]``."""
+    return np.vstack([np.hstack([np.eye(3)] * len(rel)), np.hstack([pin.skew(r) for r in rel])])
+
+
 def build_contact_layout(robot, contact_set: Iterable[str], mu: float = 0.7,
                          min_normal_force: float = 0.0) -> ContactLayout:
-    """:class:`ContactLayout` of ``contact_set`` (foot names); raises :class:`UnknownNameError` for a
-    name that is not a foot of ``robot``."""
+    """:class:`ContactLayout` of ``contact_set`` (foot names).
+
+    Raises:
+        UnknownNameError: a name that is not a foot of ``robot``.
+    """
     contact_set = frozenset(contact_set)
     for name in contact_set:
         robot.foot(name)  # raises UnknownNameError / NoFeetError
     feet = tuple(f for f in robot.feet if f in contact_set)
-    foot_objs = [robot.feet[f] for f in feet]
-    n_points = 4 * len(feet)
-    C, d = friction_pyramid(n_points, mu, min_normal_force)
-    nf = len(feet)
-    template = np.zeros((6 * nf, 3 * n_points))
-    rows, cols, comp, sign = [], [], [], []
-    # [r]x = [[0, -z, y], [z, 0, -x], [-y, x, 0]]: (row, col, component of r, sign)
-    skew = ((0, 1, 2, -1.0), (0, 2, 1, 1.0), (1, 0, 2, 1.0), (1, 2, 0, -1.0), (2, 0, 1, -1.0),
-            (2, 1, 0, 1.0))
-    for k in range(nf):
-        for i in range(4):
-            c = 12 * k + 3 * i
-            template[6 * k:6 * k + 3, c:c + 3] = np.eye(3)
-            for r_, c_, x_, s_ in skew:
-                rows.append(6 * k + 3 + r_)
-                cols.append(c + c_)
-                comp.append(3 * (4 * k + i) + x_)
-                sign.append(s_)
+    objs = [robot.feet[f] for f in feet]
+    C, d = stacked_cone_rows(4 * len(feet), mu, None, min_normal_force)
     return ContactLayout(
         feet=feet,
-        frame_ids=tuple(f.pin_frame_id for f in foot_objs),
-        point_names=tuple(n for f in foot_objs for n in f.point_names),
-        points_in_foot=(np.array([f.points_in_foot for f in foot_objs]) if feet
+        frame_ids=tuple(f.pin_frame_id for f in objs),
+        point_names=tuple(n for f in objs for n in f.point_names),
+        points_in_foot=(np.array([f.points_in_foot for f in objs]) if feet
                         else np.zeros((0, 4, 3))),
         friction=C,
         friction_rhs=d,
-        distribution=np.array([np.linalg.pinv(_grasp_foot(f.points_in_foot)) for f in foot_objs])
-        if feet else np.zeros((0, 12, 6)),
-        grasp_template=template,
-        grasp_index=(np.array(rows, dtype=int), np.array(cols, dtype=int), np.array(comp, dtype=int),
-                     np.array(sign)),
-        grasp_flat=np.array(rows, dtype=int) * (3 * n_points) + np.array(cols, dtype=int),
+        distribution=(np.array([np.linalg.pinv(_grasp_foot(f.points_in_foot)) for f in objs])
+                      if feet else np.zeros((0, 12, 6))),
     )
 
 
@@ -251,15 +157,13 @@ class ContactKinematics:
 
     Attributes:
         Jc: ``(6 n_feet, nv)`` stacked LOCAL_WORLD_ALIGNED foot Jacobians.
-        Jc_dot_v: ``(6 n_feet,)`` stacked ``Jcdot v`` (classical foot accelerations at zero ``qdd``).
+        Jc_dot_v: ``(6 n_feet,)`` stacked ``Jcdot v`` (classical foot accelerations at zero
+            ``qdd``).
         foot_positions: ``(n_feet, 3)`` foot frame origins, world, m.
         point_positions: ``(n_points, 3)`` sole points, world, m.
-        grasp: ``(6 n_feet, 3 n_points)`` block-diagonal map ``G`` from point forces to foot wrenches
-            (``[I; [p_i - o]x]`` per point).
+        grasp: ``(6 n_feet, 3 n_points)`` block-diagonal map ``G`` from point forces to foot
+            wrenches (``[I; [p_i - o]x]`` per point).
         foot_rotations: ``(n_feet, 3, 3)`` foot frame orientations (frame to world).
-
-    ``foot_positions`` and ``foot_rotations`` are views of one ``(n_feet, 4, 4)`` array of the feet's
-    homogeneous placements (not C-contiguous); every array is fresh at each call.
     """
 
     Jc: np.ndarray
@@ -270,59 +174,21 @@ class ContactKinematics:
     foot_rotations: np.ndarray
 
 
-#: Levi-Civita symbol: ``[r]x = -_EPS @ r`` (``(_EPS @ r)[i, j] = eps_ijk r_k``).
-_EPS = np.zeros((3, 3, 3))
-_EPS[0, 1, 2] = _EPS[1, 2, 0] = _EPS[2, 0, 1] = 1.0
-_EPS[0, 2, 1] = _EPS[2, 1, 0] = _EPS[1, 0, 2] = -1.0
-
-
-def _grasp_foot(rel: np.ndarray) -> np.ndarray:
-    """``(6, 12)`` grasp map of 4 points at offsets ``rel (4, 3)`` from the wrench origin: columns
-    ``[I; [r_i]x]``, so that ``G f = [sum f_i; sum r_i x f_i]``."""
-    G = np.empty((6, 12))
-    G[0:3] = np.tile(np.eye(3), 4)
-    G[3:6] = (-np.einsum("ijk,pk->ipj", _EPS, rel)).reshape(3, 12)
-    return G
-
-
 def contact_kinematics(s: DynamicsSnapshot, layout: ContactLayout) -> ContactKinematics:
-    """Contact Jacobian, drift, sole points and grasp map of ``layout`` at snapshot ``s``.
-
-    Per foot three Pinocchio queries on the snapshot's data (``updateFramePlacement``,
-    ``getFrameJacobian`` and ``getFrameClassicalAcceleration``, LOCAL_WORLD_ALIGNED: the values
-    :meth:`DynamicsSnapshot.frame` gives), stacked once. The sole-point offsets of all feet at once:
-    ``p_i - o = R_k p_i^foot`` (one batched product); the point Jacobians are ``(J_c^T G)^T``
-    (:func:`build_contact_qp`), not stacked here.
-    """
+    """Contact Jacobian, drift, sole points and grasp map of ``layout`` at snapshot ``s``
+    (:meth:`~wbsim.controllers.tasks.DynamicsSnapshot.frame` of each foot; the sole points are
+    ``o + R p^foot``)."""
     nf = len(layout.feet)
-    if nf == 0:
-        return ContactKinematics(np.zeros((0, s.nv)), np.zeros(0), np.zeros((0, 3)), np.zeros((0, 3)),
-                                 layout.grasp_template.copy(), np.zeros((0, 3, 3)))
-    # per foot: 3 Pinocchio queries (placement, Jacobian, classical acceleration), stacked once
-    model, data = s.model, s.data
-    place, jac, acc = pin.updateFramePlacement, pin.getFrameJacobian, pin.getFrameClassicalAcceleration
-    if nf == 2:  # double support, the usual case: no Python loop
-        f0, f1 = layout.frame_ids
-        H = np.array((place(model, data, f0).homogeneous, place(model, data, f1).homogeneous))
-        Jc = np.concatenate((jac(model, data, f0, _LWA), jac(model, data, f1, _LWA)))
-        a0, a1 = acc(model, data, f0, _LWA), acc(model, data, f1, _LWA)
-        Jc_dot_v = np.concatenate((a0.vector, a1.vector))  # copies (the Motions are alive)
-    else:
-        fids = layout.frame_ids
-        H = np.array([place(model, data, f).homogeneous for f in fids])
-        Jc = np.concatenate([jac(model, data, f, _LWA) for f in fids])
-        accs = [acc(model, data, f, _LWA) for f in fids]
-        Jc_dot_v = np.concatenate([a.vector for a in accs])
-    foot_pos = H[:, 0:3, 3]
-    rotations = H[:, 0:3, 0:3]
-    rel = np.matmul(layout.points_in_foot, rotations.transpose(0, 2, 1))  # (nf, 4, 3) world axes
-    G = layout.grasp_template.copy()
-    _, _, comp, sign = layout.grasp_index
-    vals = np.take(rel, comp)  # rel is C-contiguous: flat indices
-    vals *= sign
-    G.put(layout.grasp_flat, vals)  # G is a fresh C-order copy: flat indices
-    points = (rel + foot_pos[:, None, :]).reshape(-1, 3)
-    return ContactKinematics(Jc, Jc_dot_v, foot_pos, points, G, rotations)
+    frames = [s.frame(f) for f in layout.frame_ids]
+    Jc = np.vstack([fk.jacobian for fk in frames]) if nf else np.zeros((0, s.nv))
+    Jc_dot_v = np.concatenate([fk.drift for fk in frames]) if nf else np.zeros(0)
+    pos = np.array([fk.position for fk in frames]).reshape(nf, 3)
+    rot = np.array([fk.rotation for fk in frames]).reshape(nf, 3, 3)
+    rel = np.matmul(layout.points_in_foot, rot.transpose(0, 2, 1))        # (nf, 4, 3) world axes
+    G = np.zeros((6 * nf, 12 * nf))
+    for k in range(nf):
+        G[6 * k:6 * k + 6, 12 * k:12 * k + 12] = _grasp_foot(rel[k])
+    return ContactKinematics(Jc, Jc_dot_v, pos, (rel + pos[:, None, :]).reshape(-1, 3), G, rot)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -336,9 +202,8 @@ class ContactProjection:
         Jc: ``(nc, nv)``; Jc_dot_v: ``(nc,)``.
         Jc_pinv: ``(nv, nc)`` ``J_c^#W = W^-1 J_c^T (J_c W^-1 J_c^T)^-1``.
         Nc: ``(nv, nv)`` ``I - J_c^#W J_c``.
-        particular: ``(nv,)`` ``-J_c^#W Jcdot_c v`` (the contact-consistent acceleration closest to 0).
-        augmented: ``(nv, nv + 1)`` ``[N_c | particular]`` (Fortran order; ``Nc`` and ``particular``
-            are views of it), what :class:`~wbsim.controllers.tasks.TaskStack` multiplies at once.
+        particular: ``(nv,)`` ``-J_c^#W Jcdot_c v`` (the contact-consistent acceleration closest
+            to 0 in the metric ``W``).
     """
 
     Jc: np.ndarray
@@ -346,24 +211,21 @@ class ContactProjection:
     Jc_pinv: np.ndarray
     Nc: np.ndarray
     particular: np.ndarray
-    augmented: np.ndarray | None = None
 
     def project(self, qdd_des: np.ndarray) -> np.ndarray:
         """``qdd* = N_c qdd_des - J_c^#W Jcdot_c v`` (``(nv,)``, seed Section 3)."""
         return self.Nc @ qdd_des + self.particular
 
 
+_JWJ = "J_c W^-1 J_c^T (contact Jacobian rank-deficient?)"
+
+
 def contact_projection(Jc: np.ndarray, Jc_dot_v: np.ndarray, W: np.ndarray | None = None,
                        W_cholesky: np.ndarray | None = None) -> ContactProjection:
-    """:class:`ContactProjection` for the contact Jacobian ``Jc (nc, nv)`` (full row rank) with drift
-    ``Jc_dot_v (nc,)`` and the SPD weight ``W (nv, nv)``, or its lower Cholesky factor ``W_cholesky``
-    (:func:`~wbsim.controllers.tasks.cholesky`).
-
-    ``J_c^#W = W^-1 J_c^T (J_c W^-1 J_c^T)^-1`` by two Cholesky solves (``W`` and
-    ``J_c W^-1 J_c^T``, the second factorised and solved in one LAPACK ``dposv``), no explicit
-    inverse. ``nc = 0`` gives ``N_c = I``. (:class:`ContactProjectedID` factorises ``W = M`` and
-    solves ``M^-1 J_c^T`` in one ``dposv`` too; ``tests/test_contact_projected_id.py`` checks it
-    against this function.)
+    """:class:`ContactProjection` for the contact Jacobian ``Jc (nc, nv)`` (full row rank) with
+    drift ``Jc_dot_v (nc,)`` and the SPD weight ``W (nv, nv)``, or its lower Cholesky factor
+    ``W_cholesky`` (:func:`~wbsim.controllers.tasks.cholesky`). Two Cholesky solves, no explicit
+    inverse; ``nc = 0`` gives ``N_c = I``.
 
     Raises:
         WbsimError: ``W`` not SPD, ``J_c`` rank-deficient (``J_c W^-1 J_c^T`` not SPD), or neither
@@ -373,32 +235,14 @@ def contact_projection(Jc: np.ndarray, Jc_dot_v: np.ndarray, W: np.ndarray | Non
         if W is None:
             raise WbsimError("contact_projection needs W or W_cholesky")
         W_cholesky = cholesky(np.asarray(W, dtype=float), "W")
-    nv = Jc.shape[1]
-    if Jc.shape[0] == 0:
-        augmented = np.zeros((nv, nv + 1), order="F")
-        Nc, particular = augmented[:, :nv], augmented[:, nv]  # contiguous in Fortran order
-        Nc[...] = _identity(nv)
-        return ContactProjection(Jc, Jc_dot_v, np.zeros((nv, 0)), Nc, particular, augmented)
-    return _projection(Jc, Jc_dot_v, cholesky_solve(W_cholesky, Jc.T))
-
-
-_JWJ = "J_c W^-1 J_c^T (contact Jacobian rank-deficient?)"
-
-
-def _projection(Jc: np.ndarray, Jc_dot_v: np.ndarray, Winv_JcT: np.ndarray) -> ContactProjection:
-    """:func:`contact_projection` from ``W^-1 J_c^T (nv, nc)`` (``nc > 0``): ``J_c W^-1 J_c^T`` is
-    factorised and solved against ``(W^-1 J_c^T)^T`` by one LAPACK ``dposv`` (``dpotrf`` +
-    ``dpotrs``), with the pivot test of :func:`~wbsim.controllers.tasks.cholesky`."""
-    nv = Jc.shape[1]
+    nc, nv = Jc.shape
+    if nc == 0:
+        return ContactProjection(Jc, Jc_dot_v, np.zeros((nv, 0)), np.eye(nv), np.zeros(nv))
+    Winv_JcT = cholesky_solve(W_cholesky, Jc.T)                           # W^-1 J_c^T
     JWJ = Jc @ Winv_JcT
-    L, X, info = _dposv(JWJ, Winv_JcT.T, lower=1)
-    check_cholesky(L, JWJ, info, _JWJ)
-    Jc_pinv = X.T  # (nv, nc); J_c W^-1 J_c^T is symmetric
-    augmented = np.empty((nv, nv + 1), order="F")  # every entry written below
-    Nc, particular = augmented[:, :nv], augmented[:, nv]  # contiguous in Fortran order
-    np.subtract(_identity(nv), Jc_pinv @ Jc, out=Nc)
-    np.negative(Jc_pinv @ Jc_dot_v, out=particular)
-    return ContactProjection(Jc, Jc_dot_v, Jc_pinv, Nc, particular, augmented)
+    Jc_pinv = cholesky_solve(cholesky(JWJ, _JWJ), Winv_JcT.T).T          # (nv, nc)
+    return ContactProjection(Jc, Jc_dot_v, Jc_pinv, np.eye(nv) - Jc_pinv @ Jc,
+                             -(Jc_pinv @ Jc_dot_v))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -412,7 +256,7 @@ class IDResult:
         found: whether the (variant's) problem had a solution.
         qdd: ``(nv,)`` acceleration the torques realise (``qdd*``, or the relaxed one).
         tau: ``(n_joints,)`` N·m, ``robot.joint_names`` order.
-        lam: ``(6 n_feet,)`` foot wrenches ``[force N, torque N·m]`` at the foot frame origins,
+        lam: ``(6 n_feet,)`` foot wrenches ``[force N, moment N·m]`` at the foot frame origins,
             world-aligned (the multiplier of ``J_c``).
         point_forces: ``(n_points, 3)`` forces at the sole points, world frame, N.
         status: solver or variant status text.
@@ -430,36 +274,24 @@ class IDResult:
     solve_time: float = 0.0
 
 
-_SPLIT_CACHE: dict[tuple, np.ndarray | slice] = {}
-
-
-def _identity(n: int) -> np.ndarray:
-    """Read-only cached ``(n, n)`` identity."""
-    return _scaled_identity(n, 1.0)
-
-
-def _split_rows(nv: int, actuated_v: np.ndarray | slice) -> np.ndarray | slice:
+def _unactuated(nv: int, actuated_v: np.ndarray | slice) -> np.ndarray | slice:
     """The unactuated rows of ``v`` (a slice when they are contiguous, as for a free-flyer root)."""
-    key = ((nv, actuated_v.start, actuated_v.stop, actuated_v.step) if isinstance(actuated_v, slice)
-           else (nv, np.asarray(actuated_v).tobytes()))
-    out = _SPLIT_CACHE.get(key)
-    if out is None:
-        mask = np.ones(nv, dtype=bool)
-        mask[actuated_v] = False
-        out = _SPLIT_CACHE[key] = _as_slice(np.flatnonzero(mask))
-    return out
+    mask = np.ones(nv, dtype=bool)
+    mask[actuated_v] = False
+    return _as_slice(np.flatnonzero(mask))
 
 
-def distribute_wrench(wrench: np.ndarray, rotation: np.ndarray, distribution: np.ndarray) -> np.ndarray:
+def distribute_wrench(wrench: np.ndarray, rotation: np.ndarray,
+                      distribution: np.ndarray) -> np.ndarray:
     """Least-norm point forces ``(4, 3)`` (world frame, N) of one foot with ``G f = wrench``.
 
     Args:
-        wrench: ``(6,)`` ``[force N, torque N·m]`` at the foot frame origin, world-aligned.
+        wrench: ``(6,)`` ``[force N, moment N·m]`` at the foot frame origin, world-aligned.
         rotation: ``(3, 3)`` foot frame orientation (frame to world).
         distribution: ``(12, 6)`` ``pinv(G_local)`` of the foot (:attr:`ContactLayout.distribution`).
 
-    Norms are rotation invariant, so the least-norm solution in the foot frame, rotated to the world,
-    is the least-norm solution of the world-frame ``G f = wrench``.
+    Norms are rotation invariant, so the least-norm solution in the foot frame, rotated to the
+    world, is the least-norm solution of the world-frame ``G f = wrench``.
     """
     local = np.concatenate([rotation.T @ wrench[0:3], rotation.T @ wrench[3:6]])
     return (distribution @ local).reshape(4, 3) @ rotation.T
@@ -472,10 +304,6 @@ def _least_norm(A: np.ndarray, b: np.ndarray) -> np.ndarray:
         return A.T @ cholesky_solve(cholesky(A @ A.T, "A A^T"), b)
     except WbsimError:
         return np.linalg.lstsq(A, b, rcond=None)[0]
-
-
-#: What :func:`inverse_dynamics_pinv` takes the least norm of.
-PINV_FORCES = ("points", "wrench")
 
 
 def inverse_dynamics_pinv(M: np.ndarray, h: np.ndarray, qdd: np.ndarray, Jc: np.ndarray,
@@ -515,7 +343,7 @@ def inverse_dynamics_pinv(M: np.ndarray, h: np.ndarray, qdd: np.ndarray, Jc: np.
         raise UnknownNameError("pinv force model", forces, PINV_FORCES)
     t0 = time.perf_counter()
     nv = M.shape[0]
-    unact = _split_rows(nv, actuated_v)
+    unact = _unactuated(nv, actuated_v)
     b = M @ qdd + h
     nf = Jc.shape[0] // 6
     pf = np.zeros((4 * nf, 3))
@@ -546,281 +374,115 @@ def inverse_dynamics_pinv(M: np.ndarray, h: np.ndarray, qdd: np.ndarray, Jc: np.
                     time.perf_counter() - t0)
 
 
-@dataclass
-class ContactQP:
-    """A built inverse-dynamics QP and how to read its solution.
-
-    The problem, in the two-sided form DAQP takes natively::
-
-        min 1/2 x^T P x + q^T x   s.t.   lower <= C x <= upper,
-
-    the first ``n_eq`` rows of ``C`` being equalities (``lower == upper`` there); an infinite bound is
-    no constraint on that side.
-
-    Attributes:
-        P: ``(n, n)``; q: ``(n,)``; C: ``(m, n)``; lower, upper: ``(m,)``; n_eq: equality rows.
-        relaxed: ``False``: ``x = f``; ``True``: ``x = [qdd, f]``.
-        qdd_star: ``(nv,)``; tau_map: ``(n_joints, dim x)`` and tau_offset ``(n_joints,)`` with
-            ``tau = tau_map x + tau_offset``.
-        infeasible: non-empty when the problem is infeasible before solving (a joint that no contact
-            force reaches needs more than its torque limit); the text says which.
-        problem: (property) the same problem as a ``qpsolvers.Problem`` (``A x = b`` for the
-            equalities, one-sided ``G x <= h`` rows for each finite inequality bound), for solvers
-            other than DAQP.
-
-    A :class:`ContactQPBuilder` reuses its arrays: its ``ContactQP`` is valid until its next build.
-    """
-
-    P: np.ndarray
-    q: np.ndarray
-    C: np.ndarray
-    lower: np.ndarray
-    upper: np.ndarray
-    n_eq: int
-    relaxed: bool
-    nv: int
-    qdd_star: np.ndarray
-    tau_map: np.ndarray
-    tau_offset: np.ndarray
-    infeasible: str = ""
-    sense: np.ndarray | None = None  # DAQP constraint types (5: equality), built on demand
-    _problem: qpsolvers.Problem | None = field(default=None, repr=False)
-
-    @property
-    def problem(self) -> qpsolvers.Problem:
-        """The ``qpsolvers.Problem`` ``min 1/2 x^T P x + q^T x, G x <= h, A x = b`` (built once)."""
-        if self._problem is None:
-            ne = self.n_eq
-            C, lo, up = self.C[ne:], self.lower[ne:], self.upper[ne:]
-            has_up, has_lo = np.isfinite(up), np.isfinite(lo)
-            G = np.vstack([C[has_up], -C[has_lo]])
-            h = np.concatenate([up[has_up], -lo[has_lo]])
-            A, b = (self.C[:ne], self.upper[:ne]) if ne else (None, None)
-            self._problem = qpsolvers.Problem(self.P, self.q, G if len(h) else None,
-                                              h if len(h) else None, A, b)
-        return self._problem
-
-    def daqp_sense(self) -> np.ndarray:
-        """``(m,)`` DAQP constraint types: 5 (equality) for the first ``n_eq`` rows, else 0."""
-        if self.sense is None or self.sense.shape[0] != self.C.shape[0]:
-            self.sense = np.zeros(self.C.shape[0], dtype=np.intc)
-            self.sense[:self.n_eq] = 5
-        return self.sense
-
-
-_any = np.logical_or.reduce  # ndarray.any without its Python-level wrapper
-
-
-def _append_rows(C: np.ndarray, lower: np.ndarray, upper: np.ndarray, G_f: np.ndarray,
-                 h_f: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``C``, ``lower``, ``upper`` with the rows ``G_f x <= h_f`` appended (new arrays)."""
-    return (np.vstack([C, G_f]), np.concatenate([lower, np.full(len(h_f), -np.inf)]),
-            np.concatenate([upper, h_f]))
-
-
-class ContactQPBuilder:
-    """The constant part of the exact inverse-dynamics QP of one contact layout, built once per
-    contact set; :meth:`build` fills in the state-dependent part each step.
-
-    Which joints a contact force reaches (the non-zero rows of ``(J_c^T G)_a``: the joints of the
-    legs in contact, whose Jacobian columns have the joint axis as their angular part and are never
-    zero) depends only on the contact set, so the torque-limit rows, the friction rows, the DAQP
-    constraint types and the constraint arrays are set up here. The cost ``||tau||^2`` is built from
-    those rows only (the other rows of ``(J_c^T G)_a`` are zero: same ``P`` and ``q``).
-
-    Args:
-        nv: dimension of ``v``; actuated_v: ``(n_joints,)`` indices (or a slice) of the actuated joints
-            in ``v``; friction: ``(5 n_points, 3 n_points)`` (:func:`friction_pyramid`);
-        reached: ``(n_joints,)`` bool, the joints some contact force reaches;
-        tau_limit: ``(n_joints,)`` N·m (``inf`` = none).
-    """
-
-    def __init__(self, nv: int, actuated_v: np.ndarray | slice, friction: np.ndarray,
-                 reached: np.ndarray, tau_limit: np.ndarray):
-        self.nv = int(nv)
-        self.act = actuated_v
-        self.unact = _split_rows(nv, actuated_v)
-        finite = np.isfinite(tau_limit)
-        reached = np.asarray(reached, dtype=bool)
-        tau_limit = np.asarray(tau_limit, dtype=float)
-        rows = np.flatnonzero(finite & reached)
-        unreached = np.flatnonzero(finite & ~reached)
-        self.lim_rows = tau_limit[rows]
-        self.lim_unreached = tau_limit[unreached]
-        # index arrays as slices where contiguous (the legs, the upper body): views, not copies
-        self.rows, self.unreached = _as_slice(rows), _as_slice(unreached)
-        self.n_unreached = len(unreached)
-        self._unreached_idx = unreached
-        # the cost needs all reached rows; when they all have finite limits they are the torque rows
-        self.reached = None if np.array_equal(rows, np.flatnonzero(reached)) else \
-            _as_slice(np.flatnonzero(reached))
-        self.n_eq = nv - len(np.arange(nv)[actuated_v])
-        self.n_points3 = friction.shape[1]
-        nfr = friction.shape[0]
-        m = self.n_eq + nfr + len(rows)
-        self._fr = slice(self.n_eq, self.n_eq + nfr)
-        self._tq = slice(self.n_eq + nfr, m)
-        self.C = np.empty((m, self.n_points3))
-        self.C[self._fr] = friction
-        self.lower = np.full(m, -np.inf)
-        self.upper = np.empty(m)
-        self.sense = np.zeros(m, dtype=np.intc)
-        self.sense[:self.n_eq] = 5
-        # views of the constraint arrays that build writes every step (made once, not per step)
-        ne, fr, tq = self.n_eq, self._fr, self._tq
-        self._views = (self.C[:ne], self.lower[:ne], self.upper[:ne], self.upper[fr], self.C[tq],
-                       self.lower[tq], self.upper[tq])
-
-    def build(self, M: np.ndarray, h: np.ndarray, qdd_star: np.ndarray, Jc: np.ndarray,
-              grasp: np.ndarray, friction_rhs: np.ndarray, force_weight: float,
-              force_limits: tuple[np.ndarray, np.ndarray] | None = None) -> ContactQP:
-        """The exact QP (``x = f``) at this state; see :func:`build_contact_qp` for the arguments."""
-        npf = self.n_points3
-        A_f = Jc.T @ grasp  # (nv, 3 np): generalised force of the point forces
-        Aa, Au = A_f[self.act], A_f[self.unact]
-        b = M @ qdd_star
-        b += h
-        ba, bu = b[self.act], b[self.unact]
-        C, lower, upper = self.C, self.lower, self.upper
-        C_eq, lower_eq, upper_eq, upper_fr, Ar, lower_tq, upper_tq = self._views
-        C_eq[...] = Au
-        lower_eq[...] = bu
-        upper_eq[...] = bu
-        upper_fr[...] = friction_rhs
-        # |ba - Aa f| <= tau_limit  <=>  ba - lim <= Aa f <= ba + lim
-        Ar[...] = Aa[self.rows]
-        bar = ba[self.rows]
-        np.subtract(bar, self.lim_rows, out=lower_tq)
-        np.add(bar, self.lim_rows, out=upper_tq)
-        if self.reached is not None:  # a reached joint without torque limit
-            Ar, bar = Aa[self.reached], ba[self.reached]
-        # tau = ba - Aa f: ||tau||^2 + eps ||f||^2 = f^T (Ar^T Ar + eps I) f - 2 (Ar^T bar)^T f + c
-        P = Ar.T @ Ar
-        P += _scaled_identity(npf, force_weight)
-        q = -Ar.T @ bar
-        sense = self.sense
-        if force_limits is not None:
-            C, lower, upper = _append_rows(C, lower, upper, *force_limits)
-            sense = np.concatenate([sense, np.zeros(len(force_limits[1]), dtype=np.intc)])
-        infeasible = ""
-        if self.n_unreached:
-            over = np.abs(ba[self.unreached]) > self.lim_unreached
-            if _any(over):
-                rows_v = np.arange(self.nv)[self.act][self._unreached_idx[over]]
-                infeasible = f"torque limit exceeded on joints (v-rows) {rows_v.tolist()}"
-        return ContactQP(P, q, C, lower, upper, self.n_eq, False, self.nv,
-                         np.asarray(qdd_star, dtype=float), -Aa, ba, infeasible, sense)
 
 
 def build_contact_qp(M: np.ndarray, h: np.ndarray, qdd_star: np.ndarray, Jc: np.ndarray,
                      Jc_dot_v: np.ndarray, grasp: np.ndarray, friction: np.ndarray,
-                     friction_rhs: np.ndarray, actuated_v: np.ndarray, tau_limit: np.ndarray,
-                     force_weight: float = 1e-5, relax_weight: float | None = None,
-                     W: np.ndarray | None = None,
-                     force_limits: tuple[np.ndarray, np.ndarray] | None = None) -> ContactQP:
-    """Build (not solve) the inverse-dynamics QP of the ``"qp"`` variant (pure function).
+                     friction_rhs: np.ndarray, actuated_v: np.ndarray | slice,
+                     tau_limit: np.ndarray, force_weight: float = 1e-5,
+                     relax_weight: float | None = None, W: np.ndarray | None = None,
+                     force_limits: tuple[np.ndarray, np.ndarray] | None = None
+                     ) -> qpsolvers.Problem:
+    """The inverse-dynamics QP of the ``"qp"`` variant (pure function; docs/controllers.md,
+    "The contact QP"). ``A_f = J_c^T G`` is the generalised force of the point forces ``f``,
+    ``a`` / ``u`` the actuated / unactuated rows.
 
-    Exact problem (``relax_weight=None``), variables ``f (3 n_points,)``::
+    Exact problem (``relax_weight=None``), unknowns ``x = f (3 n_points,)``::
 
-        min ||tau(f)||^2 + eps ||f||^2,   tau(f) = (M qdd* + h - J_c^T G f)_a
-        s.t. (J_c^T G)_u f = (M qdd* + h)_u,   C f <= d (friction),   |tau(f)| <= tau_limit
+        min ||tau||^2 + eps ||f||^2,   tau = (M qdd* + h - A_f f)_a
+        s.t. (A_f f)_u = (M qdd* + h)_u,   C f <= d,   |tau| <= tau_limit,   G_f f <= h_f
 
-    Relaxed problem (``relax_weight = w > 0``), variables ``[qdd (nv,), f]``::
+    Relaxed problem (``relax_weight = w > 0``), unknowns ``x = [qdd (nv,), f]``::
 
         min w (qdd - qdd*)^T W (qdd - qdd*) + ||tau||^2 + eps ||f||^2,
-            tau = (M qdd + h - J_c^T G f)_a
-        s.t. (M qdd + h - J_c^T G f)_u = 0,   J_c qdd + Jcdot_c v = 0,   C f <= d,   |tau| <= tau_limit
+            tau = (M qdd + h - A_f f)_a
+        s.t. (M qdd + h - A_f f)_u = 0,   J_c qdd + Jcdot_c v = 0,   C f <= d,   |tau| <= tau_limit
 
-    (``1/2 x^T P x + q^T x`` is half the cost, up to a constant.) Each torque limit is one two-sided
-    row ``-tau_limit <= tau <= tau_limit``.
+    (the QP's objective ``1/2 x^T P x + q^T x`` is half the cost, up to a constant.)
 
-    Args: shapes as in :class:`ContactKinematics` and :class:`ContactLayout`; ``tau_limit
-    (n_joints,)`` N·m (``inf`` = none); ``W`` defaults to ``M``. ``force_limits``: optional extra
-    inequalities on the point forces ``(G_f (k, 3 n_points), h_f (k,))``,
-    ``G_f f <= h_f`` (e.g. an upper bound on the normal load of a foot being unloaded).
+    Args:
+        M: ``(nv, nv)``; h: ``(nv,)`` (joint damping included); qdd_star: ``(nv,)``;
+            Jc: ``(6 n_feet, nv)``; Jc_dot_v: ``(6 n_feet,)``; grasp: ``(6 n_feet, 3 n_points)``
+            (:class:`ContactKinematics`).
+        friction, friction_rhs: ``C``, ``d`` (:attr:`ContactLayout.friction`).
+        actuated_v: the actuated rows of ``v`` (``robot.joint_names`` order).
+        tau_limit: ``(n_joints,)`` N·m (``inf`` = none); force_weight: ``eps``.
+        W: SPD ``(nv, nv)`` weight of the relaxation (default ``M``).
+        force_limits: optional extra rows ``(G_f (k, 3 n_points), h_f (k,))`` on the point forces
+            (e.g. a cap on the load of a foot being unloaded).
 
-    In the exact problem the torque of a joint that no contact force reaches (a zero row of
-    ``(J_c^T G)_a``, e.g. an arm joint) does not depend on ``f``; its limit is checked here instead
-    of entering the QP as a constant row (:attr:`ContactQP.infeasible`). The controller keeps a
-    :class:`ContactQPBuilder` per contact set instead of calling this function.
+    Returns:
+        The ``qpsolvers.Problem``; read its solution with :func:`contact_qp_result`.
     """
     nv = M.shape[0]
-    if relax_weight is None:
-        A_f = Jc.T @ grasp
-        reached = (A_f[actuated_v] != 0.0).any(axis=1)
-        builder = ContactQPBuilder(nv, actuated_v, friction, reached, tau_limit)
-        return builder.build(M, h, qdd_star, Jc, grasp, friction_rhs, force_weight, force_limits)
-    unact = _split_rows(nv, actuated_v)
-    A_f = Jc.T @ grasp  # (nv, 3 np): generalised force of the point forces
+    unact = _unactuated(nv, actuated_v)
+    A_f = Jc.T @ grasp
     Aa, Au = A_f[actuated_v], A_f[unact]
     npf = A_f.shape[1]
-    finite = np.isfinite(tau_limit)
+    lim = np.isfinite(tau_limit)
+    if relax_weight is None:
+        b = M @ qdd_star + h
+        ba, bu = b[actuated_v], b[unact]
+        P = Aa.T @ Aa + force_weight * np.eye(npf)
+        q = -(Aa.T @ ba)
+        # tau <= lim: -Aa f <= lim - ba; -tau <= lim: Aa f <= lim + ba
+        Gs = [friction, -Aa[lim], Aa[lim]]
+        hs = [friction_rhs, (tau_limit - ba)[lim], (tau_limit + ba)[lim]]
+        if force_limits is not None:
+            Gs.append(force_limits[0])
+            hs.append(force_limits[1])
+        return qpsolvers.Problem(P, q, np.vstack(Gs), np.concatenate(hs), Au, bu)
     Wd = M if W is None else W
     ha, hu = h[actuated_v], h[unact]
-    Ct = np.hstack([M[actuated_v], -Aa])  # tau = Ct x + ha
+    Ct = np.hstack([M[actuated_v], -Aa])                  # tau = Ct x + ha
     P = Ct.T @ Ct
     P[:nv, :nv] += relax_weight * Wd
-    P.flat[nv * (nv + npf) + nv::nv + npf + 1] += force_weight
+    P[nv:, nv:] += force_weight * np.eye(npf)
     q = Ct.T @ ha
     q[:nv] -= relax_weight * (Wd @ qdd_star)
-    Aeq = np.vstack([np.hstack([M[unact], -Au]), np.hstack([Jc, np.zeros((Jc.shape[0], npf))])])
-    beq = np.concatenate([-hu, -Jc_dot_v])
-    Fx = np.hstack([np.zeros((friction.shape[0], nv)), friction])
-    Cf = Ct[finite]
-    C = np.vstack([Aeq, Fx, Cf])
-    lower = np.concatenate([beq, np.full(friction.shape[0], -np.inf), (-tau_limit - ha)[finite]])
-    upper = np.concatenate([beq, friction_rhs, (tau_limit - ha)[finite]])
+    A = np.vstack([np.hstack([M[unact], -Au]), np.hstack([Jc, np.zeros((Jc.shape[0], npf))])])
+    b = np.concatenate([-hu, -Jc_dot_v])
+    on_f = [np.hstack([np.zeros((friction.shape[0], nv)), friction])]
+    hs = [friction_rhs]
+    on_f += [Ct[lim], -Ct[lim]]                           # tau <= lim, -tau <= lim
+    hs += [(tau_limit - ha)[lim], (tau_limit + ha)[lim]]
     if force_limits is not None:
-        C, lower, upper = _append_rows(C, lower, upper,
-                                       np.hstack([np.zeros((force_limits[0].shape[0], nv)),
-                                                  force_limits[0]]), force_limits[1])
-    return ContactQP(P, q, C, lower, upper, Aeq.shape[0], True, nv,
-                     np.asarray(qdd_star, dtype=float), Ct, ha)
+        on_f.append(np.hstack([np.zeros((force_limits[0].shape[0], nv)), force_limits[0]]))
+        hs.append(force_limits[1])
+    return qpsolvers.Problem(P, q, np.vstack(on_f), np.concatenate(hs), A, b)
 
 
-def solve_contact_qp(qp: ContactQP, grasp: np.ndarray, solver: str, direct: bool = True
-                     ) -> IDResult:
-    """Solve a :class:`ContactQP`.
+def contact_qp_result(x: np.ndarray | None, M: np.ndarray, h: np.ndarray,
+                      qdd_star: np.ndarray, Jc: np.ndarray, grasp: np.ndarray,
+                      actuated_v: np.ndarray | slice, relaxed: bool, status: str = "ok",
+                      solve_time: float = 0.0) -> IDResult:
+    """The :class:`IDResult` of a solution ``x`` of :func:`build_contact_qp` (``None``: no
+    solution; then ``found=False``, NaN torques and forces): ``f``, ``qdd`` (``qdd*`` or the
+    relaxed one), ``tau = (M qdd + h - J_c^T G f)_a``, ``lambda = G f``."""
+    nv, n_tau = M.shape[0], len(np.arange(M.shape[0])[actuated_v])
+    if x is None:
+        return IDResult(False, np.array(qdd_star, dtype=float), np.full(n_tau, np.nan),
+                        np.full(grasp.shape[0], np.nan), np.full((grasp.shape[1] // 3, 3), np.nan),
+                        status, relaxed, solve_time)
+    f = x[nv:] if relaxed else x
+    qdd = x[:nv].copy() if relaxed else np.array(qdd_star, dtype=float)
+    tau = (M @ qdd + h - Jc.T @ (grasp @ f))[actuated_v]
+    return IDResult(True, qdd, tau, grasp @ f, f.reshape(-1, 3).copy(), status, relaxed,
+                    solve_time)
 
-    ``solver="daqp"`` with ``direct`` (the default): ``daqp.solve`` on the problem's own two-sided
-    arrays (DAQP's native form; the qpsolvers wrapper would convert them on every call). Any other
-    solver, or ``direct=False``: ``qpsolvers.solve_problem(qp.problem, solver=solver)``. Both solve
-    the same strictly convex problem (``tests/test_contact_projected_id.py`` checks they agree).
 
-    Returns an :class:`IDResult` (``found=False`` with zero arrays if the solver finds no solution).
-    """
-    t0 = time.perf_counter()
-    if qp.infeasible:
-        ok, x, status = False, None, qp.infeasible
+def _solve_contact_qp(problem: qpsolvers.Problem, solver: str, args: tuple[Any, ...],
+                      relaxed: bool) -> IDResult:
+    """Solve a built contact QP (:func:`~wbsim.controllers.base.solve_qp`) and read it."""
+    sol = solve_qp(problem, solver)
+    if sol.x is None:
+        status = (f"{solver} error: {sol.error}" if sol.error is not None
+                  else f"{solver}: no solution (infeasible)")
     else:
-        try:
-            if direct and solver == "daqp" and _daqp is not None:
-                x, _, exitflag, _ = _daqp.solve(qp.P, qp.q, qp.C, qp.upper, qp.lower,
-                                                qp.daqp_sense())
-                ok = exitflag > 0 and math.isfinite(_sum(x))
-            else:
-                sol = qpsolvers.solve_problem(qp.problem, solver=solver)
-                x = sol.x
-                ok = bool(sol.found) and x is not None and bool(np.isfinite(x).all())
-            status = "ok" if ok else f"{solver}: no solution (infeasible)"
-        except Exception as exc:  # noqa: BLE001  solvers raise various types on bad problems
-            ok, x, status = False, None, f"{solver} error: {exc}"
-    dt = time.perf_counter() - t0
-    n_tau = qp.tau_offset.shape[0]
-    npf = grasp.shape[1]
-    if not ok:
-        return IDResult(False, qp.qdd_star.copy(), np.zeros(n_tau), np.zeros(grasp.shape[0]),
-                        np.zeros((npf // 3, 3)), status, qp.relaxed, dt)
-    f = x[qp.nv:] if qp.relaxed else x
-    qdd = x[:qp.nv].copy() if qp.relaxed else qp.qdd_star.copy()
-    tau = qp.tau_map @ x + qp.tau_offset
-    return IDResult(True, qdd, tau, grasp @ f, f.reshape(-1, 3), status, qp.relaxed, dt)
-
-
-try:  # DAQP called directly (the default solver); qpsolvers covers every other solver
-    import daqp as _daqp
-except ImportError:  # pragma: no cover - qpsolvers then reports daqp as unavailable
-    _daqp = None
+        status = "ok"
+    M, h, qdd_star, Jc, grasp, actuated_v = args
+    return contact_qp_result(sol.x, M, h, qdd_star, Jc, grasp, actuated_v, relaxed, status,
+                             sol.seconds)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -931,6 +593,11 @@ class ContactProjectedID:
             Pinocchio's ``model.damping`` if the robot has no config). The G1's 0.5 N·m·s/rad,
             left uncompensated, lags the swing foot ~1.5 mm and pitches it ~0.02 rad while it moves,
             enough to land it heel first and bounce it. 0 turns it off.
+        fast: run each step in :class:`~wbsim.controllers._projected_id_fast.ProjectedIDKernel`
+            (the readable path's quantities on preallocated arrays, DAQP called directly for the
+            exact QP when ``solver`` is DAQP); ``False``: the readable path (snapshot, the tasks'
+            rows, ``build_task_stack``, :func:`contact_projection`, :func:`build_contact_qp`
+            through qpsolvers). Decided here, once.
 
     Targets (``schedule.targets``): ``"com"`` ``(3,)`` world CoM (m), ``"com_velocity"`` ``(3,)`` m/s;
     ``"left_foot"`` / ``"right_foot"`` (or ``"swing_foot"`` when one foot swings) ``(3,)`` world position of
@@ -969,7 +636,8 @@ class ContactProjectedID:
                  regularization: float = 1e-6, check_targets: bool = True, com_margin: float = 0.01,
                  base_frame: str | None = None, pinv_forces: str = "points",
                  transition_time: float = 0.3, transition_force: float = 4.0,
-                 release_time: float = 0.02, joint_damping: float | np.ndarray | str = "model"):
+                 release_time: float = 0.02, joint_damping: float | np.ndarray | str = "model",
+                 fast: bool = True):
         if variant not in VARIANTS:
             raise UnknownNameError("variant", variant, VARIANTS)
         if contact_source not in CONTACT_SOURCES:
@@ -1023,6 +691,7 @@ class ContactProjectedID:
         self.qidx = robot.converter.pin_qidx
         self.vidx = robot.converter.pin_vidx
         self._act = _as_slice(np.asarray(self.vidx))  # a slice for a free-flyer root
+        self._unact = _unactuated(self.nv, self._act)
         self.joint_damping = self._parse_damping(joint_damping)
         self._damped = bool(np.any(self.joint_damping > 0))
         self._damping_v = np.zeros(self.nv)  # (nv,): joint_damping on the actuated rows of v
@@ -1031,12 +700,14 @@ class ContactProjectedID:
         self.base_frame_id = self._base_frame(base_frame)
         self._leg_reach = {f: self._leg_chain(f) for f in robot.feet}
         self._reset_done = False
-        self._snapshot: DynamicsSnapshot | None = None  # refilled in place every step
         self._contact_set: frozenset[str] | None = None
-        self._layout: ContactLayout | None = None
+        self._layout: ContactLayout = build_contact_layout(robot, ())
+        self._hull_cache: tuple | None = None
         self._last_feasible_tau: np.ndarray | None = None
-        self.projection: ContactProjection | None = None
-        self.contact: ContactKinematics | None = None
+        self.fast = bool(fast)
+        self._terms: _Terms | None = None
+        self._projected: tuple | None = None
+        self._kernel: ProjectedIDKernel | None = None
 
     # -- configuration helpers --------------------------------------------------------------------
     @staticmethod
@@ -1105,7 +776,7 @@ class ContactProjectedID:
     # -- protocol ---------------------------------------------------------------------------------
     def reset(self, state: RobotState) -> None:
         """Store the reference posture, CoM, base orientation and foot placements of ``state``."""
-        s = self._snapshot = compute_snapshot(self.model, self.data, state.q, state.v, self._snapshot)
+        s = compute_snapshot(self.model, self.data, state.q, state.v)
         self._com0 = s.com.copy()
         self._base_R0 = s.frame(self.base_frame_id).rotation.copy()
         self._posture0 = np.asarray(state.q)[self.qidx].copy()
@@ -1126,7 +797,7 @@ class ContactProjectedID:
         self._com_given, self._com_velocity_given = self._com0.copy(), _ZERO3
         self._foot_given = {f: (p.copy(), _ZERO3) for f, (p, _) in self._feet0.items()}
         self._contact_set = None
-        self._layout = None
+        self._layout = build_contact_layout(self.robot, ())
         self._last_feasible_tau = None
         self._made_at: dict[str, float] = {}  # time a foot entered the contact set (not at reset)
         self._unload_from: dict[str, float] = {}  # normal load (N) of a foot when its unloading began
@@ -1143,7 +814,8 @@ class ContactProjectedID:
 
     def _switch_mode(self, contact_set: frozenset[str], s: DynamicsSnapshot, info: dict,
                      t: float) -> None:
-        """Rebuild the contact structures for a new contact set (seed, Problem 5)."""
+        """Rebuild the contact structures for a new contact set (seed, Problem 5) at the snapshot
+        ``s`` of this step."""
         layout = build_contact_layout(self.robot, contact_set, self.mu, self.min_normal_force)
         if self._contact_set is not None:
             info["mode_switch"] = {"from": sorted(self._contact_set), "to": sorted(contact_set)}
@@ -1167,15 +839,29 @@ class ContactProjectedID:
         for k in range(len(layout.feet)):
             self._load_rows[k, 12 * k + 2:12 * k + 12:3] = 1.0
         self._swing = tuple(f for f in self.robot.feet if f not in contact_set)
-        self._stack = TaskStack(self._tasks(), self.nv, self.regularization)
-        self._qp_builder = None
-        if layout.feet and self.variant == "qp":
+        self._stack_tasks = tuple(self._tasks())
+        self._kernel = None
+        if self.fast:
             # the joints a contact force reaches: non-zero columns of J_c (structural: the legs in
-            # contact), the rows of (J_c^T G)_a that build_contact_qp finds non-zero
-            Jc = contact_kinematics(s, layout).Jc
-            reached = (Jc != 0.0).any(axis=0)[self._act]
-            self._qp_builder = ContactQPBuilder(self.nv, self._act, layout.friction, reached,
-                                                self.tau_limit)
+            # contact), the rows of (J_c^T G)_a that are not zero
+            reached = (contact_kinematics(s, layout).Jc != 0.0).any(axis=0)[self._act]
+            specs = tuple(_task_spec(task) for task in self._stack_tasks)
+            qp = self.variant == "qp" and self.solver == "daqp"
+            self._kernel = ProjectedIDKernel(
+                self.model, layout.frame_ids, layout.points_in_foot, specs, self._act,
+                self._W_factor, self.task_space == "nullspace", self.regularization,
+                self._damping_v if self._damped else None, layout.friction if qp else None,
+                reached, self.tau_limit)
+
+    def _task_targets(self) -> list[tuple]:
+        """Per task of the stack, what the kernel reads each step: ``(kp, kd, weight, target,
+        target_velocity or None)``."""
+        out = []
+        for task in self._stack_tasks:
+            g = task.gains
+            out.append((g.kp, g.kd, g.weight, task.target,
+                        getattr(task, "target_velocity", None)))
+        return out
 
     def _tasks(self) -> list[Task]:
         tasks: list[Task] = [self.com_task, self.base_task]
@@ -1185,9 +871,11 @@ class ContactProjectedID:
         return tasks
 
     # -- targets ----------------------------------------------------------------------------------
-    def _apply_targets(self, targets: Mapping[str, Any], s: DynamicsSnapshot, ck: ContactKinematics,
+    def _apply_targets(self, targets: Mapping[str, Any], points: np.ndarray, data: pin.Data,
                        events: list[str]) -> None:
-        """Update the given targets from ``targets``, clamp out-of-reach ones into the task targets."""
+        """Update the given targets from ``targets``, clamp out-of-reach ones into the task
+        targets (``points``: the sole points in contact, world, ``(n, 3)``; ``data``: Pinocchio
+        data of this step, for the hip positions)."""
         if "com" in targets:
             self._com_given = _target3(targets["com"], "com")
         if "com_velocity" in targets:
@@ -1202,14 +890,14 @@ class ContactProjectedID:
                 self._foot_given[f] = (_target3(targets[key], key),
                                        _ZERO3 if vel is None else _target3(vel, f"{key}_velocity"))
         com = self._com_given
-        if self.check_targets and ck.point_positions.shape[0]:
-            com = self._clamp_com(com, ck.point_positions[:, :2], events)
+        if self.check_targets and points.shape[0]:
+            com = self._clamp_com(com, points[:, :2], events)
         self.com_task.target, self.com_task.target_velocity = com, self._com_velocity_given
         for f in self._swing:
             pos, vel = self._foot_given[f]
             if self.check_targets:
                 hip, reach = self._leg_reach[f]
-                hip_pos = s.data.oMi[hip].translation
+                hip_pos = data.oMi[hip].translation
                 d = pos - hip_pos
                 dist = float(np.linalg.norm(d))
                 if dist > reach:
@@ -1266,59 +954,78 @@ class ContactProjectedID:
         if not self._reset_done:
             self.reset(state)
         contact_set = self._contact_set_of(state, schedule)
-        s = self._snapshot = compute_snapshot(self.model, self.data, state.q, state.v, self._snapshot)
         info: dict[str, Any] = {"variant": self.variant}
         if contact_set != self._contact_set:
-            self._switch_mode(contact_set, s, info, float(state.t))
-        layout = self._layout
-        ck = self.contact = contact_kinematics(s, layout)
+            self._switch_mode(contact_set, compute_snapshot(self.model, self.data, state.q,
+                                                            state.v), info, float(state.t))
         events: list[str] = []
-        self._apply_targets(schedule.targets or {}, s, ck, events)
-        clamped = bool(events)
-
-        try:
-            if self._W_mode == "M" and layout.feet:
-                # factorise M and solve M^-1 J_c^T in one dposv (contact_projection's arithmetic)
-                proj = _projection(ck.Jc, ck.Jc_dot_v, _posv(s.M, ck.Jc.T, "M"))
-            else:
-                L = cholesky(s.M, "M", None) if self._W_mode == "M" else self._W_factor
-                proj = contact_projection(ck.Jc, ck.Jc_dot_v, W_cholesky=L)
-        except WbsimError as exc:
-            self.projection = None
-            return self._fallback(s, ck, info, events + ["projection_failed"], str(exc), t0)
-
-        self.projection = proj
-        # the task stack: the rows solve_task_stack([t.rows(s) for t in self._tasks()], ...) builds,
-        # written in place (TaskStack, rebuilt with the contact set)
-        if self.task_space == "nullspace":
-            qdd_des = self._stack.solve(s, (proj.Nc, proj.particular), proj.augmented)
+        targets = schedule.targets or {}
+        kernel = self._kernel
+        if kernel is not None:
+            q, v = _state_arrays(self.model, state)
+            kernel.kinematics(q, v)
+            self._apply_targets(targets, kernel.points, kernel.data, events)
+            terms = self._terms = _Terms(kernel.M, kernel.h, kernel.g, kernel.Jc,
+                                         kernel.Jc_dot_v, kernel.grasp, kernel.foot_rotations,
+                                         kernel.foot_positions, kernel.points)
+            try:
+                kernel.accelerations(self._task_targets())
+            except KernelError as exc:
+                if not exc.projection:
+                    raise WbsimError(str(exc)) from None
+                self._projected = None
+                return self._fallback(terms, info, events + ["projection_failed"], str(exc), t0)
+            self._projected = (kernel.Jc_pinv, kernel.Nc, kernel.particular)
+            qdd_des, qdd_star, errors = kernel.qdd_des, kernel.qdd_star, kernel.errors
         else:
-            qdd_des = self._stack.solve(s)
-        qdd_star = proj.project(qdd_des)
-        info.update(qdd_des=qdd_des, qdd_star=qdd_star, task_errors=self._stack.error_norms())
+            s = compute_snapshot(self.model, self.data, state.q, state.v)
+            ck = contact_kinematics(s, self._layout)
+            self._apply_targets(targets, ck.point_positions, s.data, events)
+            h = s.h + self._damping_v * s.v if self._damped else s.h
+            terms = self._terms = _Terms(s.M, h, s.g, ck.Jc, ck.Jc_dot_v, ck.grasp,
+                                         ck.foot_rotations, ck.foot_positions, ck.point_positions)
+            try:
+                proj = (contact_projection(ck.Jc, ck.Jc_dot_v, W=s.M) if self._W_mode == "M"
+                        else contact_projection(ck.Jc, ck.Jc_dot_v, W_cholesky=self._W_factor))
+            except WbsimError as exc:
+                self._projected = None
+                return self._fallback(terms, info, events + ["projection_failed"], str(exc), t0)
+            self._projected = (proj.Jc_pinv, proj.Nc, proj.particular)
+            rows = [task.rows(s) for task in self._stack_tasks]
+            nullspace = (proj.Nc, proj.particular) if self.task_space == "nullspace" else None
+            qdd_des = solve_task_stack(build_task_stack(rows, self.nv, self.regularization,
+                                                        nullspace))
+            qdd_star = proj.project(qdd_des)
+            errors = [r.error for r in rows]
+        clamped = bool(events)
+        info.update(qdd_des=qdd_des, qdd_star=qdd_star,
+                    task_errors={t.name: math.sqrt(float(e @ e))
+                                 for t, e in zip(self._stack_tasks, errors)})
 
         fallback = "clamped_target" if clamped else ""
-        h = self._h(s)
+        layout = self._layout
         if self.variant == "pinv":
-            res = inverse_dynamics_pinv(s.M, h, qdd_star, ck.Jc, self._act, ck.grasp,
-                                        (ck.foot_rotations, layout.distribution), self.pinv_forces)
+            res = inverse_dynamics_pinv(terms.M, terms.h, qdd_star, terms.Jc, self._act,
+                                        terms.grasp, (terms.foot_rotations, layout.distribution),
+                                        self.pinv_forces)
             if not res.found:
-                return self._fallback(s, ck, info, events + ["pinv_unbalanced"], res.status, t0)
+                return self._fallback(terms, info, events + ["pinv_unbalanced"], res.status, t0)
             tau = res.tau
-            if _any(np.abs(tau) > self.tau_limit):
+            if np.any(np.abs(tau) > self.tau_limit):
                 tau = np.clip(tau, -self.tau_limit, self.tau_limit)
                 events.append("torque_limit")
                 fallback = fallback or "clipped"
-            if res.point_forces.size and np.minimum.reduce(res.point_forces[:, 2]) < 0.0:
+            if res.point_forces.size and res.point_forces[:, 2].min() < 0.0:
                 info["pulling"] = True
         else:
             bounds = self._force_bounds(schedule, float(state.t))
-            res = self._solve_qp(s, h, ck, qdd_star, bounds)
-            if res is None:
-                return self._fallback(s, ck, info, events + ["no_contact"],
+            solved = self._solve_qp(terms, qdd_star, bounds)
+            if solved is None:
+                return self._fallback(terms, info, events + ["no_contact"],
                                       "no contact: the base cannot be supported", t0)
+            res = solved
             if not res.found:
-                return self._fallback(s, ck, info, events + ["qp_infeasible"], res.status, t0)
+                return self._fallback(terms, info, events + ["qp_infeasible"], res.status, t0)
             if res.relaxed:
                 events.append("exact_qp_infeasible")
                 fallback = fallback or "relaxed_qp"
@@ -1344,6 +1051,24 @@ class ContactProjectedID:
             info=info,
         )
 
+    @property
+    def contact(self) -> ContactKinematics | None:
+        """This step's :class:`ContactKinematics` (copies; for logging and tests)."""
+        t = self._terms
+        if t is None:
+            return None
+        return ContactKinematics(t.Jc.copy(), t.Jc_dot_v.copy(), np.array(t.foot_positions),
+                                 np.array(t.points), t.grasp.copy(), np.array(t.foot_rotations))
+
+    @property
+    def projection(self) -> ContactProjection | None:
+        """This step's :class:`ContactProjection` (copies; ``None`` when it failed)."""
+        p = self._projected
+        if p is None or self._terms is None:
+            return None
+        t = self._terms
+        return ContactProjection(t.Jc.copy(), t.Jc_dot_v.copy(), *(np.array(a) for a in p))
+
     def _foot_loads(self) -> dict[str, float]:
         """Commanded normal load (N) per foot in contact at the last solved QP step."""
         src = self._loads_from
@@ -1352,14 +1077,6 @@ class ContactProjectedID:
             self._foot_load = dict(zip(feet, (load_rows[:, 2::3] @ fz).tolist()))
             self._loads_from = None
         return self._foot_load
-
-    def _h(self, s: DynamicsSnapshot) -> np.ndarray:
-        """``h`` plus the viscous joint damping ``D qdot`` on the actuated rows (``(nv,)``)."""
-        if not self._damped:
-            return s.h
-        h = np.multiply(self._damping_v, s.v)  # D qdot on the actuated rows, 0 on the base rows
-        h += s.h
-        return h
 
     def _force_bounds(self, schedule: ContactSchedule, t: float
                       ) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray] | None]:
@@ -1401,7 +1118,7 @@ class ContactProjectedID:
         if T <= 0.0 or not layout.feet:
             return rhs, None
         nxt = schedule.next_contact_set
-        if not self._made_at and (nxt is None or self._contact_set <= nxt):
+        if not self._made_at and (nxt is None or layout.feet_set <= nxt):
             return rhs, None  # steady contact (the usual step): no transition bound
         phase_start = t - schedule.phase_time - 1e-9
         left = float("inf")
@@ -1446,51 +1163,110 @@ class ContactProjectedID:
             limits = (self._load_rows[ks], np.array([c for _, c in caps]))
         return rhs, limits
 
-    def _solve_qp(self, s: DynamicsSnapshot, h: np.ndarray, ck: ContactKinematics,
-                  qdd_star: np.ndarray,
-                  bounds: tuple[np.ndarray, tuple[np.ndarray, np.ndarray] | None] | None = None
+    def _solve_qp(self, terms: _Terms, qdd_star: np.ndarray,
+                  bounds: tuple[np.ndarray, tuple[np.ndarray, np.ndarray] | None]
                   ) -> IDResult | None:
+        """The exact QP (``qdd = qdd*``), then the relaxed one if it has no solution; ``None``
+        when no foot is in contact and the base rows do not balance."""
         layout = self._layout
-        rhs, limits = bounds if bounds is not None else (layout.friction_rhs, None)
+        rhs, limits = bounds
+        M, h, Jc, grasp = terms.M, terms.h, terms.Jc, terms.grasp
         if not layout.feet:
             # exact problem without contact forces: feasible only if the base rows balance
-            res = inverse_dynamics_pinv(s.M, h, qdd_star, ck.Jc, self._act)
+            res = inverse_dynamics_pinv(M, h, qdd_star, Jc, self._act)
             if res.found and np.all(np.abs(res.tau) <= self.tau_limit):
                 return res
             return None
-        qp = self._qp_builder.build(s.M, h, qdd_star, ck.Jc, ck.grasp, rhs, self.force_weight,
-                                    limits)  # = build_contact_qp(..., force_limits=limits)
-        res = solve_contact_qp(qp, ck.grasp, self.solver)
-        if res.found:
-            return res
-        W = s.M if self._W_mode == "M" else self._W
-        qp = build_contact_qp(s.M, h, qdd_star, ck.Jc, ck.Jc_dot_v, ck.grasp, layout.friction,
-                              rhs, self._act, self.tau_limit, self.force_weight,
-                              self.relax_weight, W, force_limits=limits)
-        res2 = solve_contact_qp(qp, ck.grasp, self.solver)
+        kernel = self._kernel
+        if kernel is not None and kernel.qp:
+            t0 = time.perf_counter()
+            found, f, tau, status = kernel.solve_qp(rhs, self.force_weight, limits)
+            dt = time.perf_counter() - t0
+            if found:
+                return IDResult(True, qdd_star.copy(), tau, grasp @ f, f.reshape(-1, 3), status,
+                                False, dt)
+            res = contact_qp_result(None, M, h, qdd_star, Jc, grasp, self._act, False, status, dt)
+        else:
+            args = (M, h, qdd_star, Jc, grasp, self._act)
+            problem = build_contact_qp(M, h, qdd_star, Jc, terms.Jc_dot_v, grasp,
+                                       layout.friction, rhs, self._act, self.tau_limit,
+                                       self.force_weight, force_limits=limits)
+            res = _solve_contact_qp(problem, self.solver, args, False)
+            if res.found:
+                return res
+        W = M if self._W_mode == "M" else self._W
+        problem = build_contact_qp(M, h, qdd_star, Jc, terms.Jc_dot_v, grasp, layout.friction,
+                                   rhs, self._act, self.tau_limit, self.force_weight,
+                                   self.relax_weight, W, force_limits=limits)
+        res2 = _solve_contact_qp(problem, self.solver, (M, h, qdd_star, Jc, grasp, self._act),
+                                 True)
         res2.solve_time += res.solve_time
         return res2
 
-    def _fallback(self, s: DynamicsSnapshot, ck: ContactKinematics, info: dict, events: list[str],
-                  status: str, t0: float) -> Command:
+    def _fallback(self, terms: _Terms, info: dict, events: list[str], status: str,
+                  t0: float) -> Command:
         layout = self._layout
         if layout.feet:
-            res = inverse_dynamics_pinv(s.M, s.g, np.zeros(self.nv), ck.Jc, self._act, ck.grasp,
-                                        (ck.foot_rotations, layout.distribution), self.pinv_forces)
+            res = inverse_dynamics_pinv(terms.M, terms.g, np.zeros(self.nv), terms.Jc, self._act,
+                                        terms.grasp, (terms.foot_rotations, layout.distribution),
+                                        self.pinv_forces)
             name, tau, lam, pf = "gravity_pinv", res.tau, res.lam, res.point_forces
             forces = {n: pf[i].copy() for i, n in enumerate(layout.point_names)}
             info["lambda"] = lam
         elif self._last_feasible_tau is not None:
             name, tau, forces = "last_feasible", self._last_feasible_tau.copy(), {}
         else:
-            name, tau, forces = "joint_gravity", s.g[self.vidx].copy(), {}
+            name, tau, forces = "joint_gravity", terms.g[self.vidx].copy(), {}
         tau = np.clip(tau, -self.tau_limit, self.tau_limit)
         info.update(event=",".join(events), compute_time=time.perf_counter() - t0)
         info.setdefault("solve_time", 0.0)
         info["solver"] = self.solver if self.variant == "qp" else "numpy.linalg"
         failed = "projection_failed" in events
-        return Command(tau=tau, contact_set=self._contact_set,
+        return Command(tau=tau, contact_set=layout.feet_set,
                        point_forces=scatter_rows(self.robot.contact_point_names, tuple(forces),
                                                  tuple(forces.values()), 3, nan=not forces),
                        status=CommandStatus.SOLVER_FAILED if failed else CommandStatus.INFEASIBLE,
                        fallback=name, message=status, info=info)
+
+
+class _Terms(NamedTuple):
+    """The model and contact quantities of one step (the kernel's arrays or the readable
+    path's): ``M``, ``h`` (damping included), ``g``, ``Jc``, ``Jc_dot_v``, ``grasp``,
+    ``foot_rotations``, ``foot_positions``, ``points``."""
+
+    M: np.ndarray
+    h: np.ndarray
+    g: np.ndarray
+    Jc: np.ndarray
+    Jc_dot_v: np.ndarray
+    grasp: np.ndarray
+    foot_rotations: np.ndarray
+    foot_positions: np.ndarray
+    points: np.ndarray
+
+
+def _state_arrays(model: pin.Model, state: RobotState) -> tuple[np.ndarray, np.ndarray]:
+    """``(q, v)`` of ``state`` as float arrays of the model's shapes.
+
+    Raises:
+        WbsimError: wrong shapes.
+    """
+    q = np.asarray(state.q, dtype=float)
+    v = np.asarray(state.v, dtype=float)
+    if q.shape != (model.nq,) or v.shape != (model.nv,):
+        raise WbsimError(f"state shapes must be q ({model.nq},), v ({model.nv},); got {q.shape}, "
+                         f"{v.shape}")
+    return q, v
+
+
+def _task_spec(task: Task) -> TaskSpec:
+    """The kernel's description of a task of the stack."""
+    if isinstance(task, ComTask):
+        return TaskSpec("com")
+    if isinstance(task, FramePositionTask):
+        return TaskSpec("position", task.frame_id)
+    if isinstance(task, FrameOrientationTask):
+        return TaskSpec("orientation", task.frame_id)
+    if isinstance(task, PostureTask):
+        return TaskSpec("posture", -1, task.q_index, task.v_index)
+    raise WbsimError(f"the projected-ID kernel has no task of type {type(task).__name__}")

@@ -1,25 +1,11 @@
 """Joint PD around a posture, with gains scaled by the joint-space inertia.
 
-For joint ``i`` with joint-space inertia ``Lambda_ii`` (kg·m²), natural frequency ``f`` (Hz) and damping
-ratio ``zeta``:
-
-    kp_i = Lambda_ii (2 pi f)^2          (N·m/rad)
-    kd_i = 2 zeta Lambda_ii (2 pi f)     (N·m·s/rad)
-
-so one frequency and one damping ratio set every gain, from the hip to the wrist.
-
-Which inertia. For a floating-base robot ``Lambda = (S M^-1 S^T)^-1`` (``M`` from ``pinocchio.crba`` at
-the reference posture, armature included; ``S`` selects the actuated joints): the inertia a joint
-torque meets when the base is free to move, its diagonal taken. It is the smallest inertia the joint
-can meet (contacts only add to it), which makes the explicit PD stable at any step for which
-``2 zeta (2 pi f) dt << 2`` whatever the contacts. The diagonal of ``M`` itself (inertia with the
-base and every other joint locked) overestimates it for the hips and waist (whose torque mostly spins
-the base) and makes the 3 Hz PD oscillate step-to-step at 2 ms on the standing G1; the inertia with a
-foot welded to the floor gives ankle gains of ~5000 N·m/rad that no 35 N·m ankle can follow. For a
-fixed-base robot ``Lambda = M``'s diagonal.
-
-With these gains the PD alone is soft at the ankles (the G1 falls without gravity compensation), and
-with the gravity-compensation QP it holds the stand pose (tests/test_main_job.py).
+Owns :class:`JointPD` (the PD law ``kp (q_ref - q) - kd qdot``, as the :class:`~wbsim.types.JointTargets`
+a controller hands to the loop, which applies it at every physics step), its gains
+(:func:`inertia_scaled_gains`: ``kp_i = Lambda_ii (2 pi f)^2``, ``kd_i = 2 zeta Lambda_ii (2 pi f)``
+with ``Lambda = (S M^-1 S^T)^-1``; docs/controllers.md, "Joint PD") and the two baseline
+controllers ``pd`` (the PD alone) and ``zero``. Arrays are ``(n_joints,)`` in
+``robot.joint_names`` order; ``q``, ``v`` in Pinocchio's convention.
 """
 
 from __future__ import annotations
@@ -30,11 +16,10 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 from scipy.linalg import cho_factor, cho_solve
-
 from wbsim.controllers.base import _as_slice
-from wbsim.errors import is_real
-from wbsim.types import Command, ContactSchedule, RobotState
-from wbsim.errors import WbsimError
+
+from wbsim.errors import WbsimError, is_real
+from wbsim.types import Command, ContactSchedule, JointTargets, RobotState
 
 __all__ = ["JointPD", "PDController", "PDGains", "ZeroController", "inertia_scaled_gains",
            "joint_space_inertia"]
@@ -79,30 +64,69 @@ def inertia_scaled_gains(robot, q: np.ndarray, gains: PDGains) -> tuple[np.ndarr
     return m_ii * w * w, 2.0 * gains.damping_ratio * m_ii * w
 
 
+def _frozen(a: np.ndarray) -> np.ndarray:
+    """``a`` as a read-only float array (a copy): shared by every command, written by none."""
+    out = np.array(a, dtype=float)
+    out.setflags(write=False)
+    return out
+
+
 class JointPD:
-    """``tau = kp (q_ref - q) - kd qdot`` on the actuated joints (``(n_joints,)``, N·m)."""
+    """``tau = kp (q_ref - q) - kd qdot`` on the actuated joints (``(n_joints,)``, N·m).
+
+    The law itself is :meth:`wbsim.types.JointTargets.torque` with ``v = 0``
+    (``kd (0 - qdot)`` is ``-(kd qdot)`` exactly): :attr:`targets` is what a controller returns
+    in ``Command.joint_targets`` so that the loop applies the PD at every physics step.
+
+    Attributes:
+        q_ref: ``(n_joints,)`` reference joint angles, rad (settable).
+        kp, kd: ``(n_joints,)`` gains, N·m/rad and N·m·s/rad (:func:`inertia_scaled_gains`).
+    """
 
     def __init__(self, robot, gains: PDGains = PDGains()):
         self.robot = robot
         self.gains = gains
         conv = robot.converter
         self._qsel, self._vsel = _as_slice(conv.pin_qidx), _as_slice(conv.pin_vidx)
-        self.q_ref = robot.converter.joint_values_pin(robot.pose_q("stand")) if robot.has_feet else (
-            np.zeros(robot.n_joints))
-        self.kp, self.kd = inertia_scaled_gains(robot, robot.configuration(), gains)
+        self._zero = _frozen(np.zeros(robot.n_joints))
+        q_ref = (conv.joint_values_pin(robot.pose_q("stand")) if robot.has_feet
+                 else np.zeros(robot.n_joints))
+        kp, kd = inertia_scaled_gains(robot, robot.configuration(), gains)
+        self.targets = JointTargets(_frozen(q_ref), self._zero, _frozen(kp), _frozen(kd))
+
+    @property
+    def q_ref(self) -> np.ndarray:
+        return self.targets.q
+
+    @q_ref.setter
+    def q_ref(self, value: np.ndarray) -> None:
+        t = self.targets
+        self.targets = JointTargets(_frozen(value), t.v, t.kp, t.kd)
+
+    @property
+    def kp(self) -> np.ndarray:
+        return self.targets.kp
+
+    @property
+    def kd(self) -> np.ndarray:
+        return self.targets.kd
 
     def reset(self, q_ref_full: np.ndarray) -> None:
         """Take the joints of ``q_ref_full`` (Pinocchio ``q``) as reference and rescale the gains."""
-        self.q_ref = self.robot.converter.joint_values_pin(q_ref_full).copy()
-        self.kp, self.kd = inertia_scaled_gains(self.robot, q_ref_full, self.gains)
+        kp, kd = inertia_scaled_gains(self.robot, q_ref_full, self.gains)
+        self.targets = JointTargets(_frozen(self.robot.converter.joint_values_pin(q_ref_full)),
+                                    self._zero, _frozen(kp), _frozen(kd))
 
     def __call__(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
         """``(n_joints,)`` PD torques, N·m, at Pinocchio ``q`` ``(nq,)`` and ``v`` ``(nv,)``."""
-        return self.kp * (self.q_ref - q[self._qsel]) - self.kd * v[self._vsel]
+        return self.targets.torque(q[self._qsel], v[self._vsel])
 
 
 class PDController:
     """The PD alone (no model-based term): the baseline that shows what compensation adds.
+
+    ``compute`` returns ``tau = 0`` and the PD as ``Command.joint_targets`` (applied by the loop
+    at every physics step).
 
     Args:
         robot: a :class:`wbsim.Robot`.
@@ -120,9 +144,10 @@ class PDController:
 
     def compute(self, state: RobotState, schedule: ContactSchedule) -> Command:
         t0 = time.perf_counter()
-        tau = self.pd(state.q, state.v)
-        return Command(tau=tau, info={"compute_time": time.perf_counter() - t0,
-                                      "solve_time": 0.0, "solver": ""})
+        targets = self.pd.targets
+        return Command(tau=np.zeros(self.robot.n_joints), joint_targets=targets,
+                       info={"compute_time": time.perf_counter() - t0, "solve_time": 0.0,
+                             "solver": ""})
 
 
 class ZeroController:

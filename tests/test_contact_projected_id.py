@@ -4,7 +4,8 @@ Every physical value is checked against an independent computation: the projecto
 seed (Section 4), the KKT system of its Problem 1 solved with ``np.linalg.solve``, ``Jcdot v`` from
 Pinocchio's ``getFrameJacobianTimeVariation`` and from finite differences, the floating-base
 dynamics ``M qdd + h = S^T tau + J_c^T lambda`` with ``M``, ``h`` from ``pin.crba`` / ``pin.rnea``,
-the gravity-compensation QP of ``wbsim.controllers.gravity_qp``, and a short MuJoCo rollout.
+the gravity-compensation QP of ``wbsim.controllers.gravity_qp``, and a short MuJoCo rollout. The
+controller runs with its kernel (``fast=True``) and on the readable path, compared step by step.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from conftest import forces_by_name, random_state
 from wbsim.controllers import ContactSchedule, RobotState, make_controller
 from wbsim.controllers import contact_projected_id as cpid
 from wbsim.controllers import tasks as T
+from wbsim.controllers.base import solve_qp
 from wbsim.controllers.contact_projected_id import ContactProjectedID
 
 from wbsim.errors import UnknownNameError, WbsimError
@@ -93,6 +95,12 @@ def _projection_at(robot, q, v, feet, W=None):
     ck = cpid.contact_kinematics(s, layout)
     proj = cpid.contact_projection(ck.Jc, ck.Jc_dot_v, W=s.M if W is None else W)
     return s, layout, ck, proj
+
+
+def _solve(problem, args, relaxed=False, solver="daqp"):
+    """A built contact QP solved by qpsolvers and read (``args``: M, h, qdd*, Jc, grasp, vidx)."""
+    sol = solve_qp(problem, solver)
+    return cpid.contact_qp_result(sol.x, *args, relaxed)
 
 
 def _states(robot, seed, n=N_STATES):
@@ -239,28 +247,6 @@ def test_controller_qdd_star_is_contact_consistent_in_both_task_modes(g1):
                                + ctrl.projection.particular, atol=1e-9)
 
 
-def test_controller_fast_projection_equals_contact_projection(g1):
-    """The controller's per-step projection (``M`` factorised and ``M^-1 J_c^T`` solved in one
-    ``dposv``, then :func:`_projection`) equals the public ``contact_projection(W=M)`` (Cholesky of
-    ``W``, then solves), and its ``h`` with joint damping equals ``h + S^T D qdot`` built by hand,
-    at random states with one and two feet."""
-    ctrl = ContactProjectedID(g1, variant="qp")
-    states = _states(g1, 11, 6)
-    ctrl.reset(RobotState(0.0, *states[0]))
-    vidx = g1.converter.pin_vidx
-    for i, (q, v) in enumerate(states):
-        feet = BOTH if i % 2 else LEFT
-        ctrl.compute(RobotState(0.0, q, v), ContactSchedule(contact_set=feet))
-        s, ck, fast = ctrl._snapshot, ctrl.contact, ctrl.projection
-        ref = cpid.contact_projection(ck.Jc, ck.Jc_dot_v, W=s.M)
-        for name in ("Jc_pinv", "Nc", "particular"):
-            a, b = getattr(fast, name), getattr(ref, name)
-            assert np.allclose(a, b, rtol=1e-12, atol=1e-12 * np.abs(b).max()), name
-        h = s.h.copy()
-        h[vidx] += ctrl.joint_damping * v[vidx]
-        assert np.array_equal(ctrl._h(s), h)
-
-
 def test_bad_weight_and_rank_are_reported(g1):
     q, v = _states(g1, 6, 1)[0]
     s, _, ck, _ = _projection_at(g1, q, v, BOTH)
@@ -326,13 +312,14 @@ def test_qp_inverse_dynamics_satisfies_the_equations_of_motion(g1):
         lim = np.full(g1.n_joints, np.inf)
         args = (s.M, s.h, qdd_star, ck.Jc, ck.Jc_dot_v, ck.grasp, layout.friction,
                 layout.friction_rhs, vidx, lim, 1e-2)  # the controller's default force weight
-        res = cpid.solve_contact_qp(cpid.build_contact_qp(*args), ck.grasp, "daqp")
+        read = (s.M, s.h, qdd_star, ck.Jc, ck.grasp, vidx)
+        res = _solve(cpid.build_contact_qp(*args), read)
         if res.found:
             n_exact += 1
             assert np.array_equal(res.qdd, qdd_star)
         else:
-            res = cpid.solve_contact_qp(cpid.build_contact_qp(*args, relax_weight=1e5), ck.grasp,
-                                        "daqp")
+            assert np.isnan(res.tau).all() and np.isnan(res.point_forces).all()  # NaN, not 0
+            res = _solve(cpid.build_contact_qp(*args, relax_weight=1e5), read, relaxed=True)
             assert res.found and res.relaxed
             n_relaxed += 1
         Jc, dJv = _reference_contact(g1, q, v, feet)
@@ -353,15 +340,16 @@ def test_qp_respects_torque_limits_and_reports_joints_no_force_reaches(g1):
     lim = np.full(g1.n_joints, np.inf)
     knee = g1.joint_names.index("left_knee_joint")
     lim[knee] = 5.0  # the knee needs ~12 N·m standing: the QP must shift load to the right leg
-    res = cpid.solve_contact_qp(cpid.build_contact_qp(
-        s.M, s.h, np.zeros(g1.pin_model.nv), ck.Jc, ck.Jc_dot_v, ck.grasp, layout.friction,
-        layout.friction_rhs, vidx, lim, 1e-5), ck.grasp, "daqp")
+    zero = np.zeros(g1.pin_model.nv)
+    read = (s.M, s.h, zero, ck.Jc, ck.grasp, vidx)
+    res = _solve(cpid.build_contact_qp(s.M, s.h, zero, ck.Jc, ck.Jc_dot_v, ck.grasp,
+                                       layout.friction, layout.friction_rhs, vidx, lim, 1e-5), read)
     assert res.found and abs(res.tau[knee]) <= 5.0 + 1e-7
     shoulder = g1.joint_names.index("left_shoulder_roll_joint")
-    lim[shoulder] = 1e-3  # no contact force reaches the arm: infeasible before solving
-    qp = cpid.build_contact_qp(s.M, s.h, np.zeros(g1.pin_model.nv), ck.Jc, ck.Jc_dot_v, ck.grasp,
-                               layout.friction, layout.friction_rhs, vidx, lim, 1e-5)
-    assert qp.infeasible and not cpid.solve_contact_qp(qp, ck.grasp, "daqp").found
+    lim[shoulder] = 1e-3  # no contact force reaches the arm (it needs more): infeasible
+    qp = cpid.build_contact_qp(s.M, s.h, zero, ck.Jc, ck.Jc_dot_v, ck.grasp, layout.friction,
+                               layout.friction_rhs, vidx, lim, 1e-5)
+    assert not _solve(qp, read).found
 
 
 @pytest.mark.parametrize("variant", ["qp", "pinv"])
@@ -430,25 +418,6 @@ def test_static_double_support_equals_gravity_qp(robot, eps):
 # ------------------------------------------------------------------------------------------------
 # the per-step fast paths against the general ones
 # ------------------------------------------------------------------------------------------------
-def test_snapshot_refilled_in_place_equals_a_fresh_one(g1):
-    model = g1.pin_model
-    data = model.createData()
-    states = _states(g1, 20, 3)
-    s = T.compute_snapshot(model, data, *states[0])
-    fid = g1.feet["left_foot"].pin_frame_id
-    s.frame(fid)
-    for q, v in states[1:]:
-        out = T.compute_snapshot(model, data, q, v, out=s)
-        ref = T.compute_snapshot(model, model.createData(), q, v)
-        assert out is s
-        for name in ("M", "h", "g", "com", "com_velocity", "com_jacobian", "com_drift"):
-            assert np.array_equal(getattr(out, name), getattr(ref, name)), name
-        for attr in ("position", "rotation", "jacobian", "drift", "velocity"):  # cache cleared
-            assert np.array_equal(getattr(out.frame(fid), attr), getattr(ref.frame(fid), attr)), attr
-    with pytest.raises(WbsimError):
-        T.compute_snapshot(model, model.createData(), *states[0], out=s)
-
-
 def test_sole_points_and_grasp_map_match_pinocchio_frames(g1):
     """``contact_kinematics``' batched sole points against Pinocchio's own frames at the sole
     corners, and its grasp map against the per-point definition ``[I; [p_i - o]x]``."""
@@ -481,43 +450,36 @@ def _controller_tasks(g1, swing):
 
 
 @pytest.mark.parametrize("swing", [(), ("right_foot",)], ids=["double", "single"])
-def test_task_stack_equals_solve_task_stack(g1, swing):
-    """``TaskStack`` (rows written in place, ``[N | qdd_p]`` products, posture rows read from N)
-    against ``solve_task_stack`` on the tasks' own rows, in the null space and free."""
-    model = g1.pin_model
-    nv = model.nv
-    rng = np.random.default_rng(22)
+def test_task_stack_is_the_weighted_least_squares_solution(g1, swing):
+    """``build_task_stack`` + ``solve_task_stack`` against the normal equations written out with
+    ``np.linalg.solve``: free, ``min sum w ||J qdd + drift - a||^2 + reg ||qdd||^2``; in the null
+    space, the same over ``qdd = qdd_p + N z`` (the result is then contact-consistent)."""
+    nv = g1.pin_model.nv
     tasks = _controller_tasks(g1, swing)
     tasks[0].set_target(tasks[0].target + [0.02, -0.01, 0.01], [0.1, 0.0, -0.05])
     feet = BOTH - frozenset(swing)
-    stack = T.TaskStack(tasks, nv, 1e-6)
-    for i, (q, v) in enumerate(_states(g1, 23, 4)):
+    for q, v in _states(g1, 23, 3):
         s, _, _, proj = _projection_at(g1, q, v, feet)
-        if i == 3:  # a weight change must reach the constant (posture) rows too
-            tasks[-1].gains = T.TaskGains(2.0, 1.0, 0.5)
         rows = [t.rows(s) for t in tasks]
-        ns = (proj.Nc, proj.particular)
-        for nullspace, augmented in ((ns, proj.augmented), (ns, None), (None, None)):
-            ref = T.solve_task_stack(rows, nv, 1e-6, nullspace)
-            got = stack.solve(s, nullspace, augmented)
-            assert np.allclose(got, ref, rtol=1e-9, atol=1e-9 * (1 + np.abs(ref).max()))
-            assert stack.error_norms() == {r.name: pytest.approx(np.linalg.norm(r.error))
-                                           for r in rows}
-        qdd = stack.solve(s, ns, proj.augmented)
+        A = np.vstack([np.sqrt(r.weight) * r.jacobian for r in rows])
+        b = np.concatenate([np.sqrt(r.weight) * (r.acceleration - r.drift) for r in rows])
+        free = np.linalg.solve(A.T @ A + 1e-6 * np.eye(nv), A.T @ b)
+        got = T.solve_task_stack(T.build_task_stack(rows, nv, 1e-6))
+        assert np.allclose(got, free, rtol=1e-9, atol=1e-9 * (1 + np.abs(free).max()))
+        N, p = proj.Nc, proj.particular
+        AN = A @ N
+        z = np.linalg.solve(AN.T @ AN + 1e-6 * np.eye(nv), AN.T @ (b - A @ p))
+        ref = p + N @ z
+        got = T.solve_task_stack(T.build_task_stack(rows, nv, 1e-6, (N, p)))
+        assert np.allclose(got, ref, rtol=1e-9, atol=1e-9 * (1 + np.abs(ref).max()))
         Jc, dJv = _reference_contact(g1, q, v, feet)
-        assert np.linalg.norm(Jc @ qdd + dJv) < 1e-8
-    del rng
+        assert np.linalg.norm(Jc @ got + dJv) < 1e-8
 
 
-def _one_sided_reference(qp):
-    """The QP of a :class:`ContactQP` rebuilt in one-sided form by hand (``G x <= h`` with
-    ``-C x <= -lower`` and ``C x <= upper``, ``A x = b``) and solved by ProxQP."""
-    ne = qp.n_eq
-    C, lo, up = qp.C[ne:], qp.lower[ne:], qp.upper[ne:]
-    G = np.vstack([C[np.isfinite(up)], -C[np.isfinite(lo)]])
-    h = np.concatenate([up[np.isfinite(up)], -lo[np.isfinite(lo)]])
-    return qpsolvers.solve_qp(qp.P, qp.q, G, h, qp.C[:ne], qp.upper[:ne], solver="proxqp",
-                              eps_abs=1e-9, eps_rel=0.0, max_iter=100000)
+def _one_sided_reference(P, q, G, h, A, b):
+    """The same QP solved by ProxQP, tight tolerances."""
+    return qpsolvers.solve_qp(P, q, G, h, A, b, solver="proxqp", eps_abs=1e-9, eps_rel=0.0,
+                              max_iter=100000)
 
 
 def _reference_exact_qp(M, h, qdd_star, Jc, grasp, friction, friction_rhs, vidx, tau_limit, eps):
@@ -534,14 +496,37 @@ def _reference_exact_qp(M, h, qdd_star, Jc, grasp, friction, friction_rhs, vidx,
     G = np.vstack([friction, -Aa, Aa])  # tau <= lim: -Aa f <= lim - ba; -tau <= lim: Aa f <= lim + ba
     hh = np.concatenate([friction_rhs, tau_limit - ba, tau_limit + ba])
     keep = np.isfinite(hh) & (np.abs(G).sum(axis=1) > 0)
-    return qpsolvers.solve_qp(P, q, G[keep], hh[keep], A_f[unact], b[unact], solver="proxqp",
-                              eps_abs=1e-9, eps_rel=0.0, max_iter=100000)
+    return _one_sided_reference(P, q, G[keep], hh[keep], A_f[unact], b[unact])
 
 
-def test_direct_daqp_equals_qpsolvers(g1):
-    """``solve_contact_qp`` calling ``daqp.solve`` on the two-sided arrays against the general
-    qpsolvers path (DAQP through qpsolvers, and ProxQP on a hand-built one-sided problem), for
-    exact and relaxed problems, with and without extra force bounds and torque limits."""
+def _reference_relaxed_qp(M, h, qdd_star, Jc, Jc_dot_v, grasp, friction, friction_rhs, vidx,
+                          tau_limit, eps, w):
+    """The relaxed problem from its definition over ``x = [qdd, f]``: ``w (qdd - qdd*)^T M
+    (qdd - qdd*) + ||tau||^2 + eps ||f||^2``, ``tau = S (M qdd + h - J_c^T G f)``, base rows and
+    ``J_c qdd + Jcdot_c v = 0`` as equalities, friction and torque limits; ProxQP."""
+    nv = M.shape[0]
+    unact = np.setdiff1d(np.arange(nv), vidx)
+    A_f = Jc.T @ grasp
+    n = A_f.shape[1]
+    T_map = np.hstack([M, -A_f])[vidx]                  # tau = T_map x + h_a
+    Q = np.zeros((nv + n, nv + n))
+    Q[:nv, :nv] = w * M
+    Q[nv:, nv:] = eps * np.eye(n)
+    P = 2 * (T_map.T @ T_map + Q)
+    q = 2 * (T_map.T @ h[vidx]) - 2 * np.r_[w * M @ qdd_star, np.zeros(n)]
+    A = np.vstack([np.hstack([M, -A_f])[unact], np.hstack([Jc, np.zeros((Jc.shape[0], n))])])
+    b = np.r_[-h[unact], -Jc_dot_v]
+    fin = np.isfinite(tau_limit)
+    G = np.vstack([np.hstack([np.zeros((friction.shape[0], nv)), friction]), T_map[fin],
+                   -T_map[fin]])
+    hh = np.r_[friction_rhs, (tau_limit - h[vidx])[fin], (tau_limit + h[vidx])[fin]]
+    return _one_sided_reference(P, q, G, hh, A, b)
+
+
+def test_built_contact_qp_equals_its_definition_for_every_solver(g1):
+    """``build_contact_qp`` solved by DAQP and ProxQP through qpsolvers against the exact problem
+    written out from its definition (ProxQP), with and without extra force bounds and torque
+    limits; the relaxed problem satisfies its constraints (dynamics, contact acceleration)."""
     rng = np.random.default_rng(24)
     vidx = g1.converter.pin_vidx
     nv = g1.pin_model.nv
@@ -550,6 +535,7 @@ def test_direct_daqp_equals_qpsolvers(g1):
                rng.normal(scale=0.1, size=nv)) for _ in range(6)]
     states += [(q, 0.2 * v) for q, v in _states(g1, 25, 6)]
     checked = {False: 0, True: 0}
+    n_relaxed_ref = 0
     for i, (q, v) in enumerate(states):
         feet = BOTH if i % 2 else LEFT
         s, layout, ck, proj = _projection_at(g1, q, v, feet)
@@ -559,49 +545,121 @@ def test_direct_daqp_equals_qpsolvers(g1):
             rows = np.zeros((1, ck.grasp.shape[1]))
             rows[0, 2:12:3] = 1.0
             limits = (rows, np.array([150.0]))
-        # no limits, the robot's, or tight ones (upper and lower torque bounds active)
         tau_limit = (np.full(g1.n_joints, np.inf), g1.effort_limits, 0.2 * g1.effort_limits)[i % 3]
         args = (s.M, s.h, qdd_star, ck.Jc, ck.Jc_dot_v, ck.grasp, layout.friction,
                 layout.friction_rhs, vidx, tau_limit, 1.0)
+        read = (s.M, s.h, qdd_star, ck.Jc, ck.grasp, vidx)
         for relax in (None, 1e5):
             qp = cpid.build_contact_qp(*args, relax_weight=relax, force_limits=limits)
-            fast = cpid.solve_contact_qp(qp, ck.grasp, "daqp")
-            slow = cpid.solve_contact_qp(qp, ck.grasp, "daqp", direct=False)
-            assert fast.found == slow.found
-            if not fast.found:
+            assert isinstance(qp, qpsolvers.Problem)
+            a = _solve(qp, read, relax is not None)
+            b = _solve(qp, read, relax is not None, solver="proxqp")
+            assert a.found == b.found
+            if not a.found:
                 continue
-            scale = 1 + np.abs(slow.point_forces).max()
-            assert np.allclose(fast.point_forces, slow.point_forces, atol=1e-7 * scale)
-            assert np.allclose(fast.tau, slow.tau, atol=1e-7 * scale)
-            assert np.array_equal(fast.qdd, slow.qdd) or np.allclose(fast.qdd, slow.qdd, atol=1e-7)
-            ref = _one_sided_reference(qp)
-            assert ref is not None
-            f_ref = ref[nv:] if relax else ref
-            assert np.abs(fast.point_forces.ravel() - f_ref).max() < 1e-5 * scale
+            scale = 1 + np.abs(a.point_forces).max()
+            assert np.abs(a.point_forces - b.point_forces).max() < 1e-5 * scale
+            assert np.abs(a.tau - b.tau).max() < 1e-5 * scale
             if relax is None and limits is None:
                 ref = _reference_exact_qp(s.M, s.h, qdd_star, ck.Jc, ck.grasp, layout.friction,
                                           layout.friction_rhs, vidx, tau_limit, 1.0)
-                assert np.abs(fast.point_forces.ravel() - ref).max() < 1e-5 * scale
+                assert np.abs(a.point_forces.ravel() - ref).max() < 1e-5 * scale
+            assert np.all(np.abs(a.tau) <= tau_limit + 1e-6)
+            if relax is not None and limits is None:
+                ref = _reference_relaxed_qp(s.M, s.h, qdd_star, ck.Jc, ck.Jc_dot_v, ck.grasp,
+                                            layout.friction, layout.friction_rhs, vidx, tau_limit,
+                                            1.0, 1e5)
+                if ref is not None:                   # ProxQP may stop short on this scaling
+                    assert np.abs(np.r_[a.qdd, a.point_forces.ravel()] - ref).max() < 1e-4 * scale
+                    n_relaxed_ref += 1
+            if relax is not None:
+                Jc, dJv = _reference_contact(g1, q, v, feet)
+                assert np.linalg.norm(Jc @ a.qdd + dJv) < 1e-8
+                assert _dynamics_residual(g1, q, v, a.qdd, a.tau, Jc, a.lam) < 1e-8
             checked[relax is not None] += 1
-    assert checked[False] >= 3 and checked[True] >= 3, checked
+    assert checked[False] >= 3 and checked[True] >= 3 and n_relaxed_ref >= 3, (checked,
+                                                                               n_relaxed_ref)
 
 
-def test_controller_qp_builder_equals_build_contact_qp(g1):
-    """The controller's per-contact-set builder (reached joints from the layout) builds the same
-    exact QP as the pure ``build_contact_qp`` (reached joints from the data)."""
-    ctrl = ContactProjectedID(g1, variant="qp")
-    ctrl.reset(RobotState(0.0, g1.pose_q("stand"), np.zeros(g1.pin_model.nv)))
-    for i, (q, v) in enumerate(_states(g1, 26, 4)):
-        feet = BOTH if i % 2 else RIGHT
-        ctrl.compute(RobotState(0.0, q, v), ContactSchedule(contact_set=feet))
-        s, layout, ck, proj = _projection_at(g1, q, v, feet)
-        qdd = proj.project(np.zeros(g1.pin_model.nv))
-        a = ctrl._qp_builder.build(s.M, s.h, qdd, ck.Jc, ck.grasp, layout.friction_rhs, 1.0)
-        b = cpid.build_contact_qp(s.M, s.h, qdd, ck.Jc, ck.Jc_dot_v, ck.grasp, layout.friction,
-                                  layout.friction_rhs, ctrl._act, ctrl.tau_limit, 1.0)
-        for name in ("P", "q", "C", "lower", "upper", "tau_map", "tau_offset"):
-            assert np.allclose(getattr(a, name), getattr(b, name), rtol=1e-12, atol=1e-9), name
-        assert a.n_eq == b.n_eq == 6 and a.infeasible == b.infeasible
+def test_contact_qp_torque_rows_are_the_torque_limits(g1):
+    """The rows of the built QPs bound the torque they define: for random unknowns ``x``, the
+    torque rows hold iff ``|tau(x)| <= tau_limit``, with ``tau`` computed from its definition
+    ``(M qdd + h - J_c^T G f)_a`` (exact: ``qdd = qdd*``)."""
+    rng = np.random.default_rng(28)
+    vidx = g1.converter.pin_vidx
+    nv = g1.pin_model.nv
+    q, v = _states(g1, 29, 1)[0]
+    s, layout, ck, proj = _projection_at(g1, q, v, BOTH)
+    qdd_star = proj.project(rng.normal(scale=2.0, size=nv))
+    nfr = layout.friction.shape[0]
+    A_f = ck.Jc.T @ ck.grasp
+    b = s.M @ qdd_star + s.h
+    f0 = np.linalg.lstsq(A_f[vidx], b[vidx], rcond=None)[0]
+    lim = np.abs(b[vidx] - A_f[vidx] @ f0) + rng.uniform(0.5, 5.0, size=g1.n_joints)  # f0 within
+    for relax in (None, 1e5):
+        qp = cpid.build_contact_qp(s.M, s.h, qdd_star, ck.Jc, ck.Jc_dot_v, ck.grasp,
+                                   layout.friction, layout.friction_rhs, vidx, lim, 1.0,
+                                   relax_weight=relax)
+        rows = slice(nfr, nfr + 2 * g1.n_joints)
+        x0 = f0 if relax is None else np.r_[qdd_star, f0]
+        agree = {True: 0, False: 0}
+        for k in range(400):
+            x = x0 + rng.normal(scale=0.3 * (1 + k % 20), size=x0.size)
+            qdd, f = (qdd_star, x) if relax is None else (x[:nv], x[nv:])
+            tau = (s.M @ qdd + s.h - ck.Jc.T @ (ck.grasp @ f))[vidx]
+            within = bool(np.all(np.abs(tau) <= lim))
+            assert bool(np.all(qp.G[rows] @ x <= qp.h[rows])) == within
+            agree[within] += 1
+        assert agree[True] and agree[False]
+
+
+def _run_both(g1, schedules, states, **options):
+    """The same steps through the kernel and the readable path: their commands, in pairs."""
+    fast, readable = (ContactProjectedID(g1, fast=f, **options) for f in (True, False))
+    assert fast._kernel is None and readable._kernel is None
+    q0 = g1.pose_q("stand")
+    for ctrl in (fast, readable):
+        ctrl.reset(RobotState(0.0, q0, np.zeros(g1.pin_model.nv)))
+    out = []
+    for t, ((q, v), sched) in enumerate(zip(states, schedules)):
+        a = fast.compute(RobotState(0.002 * t, q, v), sched)
+        b = readable.compute(RobotState(0.002 * t, q, v), sched)
+        assert (fast._kernel is not None) and readable._kernel is None
+        out.append((a, b))
+    return out
+
+
+@pytest.mark.parametrize("options", [{"variant": "qp"}, {"variant": "pinv"},
+                                     {"variant": "qp", "task_space": "free"},
+                                     {"variant": "qp", "W": "identity"},
+                                     {"variant": "pinv", "pinv_forces": "wrench"}],
+                         ids=["qp", "pinv", "free", "W", "pinv-wrench"])
+def test_kernel_equals_the_readable_path(g1, options):
+    """``fast=True`` (the kernel) against ``fast=False`` (snapshot, tasks' rows, build/solve of
+    the stack, ``contact_projection``, ``build_contact_qp`` through qpsolvers) on perturbed stand
+    states in double and single support, with swing targets and a contact transition (the
+    unloading bounds): same status, fallback, torques, forces, accelerations and task errors."""
+    rng = np.random.default_rng(27)
+    q0 = g1.pose_q("stand")
+    states = [(q0 + np.r_[np.zeros(7), rng.normal(scale=0.005, size=g1.n_joints)],
+               rng.normal(scale=0.02, size=g1.pin_model.nv)) for _ in range(12)]
+    lift = {"right_foot": np.array([0.0, -0.12, 0.1])}
+    schedules = ([ContactSchedule(BOTH)] * 3
+                 + [ContactSchedule(BOTH, LEFT, "shift", 1, 1.2 + 0.05 * k, 1.5) for k in range(3)]
+                 + [ContactSchedule(LEFT, LEFT, "lift", 2, 0.1, 1.0, targets=lift)] * 3
+                 + [ContactSchedule(BOTH)] * 3)
+    n_feasible = n_other = 0
+    for a, b in _run_both(g1, schedules, states, **options):
+        assert (a.status, a.fallback, a.contact_set) == (b.status, b.fallback, b.contact_set)
+        n_feasible += a.feasible
+        n_other += a.fallback in ("relaxed_qp", "clipped")
+        scale = 1 + np.abs(b.point_forces).max()
+        assert np.abs(a.tau - b.tau).max() < 1e-7 * scale
+        assert np.abs(a.point_forces - b.point_forces).max() < 1e-6 * scale
+        for key in ("qdd_des", "qdd_star", "qdd"):
+            assert np.abs(a.info[key] - b.info[key]).max() < 1e-7 * (1 + np.abs(b.info[key]).max())
+        assert a.info["task_errors"] == pytest.approx(b.info["task_errors"], rel=1e-9, abs=1e-12)
+    assert n_feasible >= 3 and (n_other >= 1 or options["variant"] == "pinv")   # exact, relaxed
 
 
 # ------------------------------------------------------------------------------------------------
@@ -682,19 +740,23 @@ def test_infeasible_qp_falls_back_without_raising(g1):
     assert np.all(np.abs(cmd.tau) <= 1e-3 + 1e-9)
 
 
-def test_no_qp_solution_falls_back_to_static_pinv(g1, monkeypatch):
+@pytest.mark.parametrize("fast", [True, False], ids=["kernel", "readable"])
+def test_no_qp_solution_falls_back_to_static_pinv(g1, monkeypatch, fast):
     """When neither QP has a solution: gravity compensation by the pinv variant of the static problem
     (qdd = 0, h = g), checked against the statics with Pinocchio's g(q)."""
-    ctrl, state = _stand(g1, variant="qp")
+    from wbsim.controllers import _projected_id_fast
+
+    ctrl, state = _stand(g1, variant="qp", fast=fast)
     q = state.q.copy()
     q[g1.converter.pin_qidx] += 0.05
     state = RobotState(0.0, q, np.zeros(g1.pin_model.nv))
 
-    def no_solution(qp, grasp, solver):
-        return cpid.IDResult(False, qp.qdd_star, np.zeros(g1.n_joints), np.zeros(grasp.shape[0]),
-                             np.zeros((grasp.shape[1] // 3, 3)), "mock: infeasible")
+    def no_solution(problem, solver, args, relaxed):
+        return cpid.contact_qp_result(None, *args, relaxed, "mock: infeasible")
 
-    monkeypatch.setattr(cpid, "solve_contact_qp", no_solution)
+    monkeypatch.setattr(cpid, "_solve_contact_qp", no_solution)
+    monkeypatch.setattr(_projected_id_fast.ProjectedIDKernel, "solve_qp",
+                        lambda self, *a: (False, None, None, "mock: kernel"))
     cmd = ctrl.compute(state, ContactSchedule(contact_set=BOTH))
     assert not cmd.feasible and cmd.fallback == "gravity_pinv" and "qp_infeasible" in cmd.info["event"]
     assert cmd.status is CommandStatus.INFEASIBLE and cmd.message == "mock: infeasible"
@@ -761,7 +823,7 @@ def test_g1_stands_in_mujoco(g1):
         q, v = g1.mj_to_pin(d.qpos, d.qvel)
         cmd = ctrl.compute(RobotState(d.time, q, v), schedule)
         assert cmd.feasible
-        d.ctrl[:] = cmd.tau
+        d.ctrl[:] = cmd.torque_at(q[g1.converter.pin_qidx], v[g1.converter.pin_vidx])
         mujoco.mj_step(m, d)
         data = g1.pin_model.createData()
         worst = max(worst, np.linalg.norm(pin.centerOfMass(g1.pin_model, data, q) - com0))

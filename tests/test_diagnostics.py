@@ -385,7 +385,8 @@ def standing_run(g1):
             cmd = ctrl.compute(RobotState(t, q, v), STANDING)
         else:
             cmd = stub.command(k, q, v)
-        d.ctrl[:] = cmd.tau
+        conv = g1.converter
+        d.ctrl[:] = cmd.torque_at(q[conv.pin_qidx], v[conv.pin_vidx])
         mujoco.mj_step(m, d)
         s = sensor.sense(d)
         det.update(s, cmd, t, k)

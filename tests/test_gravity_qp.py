@@ -1,5 +1,7 @@
 """GravityCompensationQP: the floating-base statics g(q) = [0; tau] + sum J^T f by four methods.
 
+The QP runs with the statics kernel on and off (``fast``, parametrized) wherever it applies.
+
 Physical values are checked against independent computations: Pinocchio's rnea (not
 computeGeneralizedGravity) with Jacobians from computeFrameJacobian, MuJoCo's bias forces and site /
 body Jacobians, the seed's closed form (typos corrected) written out here, the weight m g, and the
@@ -14,12 +16,9 @@ import mujoco
 import numpy as np
 import pinocchio as pin
 import pytest
-from scipy.optimize import root
 from conftest import forces_by_name
-
-from wbsim.contacts import convex_hull, point_in_polygon
+from scipy.optimize import root
 from wbsim.controllers import make_controller
-from wbsim.types import STANDING, CommandStatus, ContactSchedule, RobotState
 from wbsim.controllers.gravity_qp import (
     DEFAULT_SOLVER,
     FALLBACKS,
@@ -27,10 +26,22 @@ from wbsim.controllers.gravity_qp import (
     GravityCompensationQP,
     StaticsResult,
 )
+
+from wbsim.contacts import convex_hull, point_in_polygon
 from wbsim.errors import UnknownNameError, WbsimError
+from wbsim.types import STANDING, CommandStatus, ContactSchedule, RobotState
 
 BOTH = ("left_foot", "right_foot")
+
+
+@pytest.fixture(params=[True, False], ids=["kernel", "readable"])
+def fast(request):
+    """The ``fast`` option of GravityCompensationQP: the statics kernel on, or the readable path."""
+    return request.param
+
+
 LEFT = ("left_foot",)
+RIGHT = ("right_foot",)
 G0 = 9.81
 
 
@@ -184,9 +195,9 @@ def test_single_reports_whether_its_wrench_is_possible(g1):
 # least torque
 # ------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("model", ["wrench", "points"])
-def test_qp_with_vanishing_eps_is_the_least_torque(robot, model):
+def test_qp_with_vanishing_eps_is_the_least_torque(robot, model, fast):
     q = robot.pose_q("stand")
-    qp = GravityCompensationQP(robot, contact_model=model, eps=1e-9).solve(q, BOTH)
+    qp = GravityCompensationQP(robot, contact_model=model, eps=1e-9, fast=fast).solve(q, BOTH)
     mt = GravityCompensationQP(robot, contact_model=model, method="min_torque").solve(q, BOTH)
     assert qp.feasible and mt.feasible
     assert qp.active_constraints == ()               # no inequality active
@@ -253,9 +264,9 @@ def _foot_gap(robot):
 # statics: weight, residual, independent checks
 # ------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("model,method", ALL_METHODS)
-def test_vertical_forces_carry_the_weight(robot, model, method):
+def test_vertical_forces_carry_the_weight(robot, model, method, fast):
     q = robot.pose_q("stand")
-    res = GravityCompensationQP(robot, contact_model=model, method=method).solve(q, BOTH)
+    res = GravityCompensationQP(robot, contact_model=model, method=method, fast=fast).solve(q, BOTH)
     assert res.feasible, res.status
     assert abs(vertical_forces(res).sum() - robot.total_mass * G0) < 1e-6
 
@@ -268,12 +279,13 @@ def test_single_carries_the_weight(robot):
 
 
 @pytest.mark.parametrize("model,method", ALL_METHODS + [("wrench", "single")])
-def test_statics_hold_by_rnea_and_mujoco(robot, model, method):
+def test_statics_hold_by_rnea_and_mujoco(robot, model, method, fast):
     """Residual < 1e-8 N·m as reported, and recomputed independently with rnea(q, 0, 0) and with
     MuJoCo's qfrc_bias and Jacobians, on a leaned pose (CoM inside the support)."""
     q = lean_to(robot, (sole_centre_x(robot) + 0.01, 0.005))
     support = LEFT if method == "single" else BOTH
-    res = GravityCompensationQP(robot, contact_model=model, method=method).solve(q, support)
+    res = GravityCompensationQP(robot, contact_model=model, method=method,
+                                fast=fast).solve(q, support)
     assert np.all(np.isfinite(res.tau_array))
     assert res.residual < 1e-8
     assert rnea_statics_error(robot, q, res) < 1e-8
@@ -283,7 +295,7 @@ def test_statics_hold_by_rnea_and_mujoco(robot, model, method):
 # ------------------------------------------------------------------------------------------------
 # unilateral contacts
 # ------------------------------------------------------------------------------------------------
-def test_qp_keeps_every_foot_pushing_where_least_force_pulls(g1):
+def test_qp_keeps_every_foot_pushing_where_least_force_pulls(g1, fast):
     """CoM 2 cm from the axis of the left sole, near its outer edge, in double support: the
     least-force solution makes the right foot pull; the QP does not, and says which bounds hold."""
     q = lean_to(g1, (sole_centre_x(g1), 0.02))
@@ -295,14 +307,14 @@ def test_qp_keeps_every_foot_pushing_where_least_force_pulls(g1):
     assert any(a.endswith(":normal") for a in pinv.active_constraints)
     mu_pyramid = 0.7 / np.sqrt(2.0)          # the pyramid inscribed in the cone (soles are level)
     for model in ("points", "wrench"):
-        qp = GravityCompensationQP(g1, contact_model=model, mu=0.7).solve(q, BOTH)
+        qp = GravityCompensationQP(g1, contact_model=model, mu=0.7, fast=fast).solve(q, BOTH)
         assert qp.feasible, qp.status
         assert vertical_forces(qp).min() >= -1e-6
         assert qp.active_constraints, "the bounds that shape the answer are reported"
         assert qp.residual < 1e-8
         for f in qp.contact_forces.values():
             assert max(abs(f[0]), abs(f[1])) <= mu_pyramid * f[2] + 1e-6
-    pts = GravityCompensationQP(g1).solve(q, BOTH)
+    pts = GravityCompensationQP(g1, fast=fast).solve(q, BOTH)
     assert any(a.startswith("right_foot") and a.endswith(":normal") for a in pts.active_constraints)
     wr = GravityCompensationQP(g1, contact_model="wrench").solve(q, BOTH)
     assert any(":cop_" in a for a in wr.active_constraints)
@@ -314,7 +326,7 @@ def test_qp_keeps_every_foot_pushing_where_least_force_pulls(g1):
 
 
 @pytest.mark.parametrize("model", ["points", "wrench"])
-def test_answer_turns_with_the_robot(g1, model):
+def test_answer_turns_with_the_robot(g1, model, fast):
     """Yawing the whole robot (soles included) turns the forces and leaves the torques: friction and
     CoP bounds live in the sole frame, not in the world axes. Checked where they are active."""
     q = lean_to(g1, (sole_centre_x(g1), 0.02))
@@ -322,7 +334,7 @@ def test_answer_turns_with_the_robot(g1, model):
     quat = pin.Quaternion(Rz @ pin.Quaternion(q[3:7]).toRotationMatrix())
     q_yawed = g1.configuration(Rz @ q[:3], [quat.w, quat.x, quat.y, quat.z],
                                dict(zip(g1.joint_names, g1.converter.joint_values_pin(q))))
-    ctrl = GravityCompensationQP(g1, contact_model=model)
+    ctrl = GravityCompensationQP(g1, contact_model=model, fast=fast)
     res, yawed = ctrl.solve(q, BOTH), ctrl.solve(q_yawed, BOTH)
     assert res.feasible and yawed.feasible
     assert any(":friction_" in a or ":cop_" in a for a in res.active_constraints)
@@ -333,18 +345,18 @@ def test_answer_turns_with_the_robot(g1, model):
         assert np.abs(yawed.contact_forces[name] - turned).max() < 1e-6
 
 
-def test_f_min_bounds_every_point(g1):
+def test_f_min_bounds_every_point(g1, fast):
     q = lean_to(g1, (sole_centre_x(g1), -0.06))
-    free = GravityCompensationQP(g1).solve(q, BOTH)
+    free = GravityCompensationQP(g1, fast=fast).solve(q, BOTH)
     assert vertical_forces(free).min() < 1.0
-    res = GravityCompensationQP(g1, f_min=10.0).solve(q, BOTH)
+    res = GravityCompensationQP(g1, f_min=10.0, fast=fast).solve(q, BOTH)
     assert res.feasible and vertical_forces(res).min() >= 10.0 - 1e-6
     assert "right_foot_back_right:normal" in res.active_constraints
-    assert not GravityCompensationQP(g1, f_min=50.0).solve(q, BOTH).feasible   # 8 x 50 N > m g
+    assert not GravityCompensationQP(g1, f_min=50.0, fast=fast).solve(q, BOTH).feasible  # 8x50 N
 
 
 @pytest.mark.parametrize("model", ["points", "wrench"])
-def test_com_outside_the_support_polygon_is_infeasible_for_every_method(g1, model):
+def test_com_outside_the_support_polygon_is_infeasible_for_every_method(g1, model, fast):
     q = lean_to(g1, (sole_centre_x(g1), 0.06))
     for support in (BOTH, LEFT):
         com, poly = com_and_support_polygon(g1, q, support)
@@ -354,7 +366,8 @@ def test_com_outside_the_support_polygon_is_infeasible_for_every_method(g1, mode
         if model == "wrench" and len(support) == 1:
             methods.append(("single", None))
         for method, solver in methods:
-            ctrl = GravityCompensationQP(g1, contact_model=model, method=method, solver=solver)
+            ctrl = GravityCompensationQP(g1, contact_model=model, method=method, solver=solver,
+                                         fast=fast)
             res = ctrl.solve(q, support)
             assert res.feasible is False, (method, solver, support)
             assert res.status != "solved" and res.reasons
@@ -407,9 +420,9 @@ def test_torque_limits_are_respected_or_reported(g1):
 # ------------------------------------------------------------------------------------------------
 # result, errors, fixed base
 # ------------------------------------------------------------------------------------------------
-def test_result_fields_and_json(g1):
+def test_result_fields_and_json(g1, fast):
     q = g1.pose_q("stand")
-    res = GravityCompensationQP(g1).solve(q, BOTH)
+    res = GravityCompensationQP(g1, fast=fast).solve(q, BOTH)
     assert isinstance(res, StaticsResult)
     assert list(res.tau) == list(g1.joint_names)
     assert np.array_equal(np.array(list(res.tau.values())), res.tau_array)
@@ -422,7 +435,8 @@ def test_result_fields_and_json(g1):
     wr = GravityCompensationQP(g1, contact_model="wrench").solve(q, BOTH).to_dict()
     assert set(wr["contact_forces"]) == set(BOTH)
     assert all(len(v) == 6 for v in wr["contact_forces"].values())
-    bad = GravityCompensationQP(g1).solve(lean_to(g1, (sole_centre_x(g1), 0.06)), BOTH).to_dict()
+    bad = GravityCompensationQP(g1, fast=fast).solve(lean_to(g1, (sole_centre_x(g1), 0.06)),
+                                                     BOTH).to_dict()
     assert bad["feasible"] is False and bad["tau"]["left_knee_joint"] is None
     json.dumps(bad, allow_nan=False)
 
@@ -482,32 +496,66 @@ def _state(robot, q, t=0.0, v=None):
     return RobotState(t=t, q=q, v=np.zeros(robot.pin_model.nv) if v is None else v)
 
 
-def test_controller_compute(g1):
-    ctrl = make_controller("gravity_qp", g1)
+def _pd_law(ctrl, q, v):
+    """The joint PD as the controller wrote it before it handed it to the loop:
+    ``kp (q_ref - q) - kd v`` on the joints."""
+    conv = ctrl.robot.converter
+    return ctrl.pd.kp * (ctrl.pd.q_ref - q[conv.pin_qidx]) - ctrl.pd.kd * v[conv.pin_vidx]
+
+
+def _applied(robot, cmd, q, v):
+    """The torque the loop applies for ``cmd`` at the Pinocchio state ``(q, v)``."""
+    conv = robot.converter
+    return cmd.torque_at(q[conv.pin_qidx], v[conv.pin_vidx])
+
+
+def test_controller_compute(g1, fast):
+    ctrl = make_controller("gravity_qp", g1, fast=fast)
     assert isinstance(ctrl, GravityCompensationQP) and ctrl.name == "gravity_qp"
+    assert ctrl.uses_kernel == fast
     q = g1.pose_q("stand")
     ctrl.reset(_state(g1, q))
     cmd = ctrl.compute(_state(g1, q), STANDING)
     statics = ctrl.solve(q, BOTH)
     assert cmd.tau.shape == (g1.n_joints,) and cmd.feasible and cmd.fallback == ""
-    assert np.allclose(cmd.tau, statics.tau_array, atol=1e-9)      # at the reference, PD = 0
+    assert np.array_equal(cmd.tau, statics.tau_array)               # the feed-forward: statics
     assert cmd.contact_set == frozenset(BOTH)
     assert set(forces_by_name(g1, cmd)) == set(g1.contact_point_names)
     for key in ("solve_time", "compute_time", "solver", "residual", "active_constraints"):
         assert key in cmd.info
+    targets = cmd.joint_targets                                      # the PD, at the physics rate
+    assert np.array_equal(targets.q, g1.converter.joint_values_pin(q))
+    assert not targets.v.any() and np.all(targets.kp > 0) and np.all(targets.kd > 0)
     # away from the reference the PD adds kp (q_ref - q) - kd v
     q2, v2 = q.copy(), np.zeros(g1.pin_model.nv)
-    idx = g1.converter.pin_qidx[3]
-    q2[idx] += 0.05
+    q2[g1.converter.pin_qidx[3]] += 0.05
     v2[g1.converter.pin_vidx[3]] = 0.2
     cmd2 = ctrl.compute(_state(g1, q2, v=v2), STANDING)
-    pd = cmd2.tau - ctrl.solve(q2, BOTH).tau_array
+    assert np.array_equal(cmd2.tau, ctrl.solve(q2, BOTH).tau_array)
+    pd = _applied(g1, cmd2, q2, v2) - cmd2.tau
     assert np.isclose(pd[3], -ctrl.pd.kp[3] * 0.05 - ctrl.pd.kd[3] * 0.2)
     assert np.allclose(np.delete(pd, 3), 0.0, atol=1e-9)
 
 
-def test_controller_falls_back_without_raising(g1):
-    ctrl = GravityCompensationQP(g1)
+def test_joint_targets_give_the_torque_of_the_pd_in_the_command_bit_for_bit(g1):
+    """``torque_at`` (the loop's torque at each physics step) equals what the controller returned
+    as ``tau`` when it added the PD itself, ``statics + (kp (q_ref - q) - kd v)``, bit for bit, at
+    perturbed states with velocities; likewise for the ``pd`` controller (``0 + PD``)."""
+    rng = np.random.default_rng(2)
+    gq, pd = make_controller("gravity_qp", g1), make_controller("pd", g1)
+    for ctrl in (gq, pd):
+        ctrl.reset(_state(g1, g1.pose_q("stand")))
+    for q in _perturbed_states(g1, 6, seed=2, scale=0.02):
+        v = rng.normal(scale=0.3, size=g1.pin_model.nv)
+        for ctrl in (gq, pd):
+            cmd = ctrl.compute(_state(g1, q, v=v), STANDING)
+            assert np.array_equal(_applied(g1, cmd, q, v), cmd.tau + _pd_law(ctrl, q, v))
+            if ctrl is pd:
+                assert not cmd.tau.any()
+
+
+def test_controller_falls_back_without_raising(g1, fast):
+    ctrl = GravityCompensationQP(g1, fast=fast)
     q_ok = lean_to(g1, (sole_centre_x(g1), 0.02))
     q_out = lean_to(g1, (sole_centre_x(g1), 0.06))             # CoM outside the support polygon
     ctrl.reset(_state(g1, q_out))                                # PD reference = q_out: PD is zero
@@ -515,26 +563,28 @@ def test_controller_falls_back_without_raising(g1):
     assert cmd.feasible is False and cmd.fallback in FALLBACKS and cmd.fallback
     assert cmd.status is CommandStatus.INFEASIBLE and cmd.message.startswith("infeasible")
     assert np.all(np.isfinite(cmd.tau)) and np.abs(cmd.tau).max() > 1.0
-    assert cmd.fallback == "unconstrained_min_torque+pd"
+    assert cmd.fallback == "unconstrained_min_torque+pd" and cmd.joint_targets is not None
     # after a feasible step with the same support, the last feasible torques stand in
     ok = ctrl.compute(_state(g1, q_ok, t=1.0), STANDING)
     assert ok.feasible
     held = ctrl.compute(_state(g1, q_out, t=1.002), STANDING)
     assert held.fallback == "last_feasible+pd" and not held.feasible
-    assert np.allclose(held.tau, ok.tau - ctrl.pd(q_ok, np.zeros(g1.pin_model.nv))
-                       + ctrl.pd(q_out, np.zeros(g1.pin_model.nv)))
+    assert np.array_equal(held.tau, ok.tau) and held.joint_targets is ctrl.pd.targets
     # no support at all, and a method that cannot take the schedule: no exception either
     flight = ctrl.compute(_state(g1, q_out, t=2.0), ContactSchedule(contact_set=frozenset()))
     assert flight.fallback == "joint_gravity+pd" and np.abs(flight.tau).max() > 1.0
+    assert np.isnan(flight.point_forces).all()                   # no force known: NaN, not 0
     single = GravityCompensationQP(g1, contact_model="wrench", method="single")
     single.reset(_state(g1, q_ok))
     cmd = single.compute(_state(g1, q_ok), STANDING)
     assert not cmd.feasible and cmd.fallback and "exactly one foot" in cmd.message
+    assert cmd.status is CommandStatus.SOLVER_FAILED
     assert np.all(np.isfinite(cmd.tau)) and np.abs(cmd.tau).max() > 1.0
 
 
 # ------------------------------------------------------------------------------------------------
-# the fast path (DAQP called directly, sole-frame forces, transported Jacobians) vs the general one
+# the statics kernel (DAQP called directly, sole-frame forces, transported Jacobians) against
+# the readable path (build_statics_qp through qpsolvers)
 # ------------------------------------------------------------------------------------------------
 def _perturbed_states(robot, n, seed, q0=None, scale=0.1):
     """``q0`` (the stand pose) with every joint moved by up to ~``scale`` rad (tilted soles, some
@@ -561,64 +611,62 @@ def _same_answer(a, b, tau_tol, f_tol):
     assert a.residual < 1e-8 and b.residual < 1e-8
 
 
-@pytest.mark.parametrize("model", ["points", "wrench"])
-def test_fast_path_equals_the_qpsolvers_path(robot, model, monkeypatch):
-    """The default controller (DAQP called directly on the condensed QP in sole-frame forces)
-    against the same condensed QP through ``qpsolvers.solve_problem`` (DAQP, world-frame forces),
-    the full QP through qpsolvers, and ProxQP, on perturbed stand poses in double and single
-    support, with and without torque limits."""
-    import wbsim.controllers.gravity_qp as gq
-
-    fast = GravityCompensationQP(robot, contact_model=model)
-    assert fast._daqp_direct
-    with monkeypatch.context() as m:
-        m.setattr(gq, "daqp", None)                       # no direct DAQP: the general path
-        general = GravityCompensationQP(robot, contact_model=model)
-    assert general.condensed and not general._daqp_direct
-    full = GravityCompensationQP(robot, contact_model=model, condensed=False)
-    prox = GravityCompensationQP(robot, contact_model=model, solver="proxqp")
+def test_kernel_equals_the_readable_qp(robot):
+    """The statics kernel against the readable QP through qpsolvers (condensed and full, DAQP and
+    ProxQP) on perturbed stand poses in double and single support (left and right: the joints
+    the contacts reach are then not the first ones), active bounds and infeasible states among
+    them; with torque limits the kernel does not apply."""
+    kernel = GravityCompensationQP(robot)
+    assert kernel.uses_kernel
+    readable = [GravityCompensationQP(robot, fast=False, condensed=c) for c in (True, False)]
+    assert not any(r.uses_kernel for r in readable)
+    prox = GravityCompensationQP(robot, solver="proxqp")
     limited = copy.copy(robot)
     limited.effort_limits = 0.6 * robot.effort_limits
-    fast_tl, gen_tl = (GravityCompensationQP(limited, contact_model=model, torque_limits=True,
-                                             condensed=c) for c in (None, True))
-    gen_tl._daqp_direct = False                           # the same QP through qpsolvers
+    assert not GravityCompensationQP(limited, torque_limits=True).uses_kernel
     cx = sole_centre_x(robot)
     states = _perturbed_states(robot, 8, seed=3)
-    states += [lean_to(robot, (cx, y)) for y in (0.02, -0.5 * _foot_gap(robot) - 0.02)]
-    states += _perturbed_states(robot, 3, seed=4, q0=lean_to(robot, (cx + 0.01, 0.0)), scale=0.01)
-    feasible, active = {BOTH: 0, LEFT: 0}, 0
+    gap = _foot_gap(robot)
+    states += [lean_to(robot, (cx, y)) for y in (0.02, -0.5 * gap - 0.02, 0.06, -gap - 0.01)]
+    for y in (0.0, -gap):                                # over the left sole, over the right one
+        states += _perturbed_states(robot, 3, seed=4, q0=lean_to(robot, (cx + 0.01, y)),
+                                    scale=0.01)
+    feasible, active = {BOTH: 0, LEFT: 0, RIGHT: 0}, 0
     for q in states:
-        for support in (BOTH, LEFT):
-            res = fast.solve(q, support)
-            _same_answer(res, general.solve(q, support), 1e-6, 1e-6)
-            _same_answer(res, full.solve(q, support), 1e-6, 1e-6)
-            _same_answer(fast_tl.solve(q, support), gen_tl.solve(q, support), 1e-6, 1e-6)
+        for support in (BOTH, LEFT, RIGHT):
+            res = kernel.solve(q, support)
+            assert res.solver == "daqp" and res.residual < 1e-8 or not res.feasible
+            for other in readable:
+                _same_answer(res, other.solve(q, support), 1e-6, 1e-6)
             if res.feasible:
                 feasible[support] += 1
                 active += bool(res.active_constraints)
                 other = prox.solve(q, support)            # its internal forces are looser
                 assert other.feasible
                 assert np.abs(res.tau_array - other.tau_array).max() < 1e-6
-    assert feasible[BOTH] >= 6 and feasible[LEFT] >= 2 and active >= 2   # bounds at work
+    assert min(feasible.values()) >= 2 and feasible[BOTH] >= 6 and active >= 2   # bounds at work
 
 
-def test_transported_point_jacobians_equal_pinocchio_s(robot, monkeypatch):
-    """The sole points' Jacobians transported from the foot frame's (one getFrameJacobian per
-    foot) against Pinocchio's Jacobian of each point frame: same answers."""
-    import wbsim.controllers.gravity_qp as gq
-
-    fast = GravityCompensationQP(robot)
-    for support in (BOTH, LEFT):                          # its problems, built unpatched
-        fast.solve(robot.pose_q("stand"), support)
-    with monkeypatch.context() as m:
-        m.setattr(gq._SupportProblem, "_transport_setup",
-                  lambda self, *args: setattr(self, "transport", False))
-        per_point = GravityCompensationQP(robot)
-        for q in _perturbed_states(robot, 6, seed=5):
-            for support in (BOTH, LEFT):
-                _same_answer(fast.solve(q, support), per_point.solve(q, support), 1e-9, 1e-8)
-        assert not per_point._problems[BOTH].transport
-    assert fast._problems[BOTH].transport
+def test_kernel_point_jacobians_are_pinocchio_s(robot):
+    """The kernel's ``J^T`` (sole points' Jacobians transported from one foot Jacobian each, in the
+    sole frame, base and reached columns) against Pinocchio's Jacobian of each point frame
+    (``computeFrameJacobian``, LOCAL_WORLD_ALIGNED, rotated into the foot frame)."""
+    ctrl = GravityCompensationQP(robot)
+    m, d = robot.pin_model, robot.pin_model.createData()
+    for q in _perturbed_states(robot, 4, seed=5):
+        for support in (BOTH, RIGHT):
+            ctrl.solve(q, support)
+            kernel = ctrl._kernels[support]
+            pin.framesForwardKinematics(m, d, q)
+            rows = []
+            for f in support:
+                foot = robot.feet[f]
+                R = pin.updateFramePlacement(m, d, foot.pin_frame_id).rotation
+                for pid in foot.pin_point_frame_ids:
+                    J = pin.computeFrameJacobian(m, d, q, pid, pin.LOCAL_WORLD_ALIGNED)[:3]
+                    rows.append(R.T @ J)
+            ref = np.vstack(rows)[:, kernel.cols]
+            assert np.abs(kernel.JT - ref.T).max() < 1e-12
 
 
 def test_answer_does_not_depend_on_earlier_calls(g1):
@@ -627,7 +675,7 @@ def test_answer_does_not_depend_on_earlier_calls(g1):
     states = _perturbed_states(g1, 5, seed=7) + [lean_to(g1, (sole_centre_x(g1), 0.06))]
     used = GravityCompensationQP(g1)
     for q in states:
-        for support in (BOTH, LEFT, ("right_foot",)):
+        for support in (BOTH, LEFT, RIGHT):
             used.solve(q, support)
     for q in states:
         for support in (BOTH, LEFT):
@@ -636,28 +684,21 @@ def test_answer_does_not_depend_on_earlier_calls(g1):
                                                             equal_nan=True)
             for name, f in a.contact_forces.items():
                 assert np.array_equal(f, b.contact_forces[name], equal_nan=True)
-    # compute's fast path (its own DAQP workspace) likewise
     fresh = GravityCompensationQP(g1)
     for q in states:
         used.compute(_state(g1, q), STANDING)
     for q in states[:3]:
-        fresh.compute(_state(g1, q), STANDING)                 # the first call sets it up
         a, b = used.compute(_state(g1, q), STANDING), fresh.compute(_state(g1, q), STANDING)
         assert a.feasible and np.array_equal(a.tau, b.tau)
 
 
-def test_compute_matches_solve(g1, monkeypatch):
-    """``compute`` (its one-function fast path in the plain case, with the QP restricted to the
-    joints the contacts reach; the general path otherwise; neither builds a StaticsResult)
-    returns solve's torques, forces and info, plus the PD."""
-    ctrl = make_controller("gravity_qp", g1)
-    fast_calls = []
-    fast = ctrl._compute_fast
-    monkeypatch.setattr(ctrl, "_compute_fast", lambda *a: fast_calls.append(fast(*a)) or
-                        fast_calls[-1])
+def test_compute_matches_solve(g1, fast):
+    """``compute`` (which builds no StaticsResult) returns solve's torques, forces and info."""
+    ctrl = make_controller("gravity_qp", g1, fast=fast)
     ctrl.reset(_state(g1, g1.pose_q("stand")))
     rng = np.random.default_rng(11)
     states = _perturbed_states(g1, 8, seed=11) + [lean_to(g1, (sole_centre_x(g1), 0.02))]
+    n_active = 0
     for q in [g1.pose_q("stand")] + states:
         v = rng.normal(scale=0.1, size=g1.pin_model.nv)
         cmd = ctrl.compute(_state(g1, q, v=v), STANDING)
@@ -666,48 +707,46 @@ def test_compute_matches_solve(g1, monkeypatch):
         if not res.feasible:
             assert cmd.message == res.status
             continue
-        assert np.abs(cmd.tau - (res.tau_array + ctrl.pd(q, v))).max() < 1e-8
+        n_active += bool(res.active_constraints)
+        assert np.array_equal(cmd.tau, res.tau_array)
         forces = forces_by_name(g1, cmd)
         assert forces.keys() == res.contact_forces.keys()
         for name, f in res.contact_forces.items():
-            assert np.abs(forces[name] - f).max() < 1e-8
+            assert np.array_equal(forces[name], f)
         assert cmd.info["residual"] < 1e-8 and res.residual < 1e-8
         for key in ("active_constraints", "solver", "method", "contact_model",
                     "physically_possible", "reasons"):
             assert cmd.info[key] == ctrl._info(res)[key], key
-    # the fast path answered the plain states, the general one the others (bounds active)
-    assert sum(c is not None for c in fast_calls) >= 4 and None in fast_calls
-    # a support given as a list (unhashable) takes the general path, same answer
+    assert n_active >= 1
+    # a support given as a list (unhashable), same answer
     q = g1.pose_q("stand")
     as_list = ctrl.compute(_state(g1, q), ContactSchedule(contact_set=list(BOTH)))
-    assert np.abs(as_list.tau - ctrl.compute(_state(g1, q), STANDING).tau).max() < 1e-8
+    assert np.array_equal(as_list.tau, ctrl.compute(_state(g1, q), STANDING).tau)
 
 
-def test_fallback_after_a_fast_step_holds_its_torques_and_forces(g1, monkeypatch):
-    """The fast path keeps its last feasible step lazily (the forces as one read-only array);
-    the ``last_feasible+pd`` fallback still returns that step's statics torques and forces."""
-    ctrl = GravityCompensationQP(g1)
-    fast_calls = []
-    fast = ctrl._compute_fast
-    monkeypatch.setattr(ctrl, "_compute_fast", lambda *a: fast_calls.append(fast(*a)) or
-                        fast_calls[-1])
+def test_fallback_holds_the_last_feasible_torques_and_forces(g1, fast):
+    """The ``last_feasible+pd`` fallback returns the last feasible step's statics torques and
+    forces; the commands' arrays are their own."""
+    ctrl = GravityCompensationQP(g1, fast=fast)
     q_ok = g1.pose_q("stand")                                   # no bound active
     q_out = lean_to(g1, (sole_centre_x(g1), 0.06))             # CoM outside the support polygon
     ctrl.reset(_state(g1, q_ok))
-    ctrl.compute(_state(g1, q_ok, t=0.998), STANDING)          # sets the support problem up
     ok = ctrl.compute(_state(g1, q_ok, t=1.0), STANDING)
-    assert ok.feasible and fast_calls[-1] is ok                # answered by the fast path
+    assert ok.feasible
     statics = ctrl.solve(q_ok, BOTH)
     held = ctrl.compute(_state(g1, q_out, t=1.002), STANDING)
     assert held.fallback == "last_feasible+pd" and not held.feasible
-    pd_out = ctrl.pd(q_out, np.zeros(g1.pin_model.nv))
-    assert np.abs(held.tau - (statics.tau_array + pd_out)).max() < 1e-8
+    assert np.array_equal(held.tau, statics.tau_array)
     held_f, ok_f = forces_by_name(g1, held), forces_by_name(g1, ok)
     assert held_f.keys() == statics.contact_forces.keys()
     for name, f in statics.contact_forces.items():
-        assert np.abs(held_f[name] - f).max() < 1e-8
-        assert np.array_equal(held_f[name], ok_f[name])
+        assert np.array_equal(held_f[name], f) and np.array_equal(held_f[name], ok_f[name])
     # the commands' arrays are their own: editing one changes neither the other nor the next
     ok.point_forces[:] = 0.0
     again = ctrl.compute(_state(g1, q_out, t=1.004), STANDING)
     assert np.array_equal(again.point_forces, held.point_forces)
+    with pytest.raises(ValueError):
+        ok.tau[0] = 1.0                                         # held torques: read-only
+    # too old, or another support: no longer held
+    late = ctrl.compute(_state(g1, q_out, t=1.2), STANDING)
+    assert late.fallback == "unconstrained_min_torque+pd"

@@ -8,12 +8,12 @@ import dataclasses
 import numpy as np
 import pinocchio as pin
 import pytest
-from wbsim.types import ContactSchedule, RobotState
 from wbsim.controllers.contact_projected_id import ContactProjectedID
 from wbsim.envs.schedules import BOTH_FEET, PhasePlan, one_leg_plan
 
 from wbsim.episode_log import load_run
 from wbsim.rollout import EpisodeConfig, run_episode
+from wbsim.types import ContactSchedule, RobotState
 
 LEFT = frozenset({"left_foot"})
 VIOLATIONS = ("force_sign", "friction_cone", "complementarity", "planar_complementarity",

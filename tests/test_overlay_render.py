@@ -146,9 +146,12 @@ def test_sticking_markers_show_under_force_arrows_of_a_standing_g1(tmp_path):
         controller = make_controller("gravity_qp", uenv.robot)
         controller.reset(info["state"])
         for _ in range(25):
-            cmd = controller.compute(info["state"], info["schedule"])
+            state = info["state"]
+            cmd = controller.compute(state, info["schedule"])
             uenv.overlay_command = cmd
-            _, _, terminated, _, info = env.step(uenv.torque_to_action(cmd.tau))
+            conv = uenv.robot.converter
+            tau = cmd.torque_at(state.q[conv.pin_qidx], state.v[conv.pin_vidx])
+            _, _, terminated, _, info = env.step(uenv.torque_to_action(tau))
             assert not terminated
         s = uenv.sensing
         assert len(s.mode) == 8 and np.all(s.mode == 1)  # all sticking
@@ -188,7 +191,9 @@ def test_a_wrench_command_is_drawn_at_its_centre_of_pressure():
     for _ in range(20):  # off the exact stand pose: the wrenches carry moments
         seen = info["state"]
         cmd = ctrl.compute(seen, info["schedule"])
-        _, _, _, _, info = env.step(u.torque_to_action(cmd.tau + 2.0))
+        conv = u.robot.converter
+        tau = cmd.torque_at(seen.q[conv.pin_qidx], seen.v[conv.pin_vidx])
+        _, _, _, _, info = env.step(u.torque_to_action(tau + 2.0))
     u.overlay_command = cmd
     data = u.overlay_data()
     assert len(data.cmd_wrench_arrows) == 2 and not np.any(data.f_cmd)

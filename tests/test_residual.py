@@ -39,8 +39,11 @@ def _reference(env_id, controller, frame_skip, actions, seed, scale=0.1, options
     for a in actions:
         a = np.clip(np.asarray(a, dtype=float), -1.0, 1.0)
         for _ in range(frame_skip):
-            cmd = ctrl.compute(ref.robot_state(), ref.schedule())
-            tau = np.clip(cmd.tau + scale * a * ref.effort, -ref.effort, ref.effort)
+            state = ref.robot_state()
+            cmd = ctrl.compute(state, ref.schedule())
+            conv = ref.robot.converter
+            tau = cmd.torque_at(state.q[conv.pin_qidx], state.v[conv.pin_vidx])
+            tau = np.clip(tau + scale * a * ref.effort, -ref.effort, ref.effort)
             obs, reward, term, _, _ = ref.step(ref.torque_to_action(tau))
         out.append((obs, reward, term, ref.data.qpos.copy(), ref.data.qvel.copy(), cmd.tau,
                     ref.tau.copy()))
