@@ -52,7 +52,8 @@ the base tilt squared (rad²), ``- posture`` times the mean squared joint error 
 (rad²), ``- torque`` times the mean squared normalised torque (``tau / effort``, of the env step's
 last MuJoCo step), ``- base_velocity`` times the squared base linear speed ((m/s)²).
 
-Termination (a fall): base height below ``fall_height`` times its reset height, or any robot body other
+Termination (a fall): base height below ``fall_height`` times its reset height, the base tilted more
+than ``fall_tilt`` (rad, 60 deg by default: a pelvis past it does not come back), or any robot body other
 than the soles touching the floor. Truncation: ``max_seconds`` of simulated time.
 
 ``info``: ``t`` (s), ``state`` (:class:`~wbsim.types.RobotState`, Pinocchio convention),
@@ -149,6 +150,7 @@ class HumanoidEnv(gym.Env):
         width, height: rendered frame size, pixels.
         reset_noise_scale: uniform noise (rad) added to the joint angles at reset.
         fall_height: fraction of the reset base height below which the robot has fallen.
+        fall_tilt: base tilt (rad, from the vertical) beyond which the robot has fallen.
         reward_weights: overrides of :data:`DEFAULT_REWARD_WEIGHTS`.
         env_id: the registered id (for messages).
         push_magnitude, push_interval, push_duration: pushes on the torso (N, s, s); 0 N: none
@@ -167,6 +169,7 @@ class HumanoidEnv(gym.Env):
                  pose: str = "stand", frame_skip: int = 1, max_seconds: float = 10.0,
                  action_mode: str = "torque", render_mode: str | None = None, width: int = 640,
                  height: int = 480, reset_noise_scale: float = 0.0, fall_height: float = 0.6,
+                 fall_tilt: float = math.pi / 3,
                  reward_weights: Mapping[str, float] | None = None, env_id: str = "wbsim env",
                  push_magnitude: float = 0.0, push_interval: float = 2.0, push_duration: float = 0.1,
                  joint_position_scale: float = 0.5, pd_frequency_hz: float = 5.0,
@@ -198,6 +201,8 @@ class HumanoidEnv(gym.Env):
                 ("max_seconds", max_seconds, False, lambda x: x > 0, "a number > 0 (s)"),
                 ("reset_noise_scale", reset_noise_scale, False, lambda x: 0 <= x < inf,
                  "a finite number >= 0 (rad)"),
+                ("fall_tilt", fall_tilt, False, lambda x: 0 < x <= math.pi,
+                 "a number in (0, pi] (rad from the vertical)"),
                 ("fall_height", fall_height, False, lambda x: 0 <= x <= 1,
                  "a number in [0, 1] (fraction of the reset base height)"),
                 ("push_magnitude", push_magnitude, False, lambda x: 0 <= x < inf,
@@ -224,6 +229,7 @@ class HumanoidEnv(gym.Env):
         self.width, self.height = width, height
         self.reset_noise_scale = reset_noise_scale
         self.fall_height = fall_height
+        self.fall_tilt = float(fall_tilt)
         self.reward_weights = {**DEFAULT_REWARD_WEIGHTS, **(reward_weights or {})}
         self.info_mode = info_mode
         self.sim = Simulation(self.robot, Pushes(push_magnitude, push_interval, push_duration))
@@ -322,6 +328,7 @@ class HumanoidEnv(gym.Env):
         if self.reset_noise_scale > 0:
             q[self._pin_qidx] += self.np_random.uniform(
                 -self.reset_noise_scale, self.reset_noise_scale, self.robot.n_joints)
+            q = self.robot.on_floor(q)  # the noisy soles neither in the floor nor above it
         self.sim.reset(q, self.np_random)
         self._q_ref = q
         self._base_height0 = float(self.data.qpos[2])
@@ -346,20 +353,26 @@ class HumanoidEnv(gym.Env):
             self._pd.q_ref = np.clip(self._q_ref[self._pin_qidx] + self.joint_position_scale * a,
                                      lo, hi)
             self.sim.step_with(self._joint_pd_torque, self.frame_skip)
+        failed = self.sim.failed
         non_sole = sorted(self.sensing.non_sole_contacts)
-        fell = self.has_fallen()
+        fell = self.has_fallen() or failed is not None
         terms = self._reward_terms(fell)
         reward = 0.0
         for value in terms.values():
             reward += value
         truncated = self.sim.time >= self.max_seconds - 1e-9 and not fell
         obs, info = self._observe(fell=fell, reward_terms=terms, non_sole=non_sole)
+        if failed is not None:
+            info["simulation_error"] = str(failed)
         return obs, reward, fell, truncated, info
 
     def has_fallen(self) -> bool:
         """The termination rule (module docstring): the base below ``fall_height`` times its reset
-        height, or a robot geom other than the sole points touching the environment."""
-        return bool(self.data.qpos[2] < self.fall_height * self._base_height0
+        height or tilted beyond ``fall_tilt``, or a robot geom other than the sole points touching
+        the environment."""
+        qpos = self.data.qpos
+        return bool(qpos[2] < self.fall_height * self._base_height0
+                    or base_tilt(qpos[3], qpos[4], qpos[5], qpos[6]) > self.fall_tilt
                     or self.sensing.non_sole_contacts)
 
     def reward(self, qpos: np.ndarray, qvel: np.ndarray, tau: np.ndarray, fell: np.ndarray

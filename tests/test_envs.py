@@ -240,7 +240,8 @@ def _reference_step(env, action, sched):
                           [f in sensing.feet_in_contact for f in ("left_foot", "right_foot")],
                           [f in sched.contact_set for f in ("left_foot", "right_foot")], [progress]])
     wts = u.reward_weights
-    fell = bool(d.qpos[2] < u.fall_height * u._base_height0) or bool(sensing.non_sole_contacts)
+    fell = (bool(d.qpos[2] < u.fall_height * u._base_height0) or bool(sensing.non_sole_contacts)
+            or bool(np.arccos(np.clip(R[2, 2], -1.0, 1.0)) > u.fall_tilt))
     terms = {
         "alive": 0.0 if fell else wts["alive"],
         "upright": -wts["upright"] * np.arccos(np.clip(R[2, 2], -1.0, 1.0)) ** 2,

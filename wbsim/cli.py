@@ -90,8 +90,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         print("wbsim run: interrupted" + ("; " + "; ".join(said) if said else ""), file=sys.stderr)
         return 130
     print(json.dumps(summary, indent=2))
-    if summary["status"] == "stopped":
-        print(f"wbsim run: stopped: {summary['stopped_reason']}", file=sys.stderr)
+    if summary["status"] in ("stopped", "error"):
+        print(f"wbsim run: {summary['status']}: {summary['stopped_reason']}", file=sys.stderr)
         return 1
     return 0
 

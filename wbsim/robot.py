@@ -260,6 +260,19 @@ class Robot:
             q[idx[name]] = value
         return q
 
+    def on_floor(self, q: np.ndarray) -> np.ndarray:
+        """A copy of the configuration ``q (nq,)`` with the base moved vertically so that the
+        lowest sole point touches the floor (``z = 0``): zero gap, no penetration (e.g. after
+        noise was added to the joints). Raises :class:`NoFeetError` without feet."""
+        frames = [i for f in self.feet.values() for i in f.pin_point_frame_ids]
+        out = np.array(q, dtype=float)
+        out[2] -= _lowest_point_height(self.pin_model, self._pin_data, out, frames)
+        return out
+
+    @functools.cached_property
+    def _pin_data(self) -> pin.Data:
+        return self.pin_model.createData()
+
     def make_data(self, pose: str | None = "stand") -> mujoco.MjData:
         """A fresh ``mujoco.MjData`` with ``qpos`` at the named pose (or the model default) and
         ``mj_forward`` run."""
@@ -418,6 +431,13 @@ def _build_pin_model(config: RobotConfig, urdf_text: str, joint_names: tuple[str
     return model
 
 
+def _lowest_point_height(model: pin.Model, data: pin.Data, q: np.ndarray,
+                         frame_ids: list[int]) -> float:
+    """Height (world z, m) of the lowest of the frames ``frame_ids`` at configuration ``q``."""
+    pin.framesForwardKinematics(model, data, q)
+    return min(float(data.oMf[f].translation[2]) for f in frame_ids)
+
+
 def _make_poses(config: RobotConfig, pin_model: pin.Model, joint_names: tuple[str, ...],
                 feet_cfg: Mapping[str, FootConfig]) -> dict[str, Pose]:
     poses = {}
@@ -432,10 +452,8 @@ def _make_poses(config: RobotConfig, pin_model: pin.Model, joint_names: tuple[st
             q[pin_model.joints[pin_model.getJointId(name)].idx_q] = value
         height = config.base_height
         if feet_cfg:
-            pin.framesForwardKinematics(pin_model, data, q)
-            z = [data.oMf[pin_model.getFrameId(f"{f}_{c}")].translation[2]
-                 for f in feet_cfg for c in CORNER_NAMES]
-            height = -min(z)
+            frames = [pin_model.getFrameId(f"{f}_{c}") for f in feet_cfg for c in CORNER_NAMES]
+            height = -_lowest_point_height(pin_model, data, q, frames)
         poses[pose_name] = Pose(pose_name, np.array([0.0, 0.0, height]), np.array([1.0, 0, 0, 0]),
                                 MappingProxyType(full))
     return poses

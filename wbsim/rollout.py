@@ -97,8 +97,11 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
 
     A controller that returns a non-finite torque stops the episode at that step: the event
     ``invalid_command`` is logged with the step, the log and the video are closed, and the summary
-    says ``status: "stopped"``. Ctrl-C and exceptions close the log and video too (status
-    ``"interrupted"`` / ``"error"``) and re-raise.
+    says ``status: "stopped"``. A MuJoCo warning (:class:`wbsim.sim.SimulatorWarning`) is a
+    ``simulator_warning`` event of its step; one after which MuJoCo reset the state ends the
+    episode before that step is recorded, with ``status: "error"`` and a ``stopped_reason`` naming
+    the step and the warning (the log holds the steps before it). Ctrl-C and exceptions close the
+    log and video too (status ``"interrupted"`` / ``"error"``) and re-raise.
 
     Raises:
         UnknownNameError: unknown env or controller (the message lists the known ones).
@@ -164,6 +167,7 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
     conv = robot.converter
 
     log = video = bar = metrics = None
+    t_reached = 0.0  # simulated time of the last recorded step's end, s
     own_events: list[Event] = []  # the loop's own events: fall, invalid_command
     summary: dict[str, Any] = {
         "robot": robot.name, "env": cfg.env, "controller": cfg.controller, "seconds": 0.0,
@@ -228,6 +232,7 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
 
             bar = tqdm(total=n_steps, unit="step", desc=f"{cfg.env} {cfg.controller}",
                        mininterval=0.5, leave=False)
+        n_warnings, t_reached = 0, sim.time
         loop0, loop_cpu0 = time.perf_counter(), time.process_time()
         for step in range(n_steps):
             state = sim.state()
@@ -256,7 +261,17 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
                          k_physics)
             else:
                 sim.step_command(cmd, k_physics)
+            for w in sim.warnings[n_warnings:]:  # a warning is an event of its step
+                own_event("simulator_warning", step, state.t, where=w.name, magnitude=w.info,
+                          reset=w.reset, message=str(w))
+            n_warnings = len(sim.warnings)
+            if sim.failed is not None:  # MuJoCo reset the state: this step is not recorded
+                process()
+                summary["status"] = "error"
+                summary["stopped_reason"] = f"step {step}: {sim.failed}"
+                break
             recorder.record(step, state, cmd, schedule, c_time)
+            t_reached = sim.time
             if bar is not None:
                 bar.update(1)
             if env.has_fallen():
@@ -298,7 +313,7 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
         counts.update(detector.counts())
         for e in own_events:
             counts[e.kind] = counts.get(e.kind, 0) + 1
-        summary["seconds"] = round(sim.time, 9)
+        summary["seconds"] = round(t_reached, 9)
         summary["events"] = counts
         summary["diagnostics"] = {k: v for k, v in detector.summary().items() if k != "counts"}
         summary["pushes"] = [{"t": float(t_push), "force": np.asarray(f).tolist()}

@@ -18,7 +18,35 @@ from wbsim.contacts import ContactSensing, ContactSensor, SensingThresholds
 from wbsim.errors import WbsimError, is_real, joint_list, nonfinite_joints
 from wbsim.types import Command, RobotState
 
-__all__ = ["Pushes", "Simulation"]
+__all__ = ["RESETTING_WARNINGS", "Pushes", "Simulation", "SimulatorWarning"]
+
+#: MuJoCo's warnings after which ``mj_step`` reset the state (a NaN, an infinity or a huge value in
+#: the position, velocity or acceleration): the episode cannot go on.
+RESETTING_WARNINGS = ("mjWARN_BADQPOS", "mjWARN_BADQVEL", "mjWARN_BADQACC")
+_WARNING_NAMES = {int(getattr(mujoco.mjtWarning, k)): k for k in dir(mujoco.mjtWarning)
+                  if k.startswith("mjWARN_")}
+
+
+@dataclass(frozen=True)
+class SimulatorWarning:
+    """A warning MuJoCo raised during a physics step (``MjData.warning``).
+
+    Attributes:
+        name: MuJoCo's name, e.g. ``"mjWARN_BADQACC"``.
+        time: simulated time at the start of the physics step, s.
+        info: MuJoCo's detail (for the ``BAD*`` warnings, the index of the offending dof).
+        reset: MuJoCo reset the state (:data:`RESETTING_WARNINGS`): the episode cannot go on.
+    """
+
+    name: str
+    time: float
+    info: int
+    reset: bool
+
+    def __str__(self) -> str:
+        what = ("MuJoCo reset the simulation (NaN, inf or a huge value in the state: the "
+                "simulation was unstable)" if self.reset else "the simulation went on")
+        return f"MuJoCo warning {self.name} (info {self.info}) at t = {self.time:.4f} s: {what}"
 
 
 @dataclass(frozen=True)
@@ -81,6 +109,9 @@ class Simulation:
         #: contacts and ``qacc`` belong to
         self.qpos_before = self.data.qpos.copy()
         self.qvel_before = self.data.qvel.copy()
+        #: every :class:`SimulatorWarning` of the episode, in order
+        self.warnings: list[SimulatorWarning] = []
+        self._warning_counts = self.data.warning.number.copy()
 
     # -- episode -----------------------------------------------------------------------------------
     def reset(self, q: np.ndarray, rng: np.random.Generator) -> None:
@@ -94,6 +125,14 @@ class Simulation:
         self.pushes_done = []
         self._rng = rng
         self._sensing = None
+        self.warnings = []
+        self._warning_counts = self.data.warning.number.copy()
+
+    @property
+    def failed(self) -> SimulatorWarning | None:
+        """The first warning after which MuJoCo reset the state (the episode cannot go on), or
+        ``None``."""
+        return next((w for w in self.warnings if w.reset), None)
 
     @property
     def time(self) -> float:
@@ -145,8 +184,16 @@ class Simulation:
         self.tau = tau
         d.ctrl[:] = tau
         self.qpos_before[:], self.qvel_before[:] = d.qpos, d.qvel
+        t = d.time
         mujoco.mj_step(self.model, d)
         self._sensing = None
+        counts = d.warning.number
+        if not np.array_equal(counts, self._warning_counts):  # MuJoCo raised a warning
+            for i in np.flatnonzero(counts != self._warning_counts).tolist():
+                name = _WARNING_NAMES.get(i, f"warning {i}")
+                self.warnings.append(SimulatorWarning(name, float(t), int(d.warning.lastinfo[i]),
+                                                      name in RESETTING_WARNINGS))
+            self._warning_counts = counts.copy()
 
     def apply_push(self) -> None:
         """Start, hold or end the push on the torso (``xfrc_applied``) at the current time, per

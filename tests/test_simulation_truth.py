@@ -1,0 +1,66 @@
+"""The simulation is the truth: MuJoCo's warnings end a run that MuJoCo reset, noisy resets start
+on the floor, and a fall is declared by height or tilt."""
+
+import math
+
+import gymnasium as gym
+import mujoco
+import numpy as np
+import pytest
+
+from wbsim.episode_log import load_run
+from wbsim.rollout import EpisodeConfig, run_episode
+
+N = 29
+
+
+def test_a_state_mujoco_reset_ends_the_run_with_an_error(tmp_path):
+    """A push of 1e12 N makes MuJoCo reset the state (mjWARN_BADQACC): the run ends as "error" at
+    that step, named with MuJoCo's warning, with the steps before it logged and the time reached
+    (not the reset's); the env terminates with the message."""
+    s = run_episode(EpisodeConfig(env="wbsim/G1Push-v0", seconds=1.0, log=tmp_path / "run",
+                                  progress=False,
+                                  env_options={"push_magnitude": 1e12, "push_interval": 0.1}))
+    assert s["status"] == "error" and not s["fell"]
+    assert "step 50" in s["stopped_reason"] and "mjWARN_BADQACC" in s["stopped_reason"]
+    assert s["steps"] == s["logged_rows"] == 50 and s["seconds"] == pytest.approx(0.1)
+    assert s["events"]["simulator_warning"] == 1
+    run = load_run(tmp_path / "run")
+    assert run.steps.shape[0] == 50 and np.all(np.diff(run["t"]) > 0)
+    [warning] = [e for e in run.events if e["kind"] == "simulator_warning"]
+    assert warning["where"] == "mjWARN_BADQACC" and warning["step"] == 50
+    env = gym.make("wbsim/G1Push-v0", push_magnitude=1e12, push_interval=0.004).unwrapped
+    env.reset(seed=0)
+    for _ in range(3):
+        _, _, terminated, _, info = env.step(np.zeros(N, np.float32))
+        if terminated:
+            break
+    assert terminated and "mjWARN_BADQACC" in info["simulation_error"]
+
+
+@pytest.mark.parametrize("env_id", ["wbsim/G1Stand-v0", "wbsim/TalosStand-v0"])
+def test_noisy_resets_start_on_the_floor(env_id):
+    """With 0.05 rad of joint noise, the lowest sole point (MuJoCo's site) is on the floor at every
+    reset: no penetration (it used to start up to 7.6 mm deep), no gap."""
+    env = gym.make(env_id, reset_noise_scale=0.05).unwrapped
+    m, d = env.model, env.data
+    sites = [s for f in env.robot.feet.values() for s in f.mj_site_ids]
+    for seed in range(10):
+        env.reset(seed=seed)
+        mujoco.mj_kinematics(m, d)
+        assert abs(d.site_xpos[sites, 2].min()) < 1e-12, seed
+
+
+def test_a_fall_is_declared_by_tilt():
+    """The base tilted 70 deg (above the 60 deg default) at a normal height is a fall; at 50 deg it
+    is not; the threshold is an option."""
+    env = gym.make("wbsim/G1Stand-v0").unwrapped
+    for tilt_deg, fallen in ((70.0, True), (50.0, False)):
+        env.reset(seed=0)
+        a = math.radians(tilt_deg)
+        env.data.qpos[3:7] = [math.cos(a / 2), math.sin(a / 2), 0.0, 0.0]
+        mujoco.mj_forward(env.model, env.data)
+        assert env.has_fallen() is fallen, tilt_deg
+    assert gym.make("wbsim/G1Stand-v0", fall_tilt=1.5).unwrapped.fall_tilt == 1.5
+    with pytest.raises(Exception, match="fall_tilt"):
+        gym.make("wbsim/G1Stand-v0", fall_tilt=4.0)
