@@ -162,6 +162,35 @@ def _action_buffer(uenv, n_joints: int) -> tuple[np.ndarray | None, np.ndarray |
     return None, None
 
 
+def _step_chunk(sensing, cmd, t: float, step: int, schedule_set: frozenset[str],
+                foot_names: tuple[str, ...]):
+    """One loop step as a one-step :class:`wbsim.types.StepChunk` for the event detector (NaN
+    where nothing is commanded; the assumed feet are the command's contact set, or the schedule's
+    ``schedule_set`` when the command states neither a contact set nor a force)."""
+    from wbsim.types import StepChunk
+
+    n, m = len(sensing.names), len(foot_names)
+    stated = cmd.contact_set or cmd.point_forces is not None or cmd.foot_wrenches is not None
+    assumed = cmd.contact_set if stated else schedule_set
+    forces = np.full((n, 3), math.nan) if cmd.point_forces is None else cmd.point_forces
+    wrenches = np.full((m, 6), math.nan) if cmd.foot_wrenches is None else cmd.foot_wrenches
+    return StepChunk(
+        step=np.array([step]), t=np.array([t]), point_names=sensing.names,
+        point_foot=sensing.point_foot, foot_names=foot_names,
+        floor_normal=sensing.floor_normal_world, gap=sensing.gap[None],
+        force=sensing.force_world[None], normal_force=sensing.normal_force[None],
+        tangential_force=sensing.tangential_force[None],
+        slip_velocity=sensing.slip_velocity[None], friction=sensing.friction[None],
+        mode=sensing.mode[None],
+        sensed_feet=np.array([[f in sensing.feet_in_contact for f in foot_names]]),
+        non_sole=[(0, name, float(f)) for name, f in sensing.non_sole_contacts.items()],
+        point_forces=np.asarray(forces, dtype=float)[None],
+        foot_wrenches=np.asarray(wrenches, dtype=float)[None],
+        assumed=np.array([[f in assumed for f in foot_names]]),
+        status=np.array([int(cmd.status)], dtype=np.int8), fallback=(str(cmd.fallback),),
+        message=(cmd.message,))
+
+
 def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
     """Run one episode; write the video and the log if asked; return the summary.
 
@@ -362,7 +391,8 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
 
             sensing = info["contacts"]
             contact_set = schedule.contact_set
-            for event in detector.update(sensing, cmd, t, step, assumed_contacts=contact_set):
+            for event in detector.update(_step_chunk(sensing, cmd, t, step, contact_set,
+                                                     robot.foot_names)):
                 if log is not None:
                     log.add_event(event.to_dict())
                 if event.kind != "mode_switch":
