@@ -1,64 +1,77 @@
-"""Contact events, their tolerances, and the centroidal momentum balance.
+"""Contact events and their tolerances, detected over chunks of steps.
 
-Owns: deciding, every step, which physically forbidden or noteworthy things happened, from what the
-simulation sensed (:class:`wbsim.contacts.ContactSensing`) and what the controller commanded
-(:class:`wbsim.controllers.base.Command`); the documented tolerances of those decisions
-(:class:`Tolerances`).
-It writes no files: the episode log stores :meth:`Event.to_dict` and :meth:`EventDetector.summary`.
+Owns: deciding which physically forbidden or noteworthy things happened in an episode, from what
+the loop recorded, ``k`` steps at a time (:class:`wbsim.types.StepChunk`: what the simulation
+sensed and what the controller commanded), and the documented tolerances of those decisions
+(:class:`Tolerances`). It writes no files: the episode log stores :meth:`Event.to_dict` and
+:meth:`EventDetector.summary`.
 
-Events (``Event.kind``, see :data:`EVENT_KINDS`), with the seed's conditions
-(after the project's seed text "dynamic-complementarity-conditions", not shipped with the package;
-``n`` the floor normal, ``h`` the
-simulated gap of the point, ``f`` a force on the robot, world frame):
+Events (``Event.kind``, see :data:`EVENT_KINDS`), with the seed's conditions (after the project's
+seed text "dynamic-complementarity-conditions", not shipped with the package). World frame; ``n``
+the floor normal; for a force ``f`` on the robot ``f_n = f . n`` and ``f_t = |f - f_n n|``; ``h``
+the simulated gap of the point; ``mu`` its friction coefficient; ``v_t`` its slip speed:
 
 =========================  =======================================================  ================
 kind                       condition (per point, or per foot for a wrench command)  magnitude
 =========================  =======================================================  ================
 ``mode_switch``            the set of feet in contact changed; ``source`` is        foot normal
                            ``"simulated"`` (sensed) or ``"assumed"`` (command)      force, N (*)
-``force_sign``             commanded ``f . n < -force_sign``                        ``-f . n``, N
-``friction_cone``          commanded (and not pulling), or simulated and loaded:    ``|f_t| - mu
-                           ``|f_t| > mu (f . n) + friction_cone``                   f_n``, N
-``complementarity``        commanded force at a point that is not touching:         ``h f_n``, N·m
-                           ``h > 0``, ``f_n > 0``, ``h f_n > complementarity``
-``planar_complementarity`` simulated, loaded: ``|v_t| |f_t| > planar_complementarity``  ``|v_t| |f_t|``,
-                                                                                    W
+``force_sign``             commanded ``f_n < -force_sign``                          ``-f_n``, N
+``friction_cone``          commanded (and not pulling), or simulated and loaded:    ``f_t - mu f_n``,
+                           ``f_t > mu f_n + friction_cone``                         N
+``complementarity``        commanded at a point that is not touching: ``h > 0``,    ``h f_n``, N·m
+                           ``h f_n > complementarity``
+``planar_complementarity`` simulated, loaded: ``v_t f_t > planar_complementarity``  ``v_t f_t``, W
 ``contact_mismatch``       a foot assumed in contact is open in the simulation, or  duration, s
                            the reverse, for more than ``mismatch_duration``
 ``non_sole_contact``       a robot geom other than the sole points touches the      normal force, N
                            environment
-``fallback``               ``Command.fallback`` is not empty                        duration, s
-``solver_failure``         ``Command.status`` is not ``CommandStatus.SOLVED``        duration, s
+``fallback``               the command names a fallback                             duration, s
+``solver_failure``         the command's status is not ``CommandStatus.SOLVED``     duration, s
 =========================  =======================================================  ================
 
-(*) on the loaded side of the switch: after a make, before a break; the commanded foot force for
-``"assumed"`` (0 when the controller commands no force).
+Commanded forces are the rows of ``StepChunk.point_forces`` (per point) and the forces of
+``StepChunk.foot_wrenches`` (per foot, with the foot's smallest ``h`` and smallest ``mu``); a NaN
+row is not commanded and holds no condition. "Loaded": the contact mode is not open.
+
+(*) On the loaded side of the switch (after a make, before a break): the sum over the foot's points
+of the sensed ``f_n`` for ``"simulated"``, of the commanded ``f_n`` for ``"assumed"`` (0 when the
+controller commands no force there).
 
 Flood rule (every kind but ``mode_switch``): a violation is an *episode* per ``(kind, where,
 source)``. Its :class:`Event` is emitted (returned by :meth:`EventDetector.update` and appended to
-:attr:`EventDetector.events`) at the step the condition starts to hold; ``t`` and ``step`` are that
-first step. While the episode lasts the same object is updated in place: ``magnitude`` is the worst
-value so far, ``duration``, ``n_steps``, ``end_t``, ``end_step`` grow. The episode ends when the
+:attr:`EventDetector.events`) when the condition starts to hold; ``t`` and ``step`` are that first
+step. While the episode lasts the same object is updated in place: ``magnitude`` is the worst value
+so far, ``duration``, ``n_steps``, ``end_t``, ``end_step`` grow. The episode ends when the
 condition has not held for more than ``Tolerances.rearm_time`` seconds (or at
 :meth:`EventDetector.finish`); only then can the same ``(kind, where, source)`` emit a new event.
 ``contact_mismatch`` must also hold without a break for more than ``mismatch_duration`` before it
 is an event at all (the event still carries the first step of the mismatch). ``mode_switch`` events
-are discrete: one per foot whose state changes (the first update only sets the reference), after
-``switch_debounce`` seconds of the new state (0: at once).
+are discrete: one per foot whose state changes (the first step only sets the reference), after
+``switch_debounce`` seconds of the new state (0: at once). Events emitted at the same step come in
+a fixed order: mode switches (simulated, then assumed; by foot name); commanded forces point by
+point, then foot by foot (each: force_sign, friction_cone, complementarity); simulated forces point
+by point (friction_cone, planar_complementarity); non-sole contacts (as listed); fallback; solver
+failure; contact mismatches (by foot name).
+
+The events, their fields and order and the summary do not depend on how the steps are cut into
+chunks: the detector carries the open episodes, the pending switches and the last step's values
+from one chunk to the next.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from wbsim.contacts import ContactSensing
-from wbsim.errors import UnknownNameError, WbsimError, check_keys
+from wbsim.contacts import OPEN
+from wbsim.errors import WbsimError, check_keys
+from wbsim.types import CommandStatus, StepChunk
 
 __all__ = [
     "EVENT_KINDS",
@@ -180,499 +193,427 @@ class Event:
                 "end_t": float(self.end_t), "end_step": int(self.end_step), "ongoing": self.ongoing}
 
 
+#: The place of an event among those emitted in one chunk, compared as a tuple: the chunk row,
+#: then the order within a step of the module docstring.
+_Rank = tuple[int, ...]
+
+
+@dataclass
+class _Hits:
+    """Where one condition holds in a chunk: column ``c`` is the key ``(kind, names[c], source)``.
+
+    Attributes:
+        holds: ``(k, c)`` bool, the condition holds at that step.
+        magnitude: ``(k, c)`` its value (read where it holds).
+        detail: ``(row, c) -> Event.detail`` of an episode that starts at that row.
+        rank: ``(row, c) ->`` the order of the key's event among those of one step.
+    """
+
+    kind: str
+    source: str
+    names: Sequence[str]
+    holds: np.ndarray
+    magnitude: np.ndarray
+    detail: Callable[[int, int], dict[str, Any]]
+    rank: Callable[[int, int], _Rank]
+
+
 class _Episode:
-    """Bookkeeping of one ``(kind, where, source)`` condition."""
+    """An episode of one ``(kind, where, source)`` key: its first and last step where the
+    condition held, how many steps it held, its worst magnitude, and its event (``None`` while a
+    contact mismatch is too short to be one)."""
 
-    __slots__ = (
-        "detail",
-        "event",
-        "last_step",
-        "last_t",
-        "n_true",
-        "start_step",
-        "start_t",
-        "worst",
-    )
+    __slots__ = ("detail", "event", "last_step", "last_t", "n_true", "start_step", "start_t",
+                 "worst")
 
-    def __init__(self, t: float, step: int, magnitude: float, detail: dict):
+    def __init__(self, t: float, step: int, magnitude: float, detail: dict[str, Any]):
         self.start_t, self.start_step = t, step
         self.last_t, self.last_step = t, step
-        self.n_true = 1
+        self.n_true = 0
         self.worst = magnitude
-        self.event: Event | None = None
         self.detail = detail
+        self.event: Event | None = None
+
+    def extend(self, t: float, step: int, magnitudes: list[float]) -> None:
+        """The condition held at consecutive steps up to ``step`` (time ``t``) with
+        ``magnitudes``."""
+        self.last_t, self.last_step = t, step
+        self.n_true += len(magnitudes)
+        self.worst = max([self.worst, *magnitudes])  # a first NaN stays, later ones are skipped
+
+
+@dataclass
+class _Step:
+    """The values of one step that the step after it compares with (``n`` points, ``m`` feet).
+
+    Attributes:
+        step: its index.
+        sensed_feet, assumed: ``(m,)`` bool, the feet in contact in the simulation, assumed.
+        normal_force: ``(n,)`` sensed ``f_n``, N.
+        point_fn: ``(n,)`` commanded ``f_n`` of the points, N (NaN: not commanded).
+        foot_fn: ``(m,)`` commanded ``f_n`` of the foot wrenches, N (NaN: not commanded).
+    """
+
+    step: int
+    sensed_feet: np.ndarray
+    assumed: np.ndarray
+    normal_force: np.ndarray
+    point_fn: np.ndarray
+    foot_fn: np.ndarray
+
+    @classmethod
+    def of(cls, chunk: StepChunk, row: int, point_fn: np.ndarray, foot_fn: np.ndarray) -> _Step:
+        """Row ``row`` of ``chunk`` (copied: the chunk's buffers may be reused)."""
+        return cls(int(chunk.step[row]), chunk.sensed_feet[row].copy(), chunk.assumed[row].copy(),
+                   chunk.normal_force[row].copy(), point_fn[row].copy(), foot_fn[row].copy())
+
+
+def _before(values: np.ndarray, row: int, previous: np.ndarray) -> np.ndarray:
+    """The value at the step before chunk row ``row``: ``values[row - 1]``, or for row 0
+    ``previous`` (the last step of the chunk before)."""
+    return values[row - 1] if row > 0 else previous
 
 
 class EventDetector:
-    """Turns sensing and commands into :class:`Event` objects, one episode per violation.
+    """Turns the steps of an episode, a :class:`~wbsim.types.StepChunk` at a time, into
+    :class:`Event` objects, one episode per violation.
 
     Args:
         tolerances: :class:`Tolerances` or a dict of its fields (unknown keys raise).
-        dt: the step, s; default: inferred from the first two :meth:`update` calls (durations of
-            an episode found at the very first step count one step of ``dt`` once it is known).
+        dt: the control step, s (a duration counts one ``dt`` per step).
 
-    Use: call :meth:`update` once per step, then :meth:`finish` at the end of the episode; read
-    :attr:`events` and :meth:`summary`.
+    Use: call :meth:`update` with consecutive chunks of the episode's steps (any sizes), then
+    :meth:`finish` at the end of the episode; read :attr:`events` and :meth:`summary`.
     """
 
-    def __init__(self, tolerances: Tolerances | Mapping[str, float] = Tolerances(), *,
-                 dt: float | None = None):
+    def __init__(self, tolerances: Tolerances | Mapping[str, float] = Tolerances(), *, dt: float):
         self.tolerances = (tolerances if isinstance(tolerances, Tolerances)
                            else Tolerances.from_dict(tolerances))
-        if dt is not None and not (math.isfinite(dt) and dt > 0):
+        if not (isinstance(dt, (int, float)) and math.isfinite(dt) and dt > 0):
             raise WbsimError(f"dt must be > 0, got {dt!r}")
-        self.dt = dt
+        self.dt = float(dt)
         #: every event emitted, in emission order
         self.events: list[Event] = []
         self._episodes: dict[tuple[str, str, str], _Episode] = {}
         self._steps_in_violation = dict.fromkeys(EVENT_KINDS, 0)
-        self._last_t: float | None = None
-        self._last_step: int | None = None
-        self._prev_sensing: ContactSensing | None = None
-        self._sim_feet: frozenset[str] | None = None
-        self._sim_pending: dict[str, tuple[bool, float, int]] = {}
-        self._assumed_feet: frozenset[str] | None = None
-        self._prev_cmd: tuple[tuple[str, ...], np.ndarray] = ((), _NO_FORCES)
-        self._cmd_layouts: dict[tuple[str, ...], tuple] = {}
-        self._point_index: dict[str, int] | None = None
-        self._foot_points: dict[str, np.ndarray] = {}
-        self._names: tuple[str, ...] | None = None
-        self._up_normal: np.ndarray | None = None  # a floor normal known to be exactly +z
-        self._screens: dict[tuple[str, ...], tuple] = {}
-        #: ``(m, 3)`` the commanded forces of the last :meth:`update`, in ``contact_forces`` key
-        #: order, when every key is a point with a ``(3,)`` force (a fresh array; ``None``
-        #: otherwise). :func:`wbsim.rollout.run_episode` logs it without building it again.
-        self.command_forces: np.ndarray | None = None
+        self._previous: _Step | None = None  # the last step checked
+        # simulated contact state per foot (StepChunk.foot_names order): the one last logged, and
+        # a change waiting for the debounce as (t, step, foot f_n of the step before it) or None
+        self._logged_feet = np.zeros(0, dtype=bool)
+        self._pending: list[tuple[float, int, float] | None] = []
+        self._layout: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
+        self._foot_points: list[np.ndarray] = []  # per foot, its point indices
+        self._foot_rank: list[int] = []  # per foot, its place among the feet sorted by name
 
-    def __getstate__(self) -> dict:
-        """For copy and pickle: without the screens' scratch buffers, which are shared by views (a
-        copy would break the sharing); they are rebuilt at the next :meth:`update`."""
-        state = self.__dict__.copy()
-        state["_screens"] = {}
-        return state
-
-    # ------------------------------------------------------------------------------------------
     def reset(self) -> None:
         """Forget everything (a new episode)."""
-        self.__init__(self.tolerances, dt=self.dt)
-
-    def _layout(self, sensing: ContactSensing) -> None:
-        self._names = sensing.names
-        self._point_index = {n: i for i, n in enumerate(sensing.names)}
-        feet: dict[str, list[int]] = {}
-        for i, f in enumerate(sensing.point_foot):
-            if f:
-                feet.setdefault(f, []).append(i)
-        self._foot_points = {f: np.array(ix) for f, ix in feet.items()}
-        self._cmd_layouts.clear()
-        self._screens.clear()
-
-    def update(self, sensing, command=None, t: float = 0.0, step: int = 0,
-               assumed_contacts: Iterable[str] | None = None) -> list[Event]:
-        from wbsim.types import StepChunk
-        if isinstance(sensing, StepChunk):  # TEMPORARY: replaced by the chunk detector
-            return self._update_chunk(sensing)
-        return self._update(sensing, command, t, step, assumed_contacts)
-
-    def _update_chunk(self, c) -> list[Event]:  # TEMPORARY
-        from wbsim.types import Command, CommandStatus
-        out = []
-        feet = c.foot_names
-        for i in range(len(c)):
-            s = _OneStep(c, i)
-            F = None if np.isnan(c.point_forces[i]).all() else c.point_forces[i]
-            W = None if np.isnan(c.foot_wrenches[i]).all() else c.foot_wrenches[i]
-            cset = frozenset(f for f, a in zip(feet, c.assumed[i]) if a)
-            cmd = Command(tau=np.zeros(1), contact_set=cset, point_forces=F, foot_wrenches=W,
-                          status=CommandStatus(int(c.status[i])), fallback=c.fallback[i],
-                          message=c.message[i])
-            out += self._update(s, cmd, float(c.t[i]), int(c.step[i]), cset)
-        return out
-
-    def _update(self, sensing: ContactSensing, command, t: float, step: int,
-                assumed_contacts: Iterable[str] | None = None) -> list[Event]:
-        """Check one step.
-
-        Args:
-            sensing: the simulation's contact state at this step.
-            command: the controller's :class:`~wbsim.controllers.base.Command` of this step.
-                ``point_forces`` ``(n, 3)`` in the sensing's point order, or ``foot_wrenches``
-                (checked with the foot's smallest gap and friction).
-            t: simulated time of the state the command was computed for, s (``d.time`` before
-                ``mj_step``; sensing read right after ``mj_step`` belongs to that state).
-            step: step index (increasing).
-            assumed_contacts: the feet assumed in contact when the command does not say: used only
-                when ``command.contact_set`` is empty and it commands no force (e.g. a
-                PD controller; pass the schedule's contact set). Without either, the assumed-set
-                checks (``mode_switch`` "assumed", ``contact_mismatch``) are skipped this step.
-
-        Returns:
-            The events that started at this step (also appended to :attr:`events`).
-
-        Raises:
-            WbsimError: a commanded force of the wrong shape, or ``step`` not increasing.
-        """
-        t = float(t)
-        step = int(step)
-        if self._last_step is not None:
-            if step <= self._last_step:
-                raise WbsimError(f"step {step} does not follow step {self._last_step}")
-            if self.dt is None:
-                self.dt = (t - self._last_t) / (step - self._last_step)
-        if sensing.names is not self._names:
-            self._layout(sensing)
-        new: list[Event] = []
-        hits: list[tuple[str, str, str, float, dict]] = []  # kind, where, source, magnitude, detail
-        forces = self._forces_of(command, sensing)
-        self.command_forces = None
-        # the usual step: a quick screen of the force checks finds nothing to look at
-        cmd = self._screen(sensing, forces)
-        if cmd is None:
-            cmd = self._check_forces(sensing, forces, hits)
-
-        # --- non-sole contacts --------------------------------------------------------------
-        for name, f in sensing.non_sole_contacts.items():
-            hits.append(("non_sole_contact", name, "simulated", float(f), {}))
-
-        # --- controller status --------------------------------------------------------------
-        if command.fallback:
-            hits.append(("fallback", str(command.fallback), "commanded", 0.0,
-                         {"status": command.message or command.status.name.lower()}))
-        if not command.feasible:
-            hits.append(("solver_failure", "controller", "commanded", 0.0,
-                         {"status": command.message or command.status.name.lower(),
-                          "feasible": False, "fallback": str(command.fallback)}))
-
-        # --- contact sets -------------------------------------------------------------------
-        if command.contact_set or forces:
-            assumed = frozenset(command.contact_set)
-        elif assumed_contacts is not None:
-            assumed = frozenset(assumed_contacts)
-        else:
-            assumed = None
-        sim = sensing.feet_in_contact
-        if sim != self._sim_feet or self._sim_pending or assumed != self._assumed_feet:
-            new += self._mode_switches(sensing, sim, assumed, cmd, t, step)
-        if assumed is not None and assumed != sim:
-            for foot in sorted(assumed ^ sim):
-                hits.append(("contact_mismatch", foot, "simulated", 0.0,
-                             {"assumed": foot in assumed, "simulated": foot in sim}))
-
-        if hits or self._episodes:
-            new += self._track(hits, t, step)
-        self._last_t, self._last_step = t, step
-        self._prev_sensing = sensing
-        self._prev_cmd = cmd
-        return new
-
-    def _forces_of(self, command, sensing: ContactSensing) -> Mapping[str, np.ndarray]:
-        """The command's forces by name: point -> ``(3,)`` or foot -> ``(6,)`` wrench."""
-        if command.point_forces is not None:
-            F = np.asarray(command.point_forces)
-            if F.shape != (len(sensing.names), 3):
-                raise WbsimError(f"Command.point_forces must have shape ({len(sensing.names)}, 3) "
-                                 f"(one row per contact point), got {F.shape}")
-            return dict(zip(sensing.names, F))
-        if command.foot_wrenches is not None:
-            W = np.asarray(command.foot_wrenches)
-            if W.shape != (len(self._foot_points), 6):
-                raise WbsimError(f"Command.foot_wrenches must have shape ({len(self._foot_points)}"
-                                 f", 6) (one row per foot), got {W.shape}")
-            return dict(zip(self._foot_points, W))
-        return {}
-
-    def _screen(self, sensing: ContactSensing, forces: Mapping[str, np.ndarray]) -> tuple | None:
-        """The force checks of :meth:`_check_forces` in a few numpy calls, for the usual step.
-
-        Returns the command's ``(feet, normal forces)`` when no force condition can hold, or
-        ``None`` when :meth:`_check_forces` must run (a condition may hold, a floor that is not
-        exactly level, foot wrenches, bad input). Each quantity is computed with the same
-        floating-point operations as in :meth:`_check_forces` (for a level floor ``f . n`` is
-        ``f_z`` and ``|f_t| = sqrt(f_x^2 + f_y^2)`` exactly), and every screened inequality is a
-        necessary condition of an event, so the screen never hides one
-        (``tests/test_diagnostics.py`` compares both on random inputs).
-        """
-        normal = sensing.floor_normal_world
-        if normal is not self._up_normal:
-            if not (np.shape(normal) == (3,) and np.asarray(normal).tolist() == [0.0, 0.0, 1.0]):
-                return None
-            self._up_normal = normal
-        keys = tuple(forces)
-        screen = self._screens.get(keys)
-        if screen is None or (screen is not False and screen[-1] is not self.tolerances):
-            screen = self._make_screen(sensing, keys)
-        if screen is False:
-            return None
-        m, identity, idx, feet, S, S_pull, S_cone, S_comp, S_sim_cone, S_planar, T, flags, clear, _ \
-            = screen
-        fn = ft = None
-        if m:
-            try:
-                F = np.array(tuple(forces.values()), dtype=float)
-            except ValueError:
-                return None
-            if F.shape != (m, 3):
-                return None
-            self.command_forces = F
-            fn = F[:, 2]
-            # |f_t| = sqrt(f_x^2 + f_y^2 (+ 0 f_z^2)): the same rounding
-            ft = np.sqrt((F * F).dot(_XY), out=S_cone)
-            if identity:
-                gaps, mus = sensing.gap, sensing.friction
-            else:
-                gaps, mus = sensing.gap.take(idx), sensing.friction.take(idx)
-            np.negative(fn, out=S_pull)  # -f_n > force_sign: pulling
-            np.subtract(ft, mus * fn, out=S_cone)  # |f_t| - mu f_n > friction_cone (in place)
-            np.multiply(gaps, fn, out=S_comp)  # h f_n > complementarity
-        sfn, sft = sensing.normal_force, sensing.tangential_force
-        np.subtract(sft, sensing.friction * sfn, out=S_sim_cone)
-        np.multiply(sensing.slip_velocity, sft, out=S_planar)
-        if np.less_equal(S, T, flags).tobytes() != clear:  # an inequality may hold (or a NaN)
-            return None
-        return (feet, fn) if m else ((), _NO_FORCES)
-
-    def _make_screen(self, sensing: ContactSensing, keys: tuple[str, ...]):
-        """Scratch buffers and thresholds of :meth:`_screen` for the commanded keys ``keys``
-        (``False``: keys that :meth:`_screen` leaves to :meth:`_check_forces`)."""
-        n = len(sensing.names)
-        screen = False
-        try:
-            if keys:
-                idx, feet, all_points = self._command_layout(sensing, keys)
-                identity = len(idx) == n and bool(np.all(idx == np.arange(n)))
-            else:
-                idx, feet, all_points, identity = _NO_INDEX, (), True, True
-        except UnknownNameError:
-            all_points = False  # _check_forces raises it
-        if all_points and np.shape(sensing.normal_force) == (n,):
-            m, tol = len(keys), self.tolerances
-            S = np.zeros(3 * m + 2 * n)
-            T = np.concatenate([np.full(m, tol.force_sign), np.full(m, tol.friction_cone),
-                                np.full(m, tol.complementarity), np.full(n, tol.friction_cone),
-                                np.full(n, tol.planar_complementarity)])
-            screen = (m, identity, idx, feet, S, S[:m], S[m:2 * m], S[2 * m:3 * m],
-                      S[3 * m:3 * m + n], S[3 * m + n:], T, np.zeros(len(S), dtype=bool),
-                      np.ones(len(S), dtype=bool).tobytes(), tol)
-        if len(self._screens) >= 256:
-            self._screens.clear()
-        self._screens[keys] = screen
-        return screen
-
-    def _check_forces(self, sensing: ContactSensing, forces: Mapping[str, np.ndarray],
-                      hits: list) -> tuple:
-        """The commanded and simulated force conditions (exact); appends to ``hits`` and returns
-        the command's ``(feet, normal forces)``."""
-        tol = self.tolerances
-        # --- commanded forces ---------------------------------------------------------------
-        cmd = self._check_commanded(sensing, forces, hits) if forces else ((), _NO_FORCES)
-
-        # --- simulated forces ---------------------------------------------------------------
-        fn, ft, slip = sensing.normal_force, sensing.tangential_force, sensing.slip_velocity
-        excess = ft - sensing.friction * fn
-        planar = slip * ft
-        bad = (sensing.mode != 0) & ((excess > tol.friction_cone)
-                                     | (planar > tol.planar_complementarity))
-        if bad.any():
-            for i in bad.nonzero()[0].tolist():
-                if excess[i] > tol.friction_cone:
-                    hits.append(("friction_cone", sensing.names[i], "simulated", float(excess[i]),
-                                 {"normal_force": float(fn[i]), "tangential_force": float(ft[i]),
-                                  "mu": float(sensing.friction[i])}))
-                if planar[i] > tol.planar_complementarity:
-                    hits.append(("planar_complementarity", sensing.names[i], "simulated",
-                                 float(planar[i]), {"slip_velocity": float(slip[i]),
-                                                    "tangential_force": float(ft[i])}))
-        return cmd
+        self.__init__(self.tolerances, dt=self.dt)  # type: ignore[misc]
 
     # ------------------------------------------------------------------------------------------
-    def _command_layout(self, sensing: ContactSensing, keys: tuple[str, ...]):
-        """Per commanded key: the point index (or -1 for a foot wrench) and its foot; cached."""
-        layout = self._cmd_layouts.get(keys)
-        if layout is None:
-            pidx = self._point_index
-            idx, feet = [], []
-            for key in keys:
-                if key in pidx:
-                    idx.append(pidx[key])
-                    feet.append(sensing.point_foot[pidx[key]])
-                elif key in self._foot_points:
-                    idx.append(-1)
-                    feet.append(key)
-                else:
-                    raise UnknownNameError("contact point or foot", key, [*pidx, *self._foot_points])
-            idx_arr = np.array(idx, dtype=int)
-            layout = (idx_arr, tuple(feet), bool(np.all(idx_arr >= 0)))
-            self._cmd_layouts[keys] = layout
-        return layout
+    def update(self, chunk: StepChunk) -> list[Event]:
+        """Check the steps of ``chunk``, which follow the steps already checked.
 
-    def _check_commanded(self, sensing: ContactSensing, forces: Mapping[str, np.ndarray],
-                         hits: list) -> tuple[tuple[str, ...], np.ndarray]:
-        """Commanded-force checks; returns the command's feet per key and normal forces (N)."""
+        Returns:
+            The events emitted in this chunk (also appended to :attr:`events`), in emission order:
+            those that started in it, a contact mismatch once confirmed, a mode switch once
+            debounced.
+
+        Raises:
+            WbsimError: the chunk's steps do not follow the last step checked, or its commanded
+                arrays have the wrong shape.
+        """
+        k = len(chunk)
+        if k == 0:
+            return []
+        self._check(chunk)
+        normal = np.asarray(chunk.floor_normal, dtype=float)
+        wrench_forces = np.ascontiguousarray(chunk.foot_wrenches[..., :3])  # (k, m, 3)
+        point_fn, foot_fn = chunk.point_forces @ normal, wrench_forces @ normal  # NaN: none
+        previous = self._previous
+        if previous is None:  # the very first step is the reference of the contact sets
+            previous = _Step.of(chunk, 0, point_fn, foot_fn)
+            self._logged_feet = previous.sensed_feet.copy()
+            self._pending = [None] * len(chunk.foot_names)
+        new: list[tuple[_Rank, Event]] = []  # (rank, event), the rank starting with the row
+        self._simulated_switches(chunk, previous, new)
+        self._assumed_switches(chunk, previous, point_fn, foot_fn, new)
+        for hits in self._hits(chunk, normal, point_fn, wrench_forces, foot_fn):
+            n_true = int(np.count_nonzero(hits.holds))
+            if n_true:
+                self._steps_in_violation[hits.kind] += n_true
+                for c in np.flatnonzero(hits.holds.any(axis=0)).tolist():
+                    self._track(hits, c, chunk, new)
+        self._end_episodes(float(chunk.t[-1]), int(chunk.step[-1]))
+        self._previous = _Step.of(chunk, k - 1, point_fn, foot_fn)
+        new.sort(key=lambda item: item[0])
+        events = [event for _, event in new]
+        self.events += events
+        return events
+
+    def _check(self, chunk: StepChunk) -> None:
+        """Raise on a chunk that does not follow or is malformed; set the feet's layout."""
+        k, n, m = len(chunk), len(chunk.point_names), len(chunk.foot_names)
+        first = int(chunk.step[0])
+        if self._previous is not None and first <= self._previous.step:
+            raise WbsimError(f"step {first} does not follow step {self._previous.step}")
+        for name, value, shape in (("point_forces", chunk.point_forces, (k, n, 3)),
+                                   ("foot_wrenches", chunk.foot_wrenches, (k, m, 6))):
+            if np.shape(value) != shape:
+                raise WbsimError(f"StepChunk.{name} must have shape {shape}, got "
+                                 f"{np.shape(value)}")
+        layout = (chunk.point_foot, chunk.foot_names)
+        if layout != self._layout:
+            self._layout = layout
+            self._foot_points = [np.flatnonzero([f == foot for f in chunk.point_foot])
+                                 for foot in chunk.foot_names]
+            by_name = sorted(range(m), key=lambda j: chunk.foot_names[j])
+            self._foot_rank = [by_name.index(j) for j in range(m)]
+
+    # ------------------------------------------------------------------------------------------
+    def _hits(self, chunk: StepChunk, normal: np.ndarray, point_fn: np.ndarray,
+              wrench_forces: np.ndarray, foot_fn: np.ndarray) -> list[_Hits]:
+        """Every violation condition over the chunk, on the floor ``normal`` ``(3,)``; the
+        commanded ``f_n`` (N) of the points ``(k, n)`` and of the foot wrenches ``(k, m)``, whose
+        forces are ``wrench_forces`` ``(k, m, 3)``, N."""
         tol = self.tolerances
-        keys = tuple(forces)
-        idx, feet, all_points = self._command_layout(sensing, keys)
-        if all_points:
-            try:
-                F = np.array(list(forces.values()), dtype=float)
-            except ValueError:
-                F = None
-            if F is None or F.shape != (len(keys), 3):
-                for key, value in forces.items():
-                    shape = np.shape(value)
-                    if shape != (3,):
-                        raise WbsimError(f"commanded force at point {key!r} must have shape (3,), "
-                                         f"got {shape}")
-            gaps = sensing.gap.take(idx)
-            mus = sensing.friction.take(idx)
-            self.command_forces = F
-        else:
-            F = np.empty((len(keys), 3))
-            gaps = np.empty(len(keys))
-            mus = np.empty(len(keys))
-            for j, (key, value) in enumerate(forces.items()):
-                f = np.asarray(value, dtype=float)
-                if idx[j] >= 0:
-                    if f.shape != (3,):
-                        raise WbsimError(f"commanded force at point {key!r} must have shape (3,), "
-                                         f"got {f.shape}")
-                    F[j], gaps[j], mus[j] = f, sensing.gap[idx[j]], sensing.friction[idx[j]]
-                else:
-                    if f.shape != (6,):
-                        raise WbsimError(f"commanded wrench at foot {key!r} must have shape (6,), "
-                                         f"got {f.shape}")
-                    ix = self._foot_points[key]
-                    F[j], gaps[j], mus[j] = f[:3], sensing.gap[ix].min(), sensing.friction[ix].min()
-        n = sensing.floor_normal_world
-        fn = F @ n
-        ft_vec = F - fn[:, None] * n
-        ft = np.sqrt(np.add.reduce(ft_vec * ft_vec, 1))
-        pull = fn < -tol.force_sign
-        excess = ft - mus * fn
-        fric = (excess > tol.friction_cone) & ~pull  # a pulling force is a force_sign event only
-        hf = gaps * fn
-        comp = (hf > tol.complementarity) & (gaps > 0)
-        bad = pull | fric | comp
-        if bad.any():
-            for i in bad.nonzero()[0].tolist():
-                detail = {"commanded_normal_force": float(fn[i]), "gap": float(gaps[i])}
-                if pull[i]:
-                    hits.append(("force_sign", keys[i], "commanded", float(-fn[i]), detail))
-                if fric[i]:
-                    hits.append(("friction_cone", keys[i], "commanded", float(excess[i]),
-                                 {**detail, "commanded_tangential_force": float(ft[i]),
-                                  "mu": float(mus[i])}))
-                if comp[i]:
-                    hits.append(("complementarity", keys[i], "commanded", float(hf[i]), detail))
-        return feet, fn
+        hits = []
+        if not np.isnan(point_fn).all():  # (a NaN f_n holds no condition)
+            hits += self._commanded(0, chunk.point_names, point_fn,
+                                    _tangential(chunk.point_forces, point_fn, normal),
+                                    chunk.gap, chunk.friction)
+        if not np.isnan(foot_fn).all():
+            hits += self._commanded(1, chunk.foot_names, foot_fn,
+                                    _tangential(wrench_forces, foot_fn, normal),
+                                    self._foot_min(chunk.gap), self._foot_min(chunk.friction))
 
-    def _mode_switches(self, sensing: ContactSensing, sim: frozenset[str],
-                       assumed: frozenset[str] | None, cmd: tuple, t: float,
-                       step: int) -> list[Event]:
-        out: list[Event] = []
-        # simulated, with optional debounce
-        if self._sim_feet is None:
-            self._sim_feet = sim
-        elif sim != self._sim_feet or self._sim_pending:
-            for foot in sorted((sim ^ self._sim_feet) | set(self._sim_pending)):
-                on = foot in sim
-                if on == (foot in self._sim_feet):  # back to the logged state: drop pending
-                    self._sim_pending.pop(foot, None)
+        # simulated forces at loaded points
+        fn, ft, mu, slip = (chunk.normal_force, chunk.tangential_force, chunk.friction,
+                            chunk.slip_velocity)
+        loaded = chunk.mode != OPEN
+        excess = ft - mu * fn
+        planar = slip * ft
+        hits += [
+            _Hits("friction_cone", "simulated", chunk.point_names,
+                  loaded & (excess > tol.friction_cone), excess,
+                  lambda r, c: {"normal_force": float(fn[r, c]),
+                                "tangential_force": float(ft[r, c]), "mu": float(mu[r, c])},
+                  lambda r, c: (2, c, 0)),
+            _Hits("planar_complementarity", "simulated", chunk.point_names,
+                  loaded & (planar > tol.planar_complementarity), planar,
+                  lambda r, c: {"slip_velocity": float(slip[r, c]),
+                                "tangential_force": float(ft[r, c])},
+                  lambda r, c: (2, c, 1))]
+
+        if chunk.non_sole:
+            hits.append(_non_sole_hits(len(chunk), chunk.non_sole))
+
+        # the controller's status
+        def status(r: int) -> str:
+            return chunk.message[r] or CommandStatus(int(chunk.status[r])).name.lower()
+
+        fallbacks = sorted({f for f in chunk.fallback if f})
+        if fallbacks:
+            hits.append(_Hits(
+                "fallback", "commanded", fallbacks,
+                np.array([[f == name for name in fallbacks] for f in chunk.fallback]),
+                np.zeros((len(chunk), len(fallbacks))),
+                lambda r, c: {"status": status(r)}, lambda r, c: (4, 0, 0)))
+        failed = (chunk.status != int(CommandStatus.SOLVED))[:, None]
+        hits.append(_Hits(
+            "solver_failure", "commanded", ("controller",), failed, np.zeros(failed.shape),
+            lambda r, c: {"status": status(r), "feasible": False, "fallback": chunk.fallback[r]},
+            lambda r, c: (4, 1, 0)))
+
+        # the assumed contact set against the simulated one
+        assumed, sensed = chunk.assumed, chunk.sensed_feet
+        hits.append(_Hits(
+            "contact_mismatch", "simulated", chunk.foot_names, assumed != sensed,
+            np.zeros(assumed.shape),
+            lambda r, c: {"assumed": bool(assumed[r, c]), "simulated": bool(sensed[r, c])},
+            lambda r, c: (5, self._foot_rank[c], 0)))
+        return hits
+
+    def _commanded(self, block: int, names: Sequence[str], fn: np.ndarray, ft: np.ndarray,
+                   gap: np.ndarray, mu: np.ndarray) -> list[_Hits]:
+        """The commanded-force conditions of ``(k, c)`` normal forces ``fn`` (N), tangential
+        forces ``ft`` (N), gaps ``gap`` (m) and friction coefficients ``mu`` at ``names``."""
+        tol = self.tolerances
+        pull = fn < -tol.force_sign
+        excess = ft - mu * fn
+        hf = gap * fn
+
+        def detail(r: int, c: int) -> dict[str, Any]:
+            return {"commanded_normal_force": float(fn[r, c]), "gap": float(gap[r, c])}
+
+        return [
+            _Hits("force_sign", "commanded", names, pull, -fn, detail,
+                  lambda r, c: (block, c, 0)),
+            _Hits("friction_cone", "commanded", names,
+                  (excess > tol.friction_cone) & ~pull,  # a pulling force is a force_sign only
+                  excess,
+                  lambda r, c: {**detail(r, c), "commanded_tangential_force": float(ft[r, c]),
+                                "mu": float(mu[r, c])},
+                  lambda r, c: (block, c, 1)),
+            _Hits("complementarity", "commanded", names, (hf > tol.complementarity) & (gap > 0),
+                  hf, detail, lambda r, c: (block, c, 2))]
+
+    # ------------------------------------------------------------------------------------------
+    def _track(self, hits: _Hits, c: int, chunk: StepChunk,
+               new: list[tuple[_Rank, Event]]) -> None:
+        """Open, extend and confirm the episodes of the key in column ``c`` of ``hits`` (the flood
+        rule), one run of consecutive steps where it holds at a time."""
+        key = (hits.kind, hits.names[c], hits.source)
+        t, step, magnitude = chunk.t, chunk.step, hits.magnitude[:, c]
+        episode = self._episodes.get(key)
+        for a, b in _runs(hits.holds[:, c]):
+            # steps in this chunk before row a where the condition did not hold may have ended the
+            # episode (the chunk before ended it at its own steps); the latest of them decides
+            if (episode is not None and a > 0 and step[a - 1] > episode.last_step
+                    and self._is_over(episode, float(t[a - 1]))):
+                self._end(key)
+                episode = None
+            if episode is None:
+                episode = self._episodes[key] = _Episode(float(t[a]), int(step[a]),
+                                                         float(magnitude[a]), hits.detail(a, c))
+            episode.extend(float(t[b]), int(step[b]), magnitude[a:b + 1].tolist())
+            if episode.event is None:
+                row = self._confirmation(hits.kind, episode, t, a, b)
+                if row is None:
                     continue
-                pend = self._sim_pending.get(foot)
-                if pend is None or pend[0] != on:
-                    pend = (on, t, step, self._foot_fn(self._prev_sensing, foot))
-                    self._sim_pending[foot] = pend
-                held = t - pend[1] + (self.dt or 0.0)
-                if held + 1e-12 >= self.tolerances.switch_debounce:
-                    before = self._sim_feet
-                    after = (before | {foot}) if on else (before - {foot})
-                    mag = self._foot_fn(sensing, foot) if on else pend[3]
-                    out.append(self._switch_event(foot, "simulated", before, after, pend[1],
-                                                  pend[2], mag))
-                    self._sim_feet = frozenset(after)
-                    del self._sim_pending[foot]
-        # assumed (the controller's set is exact: no debounce)
-        if assumed is not None:
-            if self._assumed_feet is not None and assumed != self._assumed_feet:
-                before = self._assumed_feet
-                for foot in sorted(assumed ^ before):
-                    on = foot in assumed
-                    feet, fn = cmd if on else self._prev_cmd
-                    mag = float(sum(f for p, f in zip(feet, fn.tolist()) if p == foot))
-                    out.append(self._switch_event(foot, "assumed", before, assumed, t, step, mag))
-            self._assumed_feet = assumed
-        return out
+                episode.event = self._violation(key, episode, float(t[row]), int(step[row]))
+                new.append(((row, 1, *hits.rank(row, c)), episode.event))
+            event = episode.event
+            event.duration = episode.last_t - episode.start_t + self.dt
+            event.n_steps = episode.n_true
+            event.end_t, event.end_step = episode.last_t, episode.last_step
+            event.magnitude = event.duration if key[0] in _DURATION_KINDS else episode.worst
+
+    def _confirmation(self, kind: str, episode: _Episode, t: np.ndarray, a: int,
+                      b: int) -> int | None:
+        """The row in ``a..b`` where the episode becomes an event: at once, or for a contact
+        mismatch the first where it has lasted more than ``mismatch_duration`` (else None)."""
+        if kind != "contact_mismatch":
+            return a
+        lasted = t[a:b + 1] - episode.start_t + self.dt
+        late = np.flatnonzero(lasted > self.tolerances.mismatch_duration + 1e-12)
+        return a + int(late[0]) if len(late) else None
 
     @staticmethod
-    def _foot_fn(sensing: ContactSensing | None, foot: str) -> float:
-        if sensing is None:
-            return 0.0
-        return float(sum(f for f, p in zip(sensing.normal_force.tolist(), sensing.point_foot)
-                         if p == foot))
+    def _violation(key: tuple[str, str, str], episode: _Episode, t: float,
+                   step: int) -> Event:
+        """The event of an episode confirmed at ``step`` (time ``t``)."""
+        kind, where, source = key
+        detail = dict(episode.detail)
+        if kind not in ("fallback", "solver_failure"):
+            detail["source"] = source
+        if kind == "contact_mismatch":
+            detail["confirmed_t"], detail["confirmed_step"] = t, step
+        return Event(kind, episode.start_t, episode.start_step, where, episode.worst, detail)
 
-    def _switch_event(self, foot, source, before, after, t, step, magnitude) -> Event:
-        change = "make" if foot in after else "break"
-        ev = Event("mode_switch", t, step, foot, float(magnitude),
-                   {"source": source, "change": change, "before": sorted(before),
-                    "after": sorted(after)},
-                   duration=0.0, n_steps=1, end_t=t, end_step=step, ongoing=False)
-        self.events.append(ev)
-        return ev
+    def _is_over(self, episode: _Episode, t: float) -> bool:
+        """Whether an episode whose condition does not hold at time ``t`` has ended by then (a
+        contact mismatch not yet an event ends at once)."""
+        return episode.event is None or t - episode.last_t > self.tolerances.rearm_time + 1e-12
 
-    def _track(self, hits: list, t: float, step: int) -> list[Event]:
-        """Open, extend and close the violation episodes (the flood rule)."""
-        out: list[Event] = []
-        tol = self.tolerances
-        dt = self.dt or 0.0
-        seen = set()
-        for kind, where, source, mag, detail in hits:
-            key = (kind, where, source)
-            if key in seen:
-                continue
-            seen.add(key)
-            self._steps_in_violation[kind] += 1
-            ep = self._episodes.get(key)
-            if ep is None:
-                ep = self._episodes[key] = _Episode(t, step, mag, detail)
-            else:
-                ep.last_t, ep.last_step = t, step
-                ep.n_true += 1
-                ep.worst = max(ep.worst, mag)
-            duration = ep.last_t - ep.start_t + dt
-            if ep.event is None:
-                if kind == "contact_mismatch" and not duration > tol.mismatch_duration + 1e-12:
-                    continue
-                detail = dict(ep.detail)
-                if kind in ("friction_cone", "force_sign", "complementarity"):
-                    detail["source"] = source
-                elif kind in ("planar_complementarity", "contact_mismatch", "non_sole_contact"):
-                    detail["source"] = "simulated"
-                if kind == "contact_mismatch":
-                    detail["confirmed_t"], detail["confirmed_step"] = t, step
-                ep.event = Event(kind, ep.start_t, ep.start_step, where, ep.worst, detail)
-                self.events.append(ep.event)
-                out.append(ep.event)
-            ev = ep.event
-            ev.duration = duration
-            ev.n_steps = ep.n_true
-            ev.end_t, ev.end_step = ep.last_t, ep.last_step
-            ev.magnitude = duration if kind in _DURATION_KINDS else ep.worst
-        # end the episodes whose condition has not held for long enough
-        if len(seen) < len(self._episodes):
-            for key in [k for k in self._episodes if k not in seen]:
-                ep = self._episodes[key]
-                if ep.event is None or t - ep.last_t > tol.rearm_time + 1e-12:
-                    if ep.event is not None:
-                        ep.event.ongoing = False
-                    del self._episodes[key]
-        return out
+    def _end(self, key: tuple[str, str, str]) -> None:
+        event = self._episodes.pop(key).event
+        if event is not None:
+            event.ongoing = False
+
+    def _end_episodes(self, t: float, step: int) -> None:
+        """End the episodes that do not hold at the last step (``t``, ``step``) and are over."""
+        for key, episode in list(self._episodes.items()):
+            if episode.last_step < step and self._is_over(episode, t):
+                self._end(key)
 
     def finish(self) -> None:
         """End every ongoing episode (call at the end of a rollout)."""
-        for ep in self._episodes.values():
-            if ep.event is not None:
-                ep.event.ongoing = False
-        self._episodes.clear()
+        for key in list(self._episodes):
+            self._end(key)
+
+    # ------------------------------------------------------------------------------------------
+    def _simulated_switches(self, chunk: StepChunk, previous: _Step,
+                            new: list[tuple[_Rank, Event]]) -> None:
+        """``mode_switch`` events of the simulated contact set.
+
+        Per foot, a run of steps in the state other than the one last logged is a switch once it
+        has lasted ``switch_debounce`` (its event has the run's first step; a make's magnitude is
+        the foot's load when logged, a break's the load at the step before the run); a run back
+        in the logged state drops it. A run still too short at the chunk's end carries over.
+        """
+        sensed, t, step = chunk.sensed_feet, chunk.t, chunk.step
+        k, m = sensed.shape
+        changed = sensed != np.concatenate((previous.sensed_feet[None], sensed[:-1]))  # (k, m)
+        logged_before = self._logged_feet.copy()
+        switches = []  # (row logged, foot, make, t, step, magnitude)
+        for j in range(m):
+            starts = np.flatnonzero(changed[:, j]).tolist()
+            if self._pending[j] is not None and starts[:1] != [0]:
+                starts.insert(0, 0)  # the run of the waiting change goes on
+            for a, end in zip(starts, [*starts[1:], k]):
+                make = bool(sensed[a, j])
+                if make == self._logged_feet[j]:  # back in the logged state
+                    self._pending[j] = None
+                    continue
+                if self._pending[j] is None:
+                    load = self._foot_load(_before(chunk.normal_force, a, previous.normal_force), j)
+                    self._pending[j] = (float(t[a]), int(step[a]), load)
+                t0, step0, load_before = self._pending[j]  # type: ignore[misc]
+                held = t[a:end] - t0 + self.dt
+                due = np.flatnonzero(held + 1e-12 >= self.tolerances.switch_debounce)
+                if len(due):
+                    row = a + int(due[0])
+                    load = self._foot_load(chunk.normal_force[row], j) if make else load_before
+                    switches.append((row, j, make, t0, step0, load))
+                    self._logged_feet[j] = make
+                    self._pending[j] = None
+        in_contact = {f for f, on in zip(chunk.foot_names, logged_before) if on}
+        for row, j, make, t0, step0, load in sorted(
+                switches, key=lambda s: (s[0], self._foot_rank[s[1]])):
+            foot = chunk.foot_names[j]
+            after = in_contact | {foot} if make else in_contact - {foot}
+            new.append(((row, 0, 0, self._foot_rank[j]),
+                        _switch(foot, "simulated", in_contact, after, t0, step0, load)))
+            in_contact = after
+
+    def _assumed_switches(self, chunk: StepChunk, previous: _Step, point_fn: np.ndarray,
+                          foot_fn: np.ndarray, new: list[tuple[_Rank, Event]]) -> None:
+        """``mode_switch`` events of the controller's assumed contact set, at once (its
+        magnitude: the commanded load of the step after a make, of the step before a break)."""
+        assumed = chunk.assumed
+        changed = assumed != np.concatenate((previous.assumed[None], assumed[:-1]))  # (k, m)
+        for row in np.flatnonzero(changed.any(axis=1)).tolist():
+            was, now = _before(assumed, row, previous.assumed), assumed[row]
+            before = {f for f, on in zip(chunk.foot_names, was) if on}
+            after = {f for f, on in zip(chunk.foot_names, now) if on}
+            for j in sorted(np.flatnonzero(changed[row]).tolist(), key=self._foot_rank.__getitem__):
+                if now[j]:
+                    load = self._foot_load(point_fn[row], j, foot_fn[row])
+                else:
+                    load = self._foot_load(_before(point_fn, row, previous.point_fn), j,
+                                           _before(foot_fn, row, previous.foot_fn))
+                new.append(((row, 0, 1, self._foot_rank[j]),
+                            _switch(chunk.foot_names[j], "assumed", before, after,
+                                    float(chunk.t[row]), int(chunk.step[row]), load)))
+
+    def _foot_min(self, values: np.ndarray) -> np.ndarray:
+        """``(k, m)`` the smallest of ``values`` ``(k, n)`` over each foot's points (NaN if one
+        is NaN)."""
+        out = np.empty((len(values), len(self._foot_points)))
+        for j, points in enumerate(self._foot_points):
+            np.min(values[:, points], axis=1, out=out[:, j])
+        return out
+
+    def _foot_load(self, normal_force: np.ndarray, j: int,
+                   wrench_normal_force: np.ndarray | None = None) -> float:
+        """The normal force on foot ``j``, N: ``normal_force`` ``(n,)`` summed over its points in
+        point order. For a command, with ``wrench_normal_force`` ``(m,)``: plus the foot's wrench,
+        and NaN (not commanded) left out."""
+        values = normal_force[self._foot_points[j]].tolist()
+        if wrench_normal_force is None:
+            return float(sum(values))
+        values.append(float(wrench_normal_force[j]))
+        return float(sum(v for v in values if not math.isnan(v)))
 
     # ------------------------------------------------------------------------------------------
     def counts(self) -> dict[str, int]:
@@ -697,9 +638,10 @@ class EventDetector:
         worst: dict[str, float | None] = dict.fromkeys(EVENT_KINDS)
         first: dict[str, float | None] = dict.fromkeys(EVENT_KINDS)
         for ev in self.events:
-            if worst[ev.kind] is None or ev.magnitude > worst[ev.kind]:
+            w, f = worst[ev.kind], first[ev.kind]
+            if w is None or ev.magnitude > w:
                 worst[ev.kind] = float(ev.magnitude)
-            if first[ev.kind] is None or ev.t < first[ev.kind]:
+            if f is None or ev.t < f:
                 first[ev.kind] = float(ev.t)
         return {"counts": self.counts(), "worst": worst, "first_t": first,
                 "steps_in_violation": dict(self._steps_in_violation),
@@ -707,17 +649,43 @@ class EventDetector:
 
 
 _DURATION_KINDS = frozenset({"contact_mismatch", "fallback", "solver_failure"})
-_NO_FORCES = np.zeros(0)
-_NO_INDEX = np.zeros(0, dtype=int)
-_XY = np.array([1.0, 1.0, 0.0])
 
 
-class _OneStep:  # TEMPORARY: one row of a StepChunk as the per-step detector reads it
-    def __init__(self, c, i):
-        self.names, self.point_foot = c.point_names, c.point_foot
-        self.floor_normal_world = c.floor_normal
-        self.gap, self.normal_force = c.gap[i], c.normal_force[i]
-        self.tangential_force, self.slip_velocity = c.tangential_force[i], c.slip_velocity[i]
-        self.friction, self.mode = np.ascontiguousarray(c.friction[i]), c.mode[i]
-        self.feet_in_contact = frozenset(f for f, on in zip(c.foot_names, c.sensed_feet[i]) if on)
-        self.non_sole_contacts = {n: f for r, n, f in c.non_sole if r == i}
+def _tangential(force: np.ndarray, f_n: np.ndarray, normal: np.ndarray) -> np.ndarray:
+    """``f_t = |f - f_n n|`` (N), shape ``(...)``, of forces ``(..., 3)`` (N) with normal
+    components ``f_n`` ``(...)`` (N) along the unit normal ``n`` ``(3,)``."""
+    nx, ny, nz = normal.tolist()
+    fx, fy, fz = force[..., 0], force[..., 1], force[..., 2]  # per component: fast for long k n
+    across_x, across_y, across_z = fx - f_n * nx, fy - f_n * ny, fz - f_n * nz
+    return np.sqrt((across_x * across_x + across_y * across_y) + across_z * across_z)
+
+
+def _runs(holds: np.ndarray) -> list[tuple[int, int]]:
+    """``(first, last)`` index of each run of consecutive ``True`` in ``holds`` ``(k,)``."""
+    edges = np.flatnonzero(np.diff(holds, prepend=False, append=False))
+    return list(zip(edges[0::2].tolist(), (edges[1::2] - 1).tolist()))
+
+
+def _non_sole_hits(k: int, contacts: Sequence[tuple[int, str, float]]) -> _Hits:
+    """``non_sole_contact`` of ``StepChunk.non_sole`` in a chunk of ``k`` steps."""
+    names = list(dict.fromkeys(name for _, name, _ in contacts))
+    column = {name: c for c, name in enumerate(names)}
+    holds = np.zeros((k, len(names)), dtype=bool)
+    force = np.zeros((k, len(names)))
+    place = np.zeros((k, len(names)), dtype=int)  # the order within the step
+    seen: dict[int, int] = {}
+    for row, name, f in contacts:
+        c = column[name]
+        holds[row, c], force[row, c] = True, f
+        place[row, c] = seen[row] = seen.get(row, -1) + 1
+    return _Hits("non_sole_contact", "simulated", names, holds, force, lambda r, c: {},
+                 lambda r, c: (3, int(place[r, c]), 0))
+
+
+def _switch(foot: str, source: str, before: set[str], after: set[str], t: float, step: int,
+            magnitude: float) -> Event:
+    """A ``mode_switch`` event of ``foot``."""
+    return Event("mode_switch", t, step, foot, float(magnitude),
+                 {"source": source, "change": "make" if foot in after else "break",
+                  "before": sorted(before), "after": sorted(after)},
+                 duration=0.0, n_steps=1, end_t=t, end_step=step, ongoing=False)
