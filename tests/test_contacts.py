@@ -519,3 +519,31 @@ def test_sensings_copy_and_compare(g1):
         np.testing.assert_array_equal(twin.force_world, s.force_world)
     mujoco.mj_step(m, d)
     assert sensor.read(d) != s
+
+
+def test_friction_and_cone_are_read_at_run_time():
+    """The friction MuJoCo uses and its cone type are read at each step, not copied at the build:
+    soles set to mu 0.3 with a higher priority than the floor (1.0) at run time are sensed at 0.3,
+    as d.contact.friction says (the larger of the two, 1.0, was sensed before); switching the cone
+    type in the middle of a run (pyramidal -> elliptic -> pyramidal) keeps every force equal to
+    mj_contactForce's."""
+    import wbsim
+
+    g1 = wbsim.load_robot("g1")  # a copy of the model: changed here only
+    m = g1.mj_model
+    sensor = ContactSensor.for_robot(g1)
+    d = g1.make_data("stand")
+    weight = g1.total_mass * G
+    check_states(sensor, m, d, weight, 20, every=5)
+    assert np.all(sensor.read(d).friction == 1.0)
+    soles = list(sensor.point_geom_ids)
+    m.geom_friction[soles, 0], m.geom_priority[soles] = 0.3, 1
+    mujoco.mj_step(m, d)
+    s = sensor.read(d)
+    listed = [i for i in range(d.ncon) if int(d.contact.geom[i][1]) in soles]
+    assert listed and np.all(d.contact.friction[listed, 0] == 0.3)
+    assert np.all(s.friction == 0.3)
+    for cone in ("elliptic", "pyramidal"):
+        m.opt.cone = getattr(mujoco.mjtCone, f"mjCONE_{cone.upper()}")
+        check_states(sensor, m, d, weight, 20, every=5)
+        assert sensor.read(d).cone == int(m.opt.cone)

@@ -31,6 +31,7 @@ FEET = ("left_foot", "right_foot")
 CORNERS = ("front_left", "back_left", "back_right", "front_right")
 NAMES = tuple(f"{f}_{c}" for f in FEET for c in CORNERS)
 UP = np.array([0.0, 0.0, 1.0])
+UP_X, UP_Y = np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0])  # the floor's tangent axes
 
 
 # ------------------------------------------------------------------------------------------------
@@ -84,11 +85,13 @@ def standing_command(forces=None, contact_set=FEET, **kwargs):
     return command(forces, contact_set, **kwargs)
 
 
-def as_chunk(steps, first=0, times=None):
+def as_chunk(steps, first=0, times=None, cone=1, torque=None, limit=None):
     """Steps ``(sensing, command[, assumed feet])`` from step ``first`` on (at ``times``, default
     ``k DT``) as one StepChunk, as the loop records them: NaN where the command gives no forces;
     the assumed feet are the command's contact set, or the given ones (default none) when it
-    states neither a contact set nor a force."""
+    states neither a contact set nor a force. ``cone``: MuJoCo's cone (1 elliptic by default:
+    ``f_t = |f - f_n n|``, the hand-made expectations' rule; 0 pyramidal). ``torque`` ``(k,
+    j)`` commanded torques of joints with limits ``limit`` ``(j,)`` (default: no joint)."""
     s0 = steps[0][0]
     n, m = len(s0.names), len(FEET)
     k = np.arange(first, first + len(steps))
@@ -117,7 +120,16 @@ def as_chunk(steps, first=0, times=None):
                             else c.foot_wrenches),
         assumed=stack(assumed), status=stack(lambda s, c, *_: np.int8(c.status)),
         fallback=tuple(c.fallback for _, c, *_ in steps),
-        message=tuple(c.message for _, c, *_ in steps))
+        message=tuple(c.message for _, c, *_ in steps),
+        cone=np.full(len(steps), cone, dtype=np.int8),
+        tangents=stack(lambda s, *_: np.broadcast_to(np.eye(3)[:2], (n, 2, 3))),
+        friction_components=stack(lambda s, *_: np.stack(
+            [s.force_world @ UP_X, s.force_world @ UP_Y], axis=-1)),
+        joint_names=tuple(f"joint{i}" for i in range(0 if limit is None else len(limit))),
+        torque=np.zeros((len(steps), 0)) if torque is None else np.asarray(torque, float),
+        torque_applied=np.zeros((len(steps), 0)) if torque is None else np.clip(
+            torque, -np.asarray(limit), np.asarray(limit)),
+        torque_limit=np.zeros(0) if limit is None else np.asarray(limit, float))
 
 
 def split(n, sizes):
@@ -624,6 +636,7 @@ def test_events_do_not_depend_on_the_chunks(floor_normal):
             assert same, sizes
         # every kind happens, and episodes with breaks, and events that span chunks
         counts = whole.counts()
+        del counts["torque_limit"]  # no joint here (tests/test_diagnostics.py tests it alone)
         assert min(counts.values()) >= 3, counts
         assert any(e.n_steps < round(e.duration / DT) for e in whole.events)
         assert sum(e.end_step // 17 > e.step // 17 for e in whole.events) > 20
@@ -644,3 +657,50 @@ def test_copied_detector_detects_the_same():
     assert _as_json(twins[1].events) == _as_json(twins[0].events) == _as_json(twins[2].events)
 
 
+
+
+def test_friction_is_judged_in_mujoco_s_cone():
+    """A commanded force at the corner of the square ``|f_x|, |f_y| <= mu/sqrt(2) f_n`` (inside
+    Coulomb's circle, outside MuJoCo's pyramid ``|f_x| + |f_y| <= mu f_n``) is a friction_cone
+    event when MuJoCo's cone is pyramidal, none when it is elliptic; its magnitude is the diamond's
+    excess ``(sqrt(2) - 1) mu f_n``. The simulated friction is judged the same way."""
+    mu, fn = 1.0, 40.0
+    corner = mu / np.sqrt(2) * fn * 0.999
+    forces = {nm: np.array([0.0, 0.0, fn]) for nm in NAMES}
+    forces[NAMES[2]] = np.array([corner, corner, fn])
+    steps = [(fake_sensing(mu=mu), standing_command(forces))] * 3
+    for cone, expected in ((0, [("friction_cone", NAMES[2], 0)]), (1, [])):
+        det = EventDetector(dt=DT)
+        det.update(as_chunk(steps, cone=cone))
+        det.finish()
+        assert [(e.kind, e.where, e.step) for e in det.events] == expected, cone
+        if expected:
+            assert det.events[0].magnitude == pytest.approx(2 * corner - mu * fn)
+    # simulated: the sensed friction force at the same corner
+    sensing = fake_sensing(mu=mu)
+    sensing.force_world = sensing.force_world.copy()
+    sensing.force_world[2] = [corner, corner, fn]
+    sensing.tangential_force = sensing.tangential_force.copy()
+    sensing.tangential_force[2] = np.hypot(corner, corner)
+    steps = [(sensing, standing_command())] * 3
+    for cone, n_events in ((0, 1), (1, 0)):
+        det = EventDetector(dt=DT)
+        det.update(as_chunk(steps, cone=cone))
+        assert [e.where for e in det.events if e.kind == "friction_cone"] == [NAMES[2]] * n_events
+
+
+def test_a_commanded_torque_beyond_the_limit_is_an_event():
+    """A joint commanded 3.92 N.m against a 3.5 N.m limit for 5 steps (MuJoCo clips it to 3.5):
+    one torque_limit event at that joint, of 0.42 N.m, lasting 5 steps; within the limit none."""
+    limit = np.array([3.5, 10.0])
+    torque = np.zeros((20, 2))
+    torque[5:10, 0] = 3.92
+    torque[:, 1] = -9.9
+    steps = [(fake_sensing(), standing_command())] * 20
+    det = EventDetector(dt=DT)
+    det.update(as_chunk(steps, torque=torque, limit=limit))
+    det.finish()
+    [event] = det.events
+    assert (event.kind, event.where, event.step, event.n_steps) == ("torque_limit", "joint0", 5, 5)
+    assert event.magnitude == pytest.approx(0.42)
+    assert event.detail["applied_torque"] == pytest.approx(3.5)

@@ -166,6 +166,8 @@ def _check_run(run, summary, steps, robot, env):
             adr = m.jnt_qposadr[mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, name)]
             r[f"qerr/{name}"] = qpos[adr] - q0[adr]
             r[f"tau/{name}"] = rec["tau"][j]
+            limit = robot.effort_limits[j]
+            r[f"tau_applied/{name}"] = min(max(rec["tau"][j], -limit), limit)
         for f_i, foot in enumerate(robot.foot_names):
             for a, ax in enumerate(("fx", "fy", "fz", "tx", "ty", "tz")):
                 r[f"w_cmd/{foot}/{ax}"] = np.nan if W is None else W[f_i, a]

@@ -205,8 +205,12 @@ class SensorLayout:
             torque (3), position (3).
         com: ``(3,)`` indices of the robot's centre of mass.
         floor_normal: ``(3,)`` the floor's unit normal, up (world).
+        floor_tangents: ``(2, 3)`` the floor geom's x and y axes (world): the tangent axes of a
+            point that does not touch (a touching point has its contact's own).
         floor_offset: ``c`` of the floor surface ``{p : p . floor_normal = c}``, m.
-        friction: ``(n,)`` friction coefficient ``mu`` of each point-floor pair.
+        friction: ``(n,)`` friction coefficient ``mu`` of each point-floor pair in the model when
+            the sensor was made (the sensing of a step has the step's own,
+            :meth:`ContactSensor.friction`).
         thresholds: the :class:`SensingThresholds` of the contact modes.
     """
 
@@ -217,6 +221,7 @@ class SensorLayout:
     external: np.ndarray
     com: np.ndarray
     floor_normal: np.ndarray
+    floor_tangents: np.ndarray
     floor_offset: float
     friction: np.ndarray
     thresholds: SensingThresholds
@@ -265,10 +270,14 @@ class ContactSensing:
     """
 
     def __init__(self, layout: SensorLayout, sensordata: np.ndarray,
-                 non_sole_contacts: Mapping[str, float] | None = None):
+                 non_sole_contacts: Mapping[str, float] | None = None,
+                 friction: np.ndarray | None = None, cone: int | np.ndarray = 0):
         self.layout = layout
         self.sensordata = sensordata
         self.non_sole_contacts = dict(non_sole_contacts or {})
+        self._friction = friction
+        #: MuJoCo's friction cone of the step(s) (``mjtCone``: 0 pyramidal, 1 elliptic)
+        self.cone = cone
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -346,8 +355,24 @@ class ContactSensing:
 
     @functools.cached_property
     def friction(self) -> np.ndarray:
-        """``(n,)`` friction coefficient ``mu`` of each point-floor pair."""
+        """``(n,)`` friction coefficient ``mu`` of each point-floor pair, as MuJoCo used it at the
+        step (:meth:`ContactSensor.friction`); the model's at the sensor's making if not given."""
+        if self._friction is not None:
+            return self._friction
         return np.broadcast_to(self.layout.friction, self.normal_force.shape)
+
+    @functools.cached_property
+    def tangents(self) -> np.ndarray:
+        """``(n, 2, 3)`` the two tangent axes (world) of each point's contact frame, MuJoCo's for a
+        touching point (the friction pyramid's axes), the floor's axes otherwise."""
+        _, tangent, binormal = self._frame
+        frame = np.stack([tangent, binormal], axis=-2)
+        return np.where(self.found[..., None, None], frame, self.layout.floor_tangents)
+
+    @property
+    def friction_components(self) -> np.ndarray:
+        """``(n, 2)`` the friction force along :attr:`tangents`, N (up to sign)."""
+        return self._contact[..., 2:4]
 
     @functools.cached_property
     def mode(self) -> np.ndarray:
@@ -435,13 +460,16 @@ class ContactSensing:
             return NotImplemented
         return (self.layout.names == other.layout.names
                 and np.array_equal(self.sensordata, other.sensordata, equal_nan=True)
+                and np.array_equal(self.friction, other.friction, equal_nan=True)
+                and np.array_equal(self.cone, other.cone)
                 and self.non_sole_contacts == other.non_sole_contacts)
 
     __hash__ = None  # type: ignore[assignment]
 
     def __getstate__(self) -> dict[str, Any]:
         return {"layout": self.layout, "sensordata": self.sensordata,
-                "non_sole_contacts": self.non_sole_contacts}
+                "non_sole_contacts": self.non_sole_contacts, "friction": self._friction,
+                "cone": self.cone}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(**state)  # type: ignore[misc]
@@ -491,11 +519,12 @@ class ContactSensor:
                              f"got geom type {mujoco.mjtGeom(ftype).name}")
         d = mujoco.MjData(m)
         mujoco.mj_kinematics(m, d)
-        normal = d.geom_xmat[floor].reshape(3, 3)[:, 2].copy()
+        axes = d.geom_xmat[floor].reshape(3, 3)
+        normal, tangents = axes[:, 2].copy(), axes[:, 0:2].T.copy()
         top = float(m.geom_size[floor, 2]) if ftype == int(mujoco.mjtGeom.mjGEOM_BOX) else 0.0
         # MuJoCo takes the larger friction of the two geoms at equal priority
         friction = np.maximum(m.geom_friction[ids, 0], m.geom_friction[floor, 0])
-        for a in (normal, friction):
+        for a in (normal, tangents, friction):
             a.setflags(write=False)
         width = sum(size for _, size in _POINT_FIELDS)
         #: the :class:`SensorLayout` every :class:`ContactSensing` of this sensor is read with
@@ -504,7 +533,7 @@ class ContactSensor:
             contact=np.array([_sensor_indices(m, f"contact/{g}", width) for g in geom_names]),
             site=np.array([_sensor_indices(m, f"site/{g}", 3) for g in geom_names]),
             external=_sensor_indices(m, "external", sum(s for _, s in _EXTERNAL_FIELDS)),
-            com=_sensor_indices(m, "com", 3), floor_normal=normal,
+            com=_sensor_indices(m, "com", 3), floor_normal=normal, floor_tangents=tangents,
             floor_offset=float(d.geom_xpos[floor] @ normal) + top, friction=friction,
             thresholds=thresholds)
         self.floor_geom_id = floor
@@ -515,6 +544,8 @@ class ContactSensor:
         self.robot_geom_mask = np.asarray(robot_geom_mask, dtype=bool)
         self._is_point = np.zeros(m.ngeom, dtype=bool)
         self._is_point[ids] = True
+        self._point_of_geom = np.full(m.ngeom, -1)
+        self._point_of_geom[ids] = np.arange(len(ids))
         self._found = self.layout.contact[:, 0]
         self._geom_names = []
         for g in range(m.ngeom):
@@ -546,16 +577,40 @@ class ContactSensor:
 
     def read(self, data: mujoco.MjData) -> ContactSensing:
         """The sensing of the state in ``data`` (right after ``mj_forward`` or ``mj_step``: then
-        the state before the integration), with the non-sole contacts named."""
+        the state before the integration), with the non-sole contacts named, the friction MuJoCo
+        used (:meth:`friction`) and its cone type."""
         sd = data.sensordata.copy()
         non_sole = None
         if sd[self.layout.external[0]] > sd[self._found].sum():
             non_sole = self.non_sole_contacts(data)
-        return ContactSensing(self.layout, sd, non_sole)
+        return ContactSensing(self.layout, sd, non_sole, self.friction(data),
+                              int(self.model.opt.cone))
 
-    def decode(self, sensordata: np.ndarray) -> ContactSensing:
-        """A :class:`ContactSensing` of recorded ``sensordata`` rows ``(..., nsensordata)``."""
-        return ContactSensing(self.layout, np.asarray(sensordata, dtype=float))
+    def decode(self, sensordata: np.ndarray, friction: np.ndarray | None = None,
+               cone: int | np.ndarray = 0) -> ContactSensing:
+        """A :class:`ContactSensing` of recorded ``sensordata`` rows ``(..., nsensordata)``, with
+        the recorded ``friction`` ``(..., n)`` and cone types (:meth:`read`'s)."""
+        return ContactSensing(self.layout, np.asarray(sensordata, dtype=float), None, friction,
+                              cone)
+
+    def friction(self, data: mujoco.MjData) -> np.ndarray:
+        """``(n,)`` the sliding friction coefficient MuJoCo gives each point-floor pair now: its
+        contact's (``data.contact.friction``) where the pair is listed, else the rule MuJoCo
+        applies to the model's current values (the higher ``geom_priority``'s friction, else the
+        larger of the two), so a friction changed at run time is the one read."""
+        m, ids, floor = self.model, self.point_geom_ids, self.floor_geom_id
+        f_point, f_floor = m.geom_friction[ids, 0], m.geom_friction[floor, 0]
+        p_point, p_floor = m.geom_priority[ids], m.geom_priority[floor]
+        mu = np.where(p_point > p_floor, f_point,
+                      np.where(p_point < p_floor, f_floor, np.maximum(f_point, f_floor)))
+        if data.ncon:
+            con = data.contact
+            geom = con.geom
+            floor_pair = (geom[:, 0] == floor) | (geom[:, 1] == floor)
+            point = np.maximum(self._point_of_geom[geom[:, 0]], self._point_of_geom[geom[:, 1]])
+            rows = np.flatnonzero(floor_pair & (point >= 0))
+            mu[point[rows]] = con.friction[rows, 0]
+        return mu
 
     def non_sole_contacts(self, data: mujoco.MjData) -> dict[str, float]:
         """Name -> normal force (N, on the robot, along the floor normal) of every robot geom other

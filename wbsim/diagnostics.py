@@ -18,7 +18,7 @@ kind                       condition (per point, or per foot for a wrench comman
                            ``"simulated"`` (sensed) or ``"assumed"`` (command)      force, N (*)
 ``force_sign``             commanded ``f_n < -force_sign``                          ``-f_n``, N
 ``friction_cone``          commanded (and not pulling), or simulated and loaded:    ``f_t - mu f_n``,
-                           ``f_t > mu f_n + friction_cone``                         N
+                           ``f_t > mu f_n + friction_cone`` in MuJoCo's cone (**)   N
 ``complementarity``        commanded at a point that is not touching: ``h > 0``,    ``h f_n``, N·m
                            ``h f_n > complementarity``
 ``planar_complementarity`` simulated, loaded: ``v_t f_t > planar_complementarity``  ``v_t f_t``, W
@@ -28,11 +28,18 @@ kind                       condition (per point, or per foot for a wrench comman
                            environment
 ``fallback``               the command names a fallback                             duration, s
 ``solver_failure``         the command's status is not ``CommandStatus.SOLVED``     duration, s
+``torque_limit``           a joint's commanded torque beyond its actuator's limit   ``|tau| - limit``,
+                           by more than ``torque_limit`` (MuJoCo clips it)          N·m
 =========================  =======================================================  ================
 
 Commanded forces are the rows of ``StepChunk.point_forces`` (per point) and the forces of
 ``StepChunk.foot_wrenches`` (per foot, with the foot's smallest ``h`` and smallest ``mu``); a NaN
 row is not commanded and holds no condition. "Loaded": the contact mode is not open.
+
+(**) The cone MuJoCo enforces at the step (``StepChunk.cone``), with the contact's own ``mu`` as
+MuJoCo used it (``StepChunk.friction``): pyramidal, ``f_t = |f_t1| + |f_t2|`` with ``f_t1``,
+``f_t2`` along the contact frame's tangents (``StepChunk.tangents``; a diamond inside Coulomb's
+circle); elliptic, ``f_t = |f - f_n n|``.
 
 (*) On the loaded side of the switch (after a make, before a break): the sum over the foot's points
 of the sensed ``f_n`` for ``"simulated"``, of the commanded ``f_n`` for ``"assumed"`` (0 when the
@@ -52,7 +59,7 @@ are discrete: one per foot whose state changes (the first step only sets the ref
 a fixed order: mode switches (simulated, then assumed; by foot name); commanded forces point by
 point, then foot by foot (each: force_sign, friction_cone, complementarity); simulated forces point
 by point (friction_cone, planar_complementarity); non-sole contacts (as listed); fallback; solver
-failure; contact mismatches (by foot name).
+failure; torque limits (joint by joint); contact mismatches (by foot name).
 
 The events, their fields and order and the summary do not depend on how the steps are cut into
 chunks: the detector carries the open episodes, the pending switches and the last step's values
@@ -92,6 +99,7 @@ EVENT_KINDS = (
     "non_sole_contact",
     "fallback",
     "solver_failure",
+    "torque_limit",
 )
 #: The kinds that are violations (everything but ``mode_switch``).
 VIOLATION_KINDS = EVENT_KINDS[1:]
@@ -105,9 +113,8 @@ class Tolerances:
         force_sign: N. A commanded normal force below ``-force_sign`` pulls on the floor. 0.01 N is
             far above a QP's constraint tolerance (1e-6 N and less for the wbsim solvers) and far
             below any force that matters (a G1 sole point carries ~40 N standing).
-        friction_cone: N. Allowed excess of ``|f_t|`` over ``mu f_n``, commanded or simulated.
-            MuJoCo's simulated force never leaves its cone (pyramid: ``|f_t| <= mu f_n``); 0.01 N
-            absorbs rounding.
+        friction_cone: N. Allowed excess of ``f_t`` over ``mu f_n`` (in MuJoCo's cone), commanded
+            or simulated. MuJoCo's simulated force never leaves its cone; 0.01 N absorbs rounding.
         complementarity: N·m (``eps`` of the relaxed condition ``h f_n <= eps``). 0.01 N·m: 10 N
             commanded at a point 1 mm above the floor, or 1 N at 1 cm, is a violation.
         planar_complementarity: W (``eps_p``, slip speed times tangential force). 0.02 W: 1 cm/s of
@@ -120,6 +127,8 @@ class Tolerances:
             than this; shorter breaks (chatter) belong to the same episode and event.
         switch_debounce: s. A foot's simulated contact state must hold this long before a
             ``mode_switch`` is logged (0: every change is logged; bounces are real switches).
+        torque_limit: N·m. Allowed excess of a commanded torque over its actuator's limit (1e-6
+            N·m: a QP's round-off on a torque at its bound is no event).
     """
 
     force_sign: float = 0.01
@@ -129,6 +138,7 @@ class Tolerances:
     mismatch_duration: float = 0.02
     rearm_time: float = 0.02
     switch_debounce: float = 0.0
+    torque_limit: float = 1e-6
 
     def __post_init__(self):
         for f in dataclasses.fields(self):
@@ -377,21 +387,24 @@ class EventDetector:
         forces are ``wrench_forces`` ``(k, m, 3)``, N."""
         tol = self.tolerances
         hits = []
+        pyramid = np.asarray(chunk.cone) == 0  # (k,): mjCONE_PYRAMIDAL
         if not np.isnan(point_fn).all():  # (a NaN f_n holds no condition)
-            hits += self._commanded(0, chunk.point_names, point_fn,
-                                    _tangential(chunk.point_forces, point_fn, normal),
+            hits += self._commanded(0, chunk.point_names, point_fn, _cone_tangential(
+                chunk.point_forces, point_fn, normal, chunk.tangents, pyramid),
                                     chunk.gap, chunk.friction)
         if not np.isnan(foot_fn).all():
-            hits += self._commanded(1, chunk.foot_names, foot_fn,
-                                    _tangential(wrench_forces, foot_fn, normal),
+            first = [points[0] for points in self._foot_points]  # a foot's contact frame
+            hits += self._commanded(1, chunk.foot_names, foot_fn, _cone_tangential(
+                wrench_forces, foot_fn, normal, chunk.tangents[:, first], pyramid),
                                     self._foot_min(chunk.gap), self._foot_min(chunk.friction))
 
-        # simulated forces at loaded points
-        fn, ft, mu, slip = (chunk.normal_force, chunk.tangential_force, chunk.friction,
-                            chunk.slip_velocity)
+        # simulated forces at loaded points, in MuJoCo's cone
+        fn, mu, slip = chunk.normal_force, chunk.friction, chunk.slip_velocity
+        ft = np.where(pyramid[:, None], np.abs(chunk.friction_components).sum(axis=-1),
+                      chunk.tangential_force)
         loaded = chunk.mode != OPEN
         excess = ft - mu * fn
-        planar = slip * ft
+        planar = slip * chunk.tangential_force
         hits += [
             _Hits("friction_cone", "simulated", chunk.point_names,
                   loaded & (excess > tol.friction_cone), excess,
@@ -401,7 +414,7 @@ class EventDetector:
             _Hits("planar_complementarity", "simulated", chunk.point_names,
                   loaded & (planar > tol.planar_complementarity), planar,
                   lambda r, c: {"slip_velocity": float(slip[r, c]),
-                                "tangential_force": float(ft[r, c])},
+                                "tangential_force": float(chunk.tangential_force[r, c])},
                   lambda r, c: (2, c, 1))]
 
         if chunk.non_sole:
@@ -423,6 +436,16 @@ class EventDetector:
             "solver_failure", "commanded", ("controller",), failed, np.zeros(failed.shape),
             lambda r, c: {"status": status(r), "feasible": False, "fallback": chunk.fallback[r]},
             lambda r, c: (4, 1, 0)))
+
+        # commanded torques beyond the actuators' limits
+        tau, limit = np.asarray(chunk.torque), np.asarray(chunk.torque_limit)
+        over = np.abs(tau) - limit
+        hits.append(_Hits(
+            "torque_limit", "commanded", chunk.joint_names, over > tol.torque_limit, over,
+            lambda r, c: {"commanded_torque": float(tau[r, c]),
+                          "applied_torque": float(chunk.torque_applied[r, c]),
+                          "limit": float(limit[c])},
+            lambda r, c: (4, 2, c)))
 
         # the assumed contact set against the simulated one
         assumed, sensed = chunk.assumed, chunk.sensed_feet
@@ -658,6 +681,16 @@ def _tangential(force: np.ndarray, f_n: np.ndarray, normal: np.ndarray) -> np.nd
     fx, fy, fz = force[..., 0], force[..., 1], force[..., 2]  # per component: fast for long k n
     across_x, across_y, across_z = fx - f_n * nx, fy - f_n * ny, fz - f_n * nz
     return np.sqrt((across_x * across_x + across_y * across_y) + across_z * across_z)
+
+
+def _cone_tangential(force: np.ndarray, f_n: np.ndarray, normal: np.ndarray,
+                     tangents: np.ndarray, pyramid: np.ndarray) -> np.ndarray:
+    """The tangential force ``(k, c)`` (N) that MuJoCo's cone bounds by ``mu f_n``, of forces
+    ``(k, c, 3)`` (N) with normal components ``f_n`` ``(k, c)``: ``|f . t1| + |f . t2|`` with the
+    contact frame's tangents ``tangents`` ``(k, c, 2, 3)`` where ``pyramid`` ``(k,)``, else the
+    norm of the force across the unit ``normal`` ``(3,)``."""
+    along = np.abs(np.einsum("kcj,kcij->kci", force, tangents)).sum(axis=-1)
+    return np.where(pyramid[:, None], along, _tangential(force, f_n, normal))
 
 
 def _runs(holds: np.ndarray) -> list[tuple[int, int]]:

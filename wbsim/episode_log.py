@@ -286,7 +286,8 @@ class StepTable:
                                                        "sole_"))}
         units.update(t="s", base_tilt_deg="deg", controller_time_s="s", push_x="N", push_y="N",
                      push_z="N", momentum_residual="|dh/dt - external wrench - weight| / (m g), 1")
-        for kind, unit in (("qerr", "rad"), ("tau", "N.m")):
+        for kind, unit in (("qerr", "rad"), ("tau", "N.m (commanded)"),
+                           ("tau_applied", "N.m (applied by MuJoCo: clipped to the limits)")):
             for j in robot.joint_names:
                 cols.append(f"{kind}/{j}")
                 units[f"{kind}/{j}"] = unit
@@ -326,7 +327,8 @@ class StepTable:
             steps.com_ref, steps.phase_index[:, None], steps.controller_time[:, None],
             (steps.status == CommandStatus.SOLVED)[:, None], steps.assumed, sensing.feet_loaded,
             metrics.sole_min_z(sensing), momentum_relative[:, None], reward[:, None], steps.push,
-            metrics.joint_errors(steps.qpos), steps.tau, steps.point_forces.reshape(k, -1),
+            metrics.joint_errors(steps.qpos), steps.tau, steps.tau_applied,
+            steps.point_forces.reshape(k, -1),
             sensing.force_world.reshape(k, -1), sensing.gap, sensing.mode,
             steps.foot_wrenches.reshape(k, -1),
         ]

@@ -35,7 +35,11 @@ class RecordedSteps:
         qacc: ``(k, nv)`` MuJoCo's acceleration at that state (``MjData.qacc``).
         sensordata: ``(k, nsensordata)`` MuJoCo's sensor values at that state.
         qpos, qvel: ``(k, nq)``, ``(k, nv)`` MuJoCo's state after the step.
-        tau: ``(k, n)`` torque applied at the step's last physics step, N·m.
+        tau: ``(k, n)`` torque commanded at the step's last physics step, N·m.
+        tau_applied: ``(k, n)`` the torque MuJoCo applied there (``actuator_force``: clipped to
+            the actuators' range), N·m.
+        friction: ``(k, p)`` each point's friction coefficient as MuJoCo used it.
+        cone: ``(k,)`` MuJoCo's friction cone type (``mjtCone``).
         push: ``(k, 3)`` the push acting in the step, world, N.
         push_point: ``(k, 3)`` where it acts (the pushed body's centre of mass at ``qpos0``), m.
         controller_time: ``(k,)`` the controller's wall time, s.
@@ -61,6 +65,9 @@ class RecordedSteps:
     qpos: np.ndarray
     qvel: np.ndarray
     tau: np.ndarray
+    tau_applied: np.ndarray
+    friction: np.ndarray
+    cone: np.ndarray
     push: np.ndarray
     push_point: np.ndarray
     controller_time: np.ndarray
@@ -79,18 +86,23 @@ class RecordedSteps:
     def __len__(self) -> int:
         return len(self.step)
 
-    def step_chunk(self, sensing: ContactSensing) -> StepChunk:
+    def step_chunk(self, sensing: ContactSensing, robot) -> StepChunk:
         """The :class:`~wbsim.types.StepChunk` of these steps for the event detector, with
-        ``sensing`` their decoded sensor values."""
+        ``sensing`` their decoded sensor values (:meth:`ContactSensor.decode` of
+        ``sensordata``, ``friction`` and ``cone``) and ``robot`` the :class:`wbsim.Robot`."""
         return StepChunk(
             step=self.step, t=self.t, point_names=sensing.names, point_foot=sensing.point_foot,
             foot_names=sensing.layout.foot_names, floor_normal=sensing.floor_normal_world,
             gap=sensing.gap, force=sensing.force_world, normal_force=sensing.normal_force,
             tangential_force=sensing.tangential_force, slip_velocity=sensing.slip_velocity,
-            friction=sensing.friction, mode=sensing.mode, sensed_feet=sensing.feet_loaded,
+            friction=sensing.friction, cone=self.cone, tangents=sensing.tangents,
+            friction_components=sensing.friction_components, mode=sensing.mode,
+            sensed_feet=sensing.feet_loaded,
             non_sole=self.non_sole, point_forces=self.point_forces,
             foot_wrenches=self.foot_wrenches, assumed=self.assumed, status=self.status,
-            fallback=tuple(self.fallback), message=tuple(self.message))
+            fallback=tuple(self.fallback), message=tuple(self.message),
+            joint_names=robot.joint_names, torque=self.tau, torque_applied=self.tau_applied,
+            torque_limit=robot.effort_limits)
 
 
 class StepRecorder:
@@ -115,7 +127,9 @@ class StepRecorder:
             "step": np.zeros(k, dtype=np.int64), "t": np.zeros(k), "qpos0": np.zeros((k, m.nq)),
             "qvel0": np.zeros((k, m.nv)), "qacc": np.zeros((k, m.nv)),
             "sensordata": np.zeros((k, m.nsensordata)), "qpos": np.zeros((k, m.nq)),
-            "qvel": np.zeros((k, m.nv)), "tau": np.zeros((k, n)), "push": np.zeros((k, 3)),
+            "qvel": np.zeros((k, m.nv)), "tau": np.zeros((k, n)),
+            "tau_applied": np.zeros((k, n)), "friction": np.zeros((k, p)),
+            "cone": np.zeros(k, dtype=np.int8), "push": np.zeros((k, 3)),
             "push_point": np.zeros((k, 3)),
             "controller_time": np.zeros(k), "point_forces": np.zeros((k, p, 3)),
             "foot_wrenches": np.zeros((k, f, 6)), "assumed": np.zeros((k, f), dtype=bool),
@@ -142,6 +156,8 @@ class StepRecorder:
         a["qacc"][i], a["sensordata"][i] = d.qacc, d.sensordata
         a["qpos"][i], a["qvel"][i] = d.qpos, d.qvel
         a["tau"][i], a["push"][i] = self.sim.tau, self.sim.push_force
+        a["tau_applied"][i] = d.actuator_force
+        a["friction"][i], a["cone"][i] = self.sim.sensor.friction(d), self.sim.model.opt.cone
         a["push_point"][i] = d.xipos[self.sim.push_body]
         a["controller_time"][i] = controller_time
         a["point_forces"][i] = math.nan if command.point_forces is None else command.point_forces

@@ -189,8 +189,8 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
         steps = recorder.take()
         if not len(steps):
             return
-        sensing = sim.sensor.decode(steps.sensordata)
-        events = detector.update(steps.step_chunk(sensing))
+        sensing = sim.sensor.decode(steps.sensordata, steps.friction, steps.cone)
+        events = detector.update(steps.step_chunk(sensing, robot))
         relative = momentum.relative(momentum.residuals(
             steps.qpos0, steps.qvel0, steps.qacc, sensing, steps.push, steps.push_point))
         fell_flags = np.zeros(len(steps), dtype=bool)

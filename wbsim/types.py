@@ -219,7 +219,13 @@ class StepChunk:
         normal_force: ``(k, n)`` ``force . floor_normal``, N.
         tangential_force: ``(k, n)`` norm of the force across the normal, N.
         slip_velocity: ``(k, n)`` tangential speed of the point relative to the floor, m/s.
-        friction: ``(k, n)`` sliding friction coefficient ``mu`` of each point's contact.
+        friction: ``(k, n)`` sliding friction coefficient ``mu`` of each point's contact, as
+            MuJoCo used it at the step.
+        cone: ``(k,)`` MuJoCo's friction cone at the step (``mjtCone``: 0 pyramidal, ``|f_t1| +
+            |f_t2| <= mu f_n``; 1 elliptic, ``|f_t| <= mu f_n``).
+        tangents: ``(k, n, 2, 3)`` the tangent axes (world) of each point's contact frame, along
+            which the pyramid's ``f_t1``, ``f_t2`` are taken.
+        friction_components: ``(k, n, 2)`` the simulated friction force along ``tangents``, N.
         mode: ``(k, n)`` int8 contact mode (0 open, 1 sticking, 2 sliding).
         sensed_feet: ``(k, m)`` bool, the foot has a loaded point.
         non_sole: ``(row, geom name, normal force N)`` of every robot geom other than the sole
@@ -232,6 +238,11 @@ class StepChunk:
         status: ``(k,)`` int8 :class:`CommandStatus`.
         fallback: ``(k,)`` ``Command.fallback`` of each step (``""``: none).
         message: ``(k,)`` ``Command.message`` of each step.
+        joint_names: ``(j,)`` the actuated joints.
+        torque: ``(k, j)`` the torque commanded to the actuators at the step's last physics
+            step, N·m.
+        torque_applied: ``(k, j)`` the torque MuJoCo applied (clipped to the actuators' range).
+        torque_limit: ``(j,)`` the actuators' torque limits, N·m (``inf``: none).
     """
 
     step: np.ndarray
@@ -246,6 +257,9 @@ class StepChunk:
     tangential_force: np.ndarray
     slip_velocity: np.ndarray
     friction: np.ndarray
+    cone: np.ndarray
+    tangents: np.ndarray
+    friction_components: np.ndarray
     mode: np.ndarray
     sensed_feet: np.ndarray
     non_sole: list[tuple[int, str, float]]
@@ -255,6 +269,10 @@ class StepChunk:
     status: np.ndarray
     fallback: tuple[str, ...]
     message: tuple[str, ...]
+    joint_names: tuple[str, ...]
+    torque: np.ndarray
+    torque_applied: np.ndarray
+    torque_limit: np.ndarray
 
     def __len__(self) -> int:
         return len(self.step)
