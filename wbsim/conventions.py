@@ -38,6 +38,7 @@ __all__ = [
     "StateConverter",
     "base_tilt",
     "cross",
+    "normalised_quaternion",
     "quat_wxyz_to_xyzw",
     "quat_xyzw_to_wxyz",
     "rotate_to_base",
@@ -63,6 +64,25 @@ def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
     b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
     return np.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
+
+
+def normalised_quaternion(quat: np.ndarray) -> np.ndarray:
+    """Unit quaternions ``(..., 4)`` (any component order): ``quat / |quat|``, a fresh array.
+
+    Raises:
+        WbsimError: a zero or NaN quaternion (no rotation is defined).
+    """
+    quat = np.asarray(quat, dtype=float)
+    if quat.ndim == 1:
+        a, b, c, d = quat.tolist()
+        n = math.sqrt(a * a + b * b + c * c + d * d)
+        if not n > 0.0:
+            raise WbsimError("a base quaternion is zero (or NaN): no rotation is defined")
+        return quat / n
+    norm = np.sqrt(np.einsum("...i,...i", quat, quat))
+    if not np.all(norm > 0.0):
+        raise WbsimError("a base quaternion is zero (or NaN): no rotation is defined")
+    return quat / norm[..., None]
 
 
 def rotate_to_base(quat_xyzw: np.ndarray, vec: np.ndarray) -> np.ndarray:
@@ -205,9 +225,13 @@ class StateConverter:
         nv)`` (fresh arrays; leading axes for several states at once).
 
         Returns ``(q, v)``; ``v`` is ``None`` when ``qvel`` is ``None``. Units: m, rad, m/s, rad/s.
-        The base's linear velocity is rotated into the base frame (:func:`rotate_to_base`).
+        The base quaternion is normalised (Pinocchio assumes a unit one) and the base's linear
+        velocity rotated into the base frame (:func:`rotate_to_base`). Raises
+        :class:`~wbsim.errors.WbsimError` for a zero or NaN quaternion.
         """
         q = np.asarray(qpos, dtype=float).take(self._q_from_mj, axis=-1)
+        if self.floating:  # a unit quaternion for Pinocchio, whatever MuJoCo's state held
+            q[..., 3:7] = normalised_quaternion(q[..., 3:7])
         if qvel is None:
             return q, None
         v = np.asarray(qvel, dtype=float).take(self._v_from_mj, axis=-1)
@@ -221,6 +245,9 @@ class StateConverter:
         Returns ``(qpos, qvel)``; ``qvel`` is ``None`` when ``v`` is ``None``.
         """
         q = np.asarray(q, dtype=float)
+        if self.floating:
+            q = q.copy()
+            q[3:7] = normalised_quaternion(q[3:7])
         qpos = np.empty(self.nq_mj)
         qpos[self.mj_qadr] = q[self.pin_qidx]
         if self.floating:

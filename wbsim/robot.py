@@ -31,6 +31,7 @@ from wbsim.assets import SCENE_XML
 from wbsim.contacts import add_contact_sensors
 from wbsim.conventions import StateConverter, quat_wxyz_to_xyzw
 from wbsim.errors import NoFeetError, RobotLoadError, UnknownNameError
+from wbsim.parity import check_models
 from wbsim.robot_config import CORNER_NAMES, FOOT_NAMES, ROBOTS, FootConfig, RobotConfig
 
 __all__ = ["Robot", "Foot", "Pose", "load_robot", "example_robot_data_dir", "FREE_JOINT"]
@@ -175,10 +176,7 @@ class Robot:
         self._feet = MappingProxyType(feet) if feet else None
         self.poses = MappingProxyType(poses)
         self.converter = StateConverter(mj_model, pin_model, joint_names, FREE_JOINT)
-        jids = [mujoco.mj_name2id(mj_model, mujoco.mjtObj.mjOBJ_JOINT, n) for n in joint_names]
-        self.joint_limits = np.array(
-            [mj_model.jnt_range[j] if mj_model.jnt_limited[j] else (-np.inf, np.inf) for j in jids]
-        )
+        self.joint_limits = _joint_ranges(mj_model, joint_names)
         self.floor_geom_id = mujoco.mj_name2id(mj_model, mujoco.mjtObj.mjOBJ_GEOM, "floor")
         self.total_mass = float(pin.computeTotalMass(pin_model))
 
@@ -310,7 +308,37 @@ def _read_description(config: RobotConfig) -> tuple[Path, str]:
             f"{path}: only URDF descriptions are supported so far (MJCF support is planned)"
         )
     text = _resolve_package_uris(path.read_text(), path.parent)
-    return path, text
+    return path, _without_world_root(text, config.name)
+
+
+def _without_world_root(urdf_text: str, name: str) -> str:
+    """The URDF without a root link named ``world`` fixed to the robot's base (a common way to
+    pin a URDF in place): MuJoCo's free joint would move the base while Pinocchio's moved
+    ``world`` (their mass matrices differed by a factor 1.75 on the G1). Both models then float
+    the base. Any other text is returned unchanged.
+
+    Raises:
+        RobotLoadError: the description is not XML.
+    """
+    import xml.etree.ElementTree as ET
+
+    try:
+        robot = ET.fromstring(urdf_text)
+    except ET.ParseError as exc:
+        raise RobotLoadError(f"{name}: the description is not valid XML: {exc}") from None
+    links = {link.get("name"): link for link in robot.findall("link")}
+    children = {j.find("child").get("link") for j in robot.findall("joint")
+                if j.find("child") is not None}
+    roots = [n for n in links if n not in children]
+    if roots != ["world"] or links["world"].find("inertial") is not None:
+        return urdf_text
+    out = [j for j in robot.findall("joint") if j.find("parent") is not None
+           and j.find("parent").get("link") == "world"]
+    if len(out) != 1 or out[0].get("type") not in ("fixed", "floating"):
+        return urdf_text
+    robot.remove(out[0])
+    robot.remove(links["world"])
+    return ET.tostring(robot, encoding="unicode")
 
 
 def _build_mj_model(config: RobotConfig, urdf_text: str) -> tuple[mujoco.MjModel, tuple[str, ...]]:
@@ -488,7 +516,16 @@ def _build_uncached(config: RobotConfig):
             mj_model = spec.compile()
     except ValueError as exc:
         raise RobotLoadError(f"{config.name}: MuJoCo cannot compile the model: {exc}") from exc
+    converter = StateConverter(mj_model, pin_model, joint_names, FREE_JOINT)
+    check_models(config.name, mj_model, pin_model, converter, _joint_ranges(mj_model, joint_names))
     return mj_model, pin_model, joint_names, effort, poses
+
+
+def _joint_ranges(mj_model: mujoco.MjModel, joint_names: tuple[str, ...]) -> np.ndarray:
+    """``(n_joints, 2)`` MuJoCo's joint ranges, rad (``inf`` where unlimited)."""
+    jids = [mujoco.mj_name2id(mj_model, mujoco.mjtObj.mjOBJ_JOINT, n) for n in joint_names]
+    return np.array([mj_model.jnt_range[j] if mj_model.jnt_limited[j] else (-np.inf, np.inf)
+                     for j in jids]).reshape(-1, 2)
 
 
 def _pin_q_to_mj_qpos_by_name(spec: mujoco.MjSpec, pin_model: pin.Model, q: np.ndarray) -> list:
