@@ -64,3 +64,42 @@ def test_a_fall_is_declared_by_tilt():
     assert gym.make("wbsim/G1Stand-v0", fall_tilt=1.5).unwrapped.fall_tilt == 1.5
     with pytest.raises(Exception, match="fall_tilt"):
         gym.make("wbsim/G1Stand-v0", fall_tilt=4.0)
+
+
+@pytest.mark.parametrize("options, needle", [
+    ({"width": 4000}, "off-screen buffer holds up to 1920x1080"),
+    ({"fps": 2000.0}, r"fps must be in \(0, 500\]"),
+    ({"fps": 400.0, "env_options": {"frame_skip": 5}}, r"fps must be in \(0, 100\]"),
+])
+def test_options_the_renderer_cannot_honour_are_refused_before_any_file(tmp_path, options,
+                                                                         needle):
+    """A frame larger than MuJoCo's off-screen buffer, or more frames a second than control steps:
+    a one-line error naming the option and its valid range; no log, no video."""
+    from wbsim.errors import WbsimError
+
+    with pytest.raises(WbsimError, match=needle):
+        run_episode(EpisodeConfig(seconds=0.1, progress=False, log=tmp_path / "run",
+                                  video=tmp_path / "v.mp4", **options))
+    assert not (tmp_path / "run").exists() and not (tmp_path / "v.mp4").exists()
+
+
+def test_a_killed_vector_env_worker_fails_the_next_step_at_once():
+    """kill -9 of an async vector env's worker: the next step raises at once (no hang)."""
+    import os
+    import signal
+    import time
+
+    env = gym.make_vec("wbsim/G1Stand-v0", num_envs=2, vectorization_mode="async",
+                       info_mode="lean")
+    env.reset(seed=0)
+    actions = np.zeros((2, N), np.float32)
+    env.step(actions)
+    os.kill(env.processes[0].pid, signal.SIGKILL)
+    env.processes[0].join(timeout=10)
+    t0 = time.monotonic()
+    with pytest.raises((BrokenPipeError, EOFError, ConnectionError)):
+        env.step(actions)
+    assert time.monotonic() - t0 < 5.0
+    for p in env.processes:
+        if p.is_alive():
+            p.kill()

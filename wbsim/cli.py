@@ -1,4 +1,5 @@
-"""The ``wbsim`` command line: ``list``, ``run``, ``statics``, ``report``, ``baseline``, ``bench``.
+"""The ``wbsim`` command line: ``list``, ``run``, ``statics``, ``report``, ``baseline``, ``bench``,
+``soak``.
 
 Each subcommand parses its arguments and calls one library function; no physics or control here.
 Errors of wbsim (unknown names, bad files) print one line and exit with status 2.
@@ -206,6 +207,21 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return run_bench(robot=args.robot, json_path=args.json, quick=args.quick)
 
 
+def cmd_soak(args: argparse.Namespace) -> int:
+    from wbsim.soak import run_soak
+
+    report = run_soak(args.episodes, seconds=args.seconds, seed=args.seed, json_path=args.json,
+                      progress=not args.no_progress)
+    failures = len(report["crashes"]) + len(report["nan_logs"]) + len(report["bad"])
+    print(f"wbsim soak: {report['episodes']} episodes in {report['wall_seconds']:.0f} s; "
+          f"statuses {report['statuses']}; crashes {len(report['crashes'])}, logs with NaN "
+          f"{len(report['nan_logs'])}, wrong statuses or files {len(report['bad'])}")
+    for item in report["crashes"] + report["nan_logs"] + report["bad"]:
+        print(f"  episode {item['episode']} ({item['what']}, seed {item['seed']}): "
+              f"{item.get('error') or item.get('problem')}")
+    return 1 if failures else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="wbsim", description=wbsim.__doc__.splitlines()[0],
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
@@ -276,6 +292,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", help="write the figures as JSON")
     p.add_argument("--quick", action="store_true", help="few repetitions (a smoke test, not figures)")
     p.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser("soak", formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+                       help="many seeded episodes over every env, controller and action mode: no "
+                            "crash, no NaN, every log loads")
+    p.add_argument("--episodes", type=int, default=1000)
+    p.add_argument("--seconds", type=float, default=2.0, help="simulated time per episode, s")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", help="write the report as JSON")
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=cmd_soak)
 
     p = sub.add_parser("report", formatter_class=argparse.ArgumentDefaultsHelpFormatter, help="table of runs and a normal-force plot per run")
     p.add_argument("runs", nargs="+", metavar="RUN_DIR")

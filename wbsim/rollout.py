@@ -153,10 +153,22 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
                                     **dict(cfg.env_options)})
     robot, sim = env.robot, env.sim
     n_steps = int(round(cfg.seconds / env.dt))
+    problem = None
     if n_steps < 1:
+        problem = (f"seconds = {cfg.seconds:g} is shorter than one control step ({env.dt:g} s): "
+                   "nothing would run")
+    elif cfg.video and not (isinstance(cfg.fps, (int, float)) and 0 < cfg.fps <= 1.0 / env.dt):
+        problem = (f"fps = {cfg.fps!r}: a video frame can be drawn at most once a control step, "
+                   f"so fps must be in (0, {1.0 / env.dt:g}] (1 / the control step of "
+                   f"{env.dt:g} s)")
+    elif render_mode == "rgb_array":
+        vis = sim.model.vis.global_
+        if not (0 < cfg.width <= vis.offwidth and 0 < cfg.height <= vis.offheight):
+            problem = (f"frame size {cfg.width}x{cfg.height}: the renderer's off-screen buffer "
+                       f"holds up to {vis.offwidth}x{vis.offheight} pixels")
+    if problem is not None:  # before any file is written
         env.close()
-        raise WbsimError(f"seconds = {cfg.seconds:g} is shorter than one control step "
-                         f"({env.dt:g} s): nothing would run")
+        raise WbsimError(problem)
     controller = make_controller(cfg.controller, robot, **dict(cfg.controller_options))
     detector = EventDetector(dict(cfg.tolerances), dt=env.dt)
     momentum = MomentumBalance(robot)
