@@ -29,8 +29,9 @@ a NaN raises ``ValueError`` naming the env and the space:
 
 - ``action_mode="torque"``: torque = action * effort limit (N·m).
 - ``action_mode="joint_position"``: joint targets ``q_ref + joint_position_scale * action`` (rad, clipped
-  to the joint limits), tracked by an inner joint PD (:class:`wbsim.controllers.pd.JointPD`, inertia-scaled,
-  ``pd_frequency_hz``, critically damped) every MuJoCo step.
+  to the joint limits), tracked by an inner joint PD (the gains of :class:`wbsim.controllers.pd.JointPD`,
+  inertia-scaled, ``pd_frequency_hz``, critically damped), run by the actuators at every MuJoCo
+  step with its damping taken implicitly (:mod:`wbsim.sim`): stable in contact and in the air.
 - ``action_mode="residual"``: a controller (``controller``, default ``gravity_qp``; options
   ``controller_options``) runs inside the env and the action, times ``residual_scale`` (default 0.1)
   * effort limit, is added to its torques, the sum clipped to the effort limits
@@ -92,7 +93,7 @@ from wbsim.conventions import base_tilt
 from wbsim.envs.schedules import PhasePlan, standing_plan
 from wbsim.errors import WbsimError, is_real, joint_list, nonfinite_joints
 from wbsim.sim import Pushes, Simulation
-from wbsim.types import ContactSchedule, RobotState
+from wbsim.types import Command, ContactSchedule, JointTargets, RobotState
 
 __all__ = ["DEFAULT_REWARD_WEIGHTS", "HumanoidEnv", "INFO_MODES", "make_humanoid_env",
            "reward_terms"]
@@ -257,16 +258,17 @@ class HumanoidEnv(gym.Env):
         self.overlay_status = ""
         self.overlay_violating: np.ndarray | None = None
         self.overlay = True
-        self._torque_hook: Callable[[HumanoidEnv], np.ndarray] | None = None
+        self._torque_hook: Callable[[HumanoidEnv], np.ndarray | Command] | None = None
         conv = self.robot.converter
         self._pin_qidx, self._pin_vidx = conv.pin_qidx, conv.pin_vidx
         self._weights: dict[frozenset[str], np.ndarray] = {}
 
     # -- per-substep torque hook -------------------------------------------------------------------
     @property
-    def torque_hook(self) -> Callable[[HumanoidEnv], np.ndarray] | None:
-        """A callable ``hook(env) -> tau`` that replaces the action's torque in ``torque`` mode, or
-        ``None`` (the default: torque = action * effort limit, held over the substeps).
+    def torque_hook(self) -> Callable[[HumanoidEnv], np.ndarray | Command] | None:
+        """A callable ``hook(env) -> tau`` (or ``-> Command``, whose joint PD the actuators run) that
+        replaces the action's torque in ``torque`` mode, or ``None`` (the default: torque = action
+        * effort limit, held over the substeps).
 
         When set, :meth:`step` checks the action (same errors) but does not use it; before each of
         its ``frame_skip`` MuJoCo steps it applies the push schedule, then calls ``hook(self)`` and
@@ -285,7 +287,7 @@ class HumanoidEnv(gym.Env):
         return self._torque_hook
 
     @torque_hook.setter
-    def torque_hook(self, hook: Callable[[HumanoidEnv], np.ndarray] | None) -> None:
+    def torque_hook(self, hook: Callable[[HumanoidEnv], np.ndarray | Command] | None) -> None:
         if hook is not None:
             if not callable(hook):
                 raise WbsimError(f"{self.env_id}: torque_hook must be callable or None, got "
@@ -350,9 +352,10 @@ class HumanoidEnv(gym.Env):
             self.sim.step(a * self.effort, self.frame_skip)
         else:
             lo, hi = self.robot.joint_limits[:, 0], self.robot.joint_limits[:, 1]
-            self._pd.q_ref = np.clip(self._q_ref[self._pin_qidx] + self.joint_position_scale * a,
-                                     lo, hi)
-            self.sim.step_with(self._joint_pd_torque, self.frame_skip)
+            target = np.clip(self._q_ref[self._pin_qidx] + self.joint_position_scale * a, lo, hi)
+            pd = self._pd  # run by the actuators at every MuJoCo step (wbsim.sim)
+            self.sim.step_command(Command(np.zeros(self.robot.n_joints), joint_targets=JointTargets(
+                target, np.zeros_like(target), pd.kp, pd.kd)), self.frame_skip)
         failed = self.sim.failed
         non_sole = sorted(self.sensing.non_sole_contacts)
         fell = self.has_fallen() or failed is not None
@@ -387,11 +390,6 @@ class HumanoidEnv(gym.Env):
         for value in terms.values():
             total += value
         return total
-
-    def _joint_pd_torque(self, sim: Simulation) -> np.ndarray:
-        """The inner PD of ``joint_position`` mode at the current state, clipped to the limits."""
-        q, v = self.robot.mj_to_pin(sim.data.qpos, sim.data.qvel)
-        return np.clip(self._pd(q, v), -self.effort, self.effort)
 
     def render(self):
         if self.render_mode == "human":

@@ -19,13 +19,15 @@ import numpy as np
 from wbsim.controllers import make_controller
 from wbsim.errors import is_real
 from wbsim.errors import WbsimError
+from wbsim.types import Command
 
 __all__ = ["ControllerInTheLoop"]
 
 
 class ControllerInTheLoop(gym.Wrapper):
     """``tau = controller torque + residual_scale * action * effort limit`` (N·m, ``(n_joints,)``,
-    ``robot.joint_names`` order), clipped to the effort limits, recomputed at every MuJoCo step.
+    ``robot.joint_names`` order; the controller's joint PD, if any, run by the actuators), clipped
+    to the effort limits, recomputed at every MuJoCo step.
 
     The wrapper installs itself as the env's
     :attr:`~wbsim.envs.humanoid.HumanoidEnv.torque_hook`: before each of the ``frame_skip`` MuJoCo
@@ -99,21 +101,14 @@ class ControllerInTheLoop(gym.Wrapper):
         self.command = None
         base.torque_hook = self._substep_torque
 
-    def _substep_torque(self, base) -> np.ndarray:
-        """The env's torque hook: controller torque plus the residual, clipped, through the float32
-        action, ``(n_joints,)`` N·m."""
+    def _substep_torque(self, base) -> Command:
+        """The env's torque hook: the controller's command with the residual added to its
+        feed-forward torque (its joint PD, if any, runs in the actuators; MuJoCo clips the sum to
+        the effort limits)."""
         inputs = self._last_inputs = (base.robot_state(), base.schedule())
         cmd = self.controller.compute(*inputs)
-        effort = base.effort
-        state = inputs[0]
-        conv = base.robot.converter
-        tau = cmd.torque_at(state.q[conv.pin_qidx], state.v[conv.pin_vidx])
-        tau = np.clip(tau + self._residual, -effort, effort)
         self.command = base.overlay_command = cmd
-        # torque mode's arithmetic on the float32 action (torque_to_action, then check_action's
-        # float64 copy, which clipping leaves alone as |tau / effort| <= 1, times effort)
-        a = base.torque_to_action(tau).astype(np.float64)
-        return np.multiply(a, effort, out=a)
+        return Command(cmd.tau + self._residual, joint_targets=cmd.joint_targets)
 
     def reset(self, **kwargs):
         """Reset the env (same arguments and returns), then the controller at the reset state; the

@@ -3,7 +3,7 @@
 
 The reference for the residual env is the loop written out by hand on a torque-mode env with
 ``frame_skip=1``: the controller called on ``robot_state()`` / ``schedule()`` before every MuJoCo
-step, the residual added, the sum clipped and sent as a torque action. A residual env with
+step, the residual added to its feed-forward torque, and the command applied for that step. A residual env with
 ``frame_skip=k`` must be that loop sampled every ``k`` MuJoCo steps, bit for bit (with ``k=1`` it is
 the wrapper's behaviour before the controller moved into the substeps: one call per env step, at the
 state the step starts from).
@@ -18,6 +18,7 @@ import pytest
 import wbsim  # noqa: F401  (registers the envs)
 from wbsim.controllers import make_controller
 from wbsim.errors import WbsimError
+from wbsim.types import Command
 
 N = 29  # G1 joints
 
@@ -39,12 +40,12 @@ def _reference(env_id, controller, frame_skip, actions, seed, scale=0.1, options
     for a in actions:
         a = np.clip(np.asarray(a, dtype=float), -1.0, 1.0)
         for _ in range(frame_skip):
-            state = ref.robot_state()
-            cmd = ctrl.compute(state, ref.schedule())
-            conv = ref.robot.converter
-            tau = cmd.torque_at(state.q[conv.pin_qidx], state.v[conv.pin_vidx])
-            tau = np.clip(tau + scale * a * ref.effort, -ref.effort, ref.effort)
-            obs, reward, term, _, _ = ref.step(ref.torque_to_action(tau))
+            cmd = ctrl.compute(ref.robot_state(), ref.schedule())
+            # the controller's command with the residual on its feed-forward torque, for one
+            # MuJoCo step (its joint PD in the actuators; MuJoCo clips the sum)
+            command = Command(cmd.tau + scale * a * ref.effort, joint_targets=cmd.joint_targets)
+            ref.torque_hook = lambda env, c=command: c
+            obs, reward, term, _, _ = ref.step(np.zeros(N, np.float32))
         out.append((obs, reward, term, ref.data.qpos.copy(), ref.data.qvel.copy(), cmd.tau,
                     ref.tau.copy()))
         if term:

@@ -119,7 +119,9 @@ def test_model_details(g1):
         assert m.actuator(i).name == name
         jid = m.actuator_trnid[i, 0]
         assert m.joint(jid).name == name
-        assert m.actuator_ctrlrange[i, 1] == pytest.approx(g1.effort_limits[i])
+        assert m.actuator_forcerange[i, 1] == pytest.approx(g1.effort_limits[i])
+        assert m.actuator_forcelimited[i] and not m.actuator_ctrllimited[i]
+        assert m.actuator_biastype[i] == mujoco.mjtBias.mjBIAS_AFFINE
         assert m.dof_armature[m.jnt_dofadr[jid]] == pytest.approx(0.01)
         assert m.dof_damping[m.jnt_dofadr[jid]] == pytest.approx(0.5)
     assert set(g1.feet) == {"left_foot", "right_foot"}

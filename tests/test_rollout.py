@@ -196,8 +196,9 @@ def _check_run(run, summary, steps, robot, env):
 
     # the step table: bit for bit where the log only copies or subtracts, to rounding where the
     # reference takes another route (tilt from the rotation matrix, the momentum balance)
+    # (MuJoCo adds the actuators' PD as ctrl + bias: the applied torque to round-off)
     approx = {"base_tilt_deg": 1e-6, "momentum_residual": 1e-9, "reward": 1e-12,
-              **{c: 1e-9 for c in cols if c.startswith("f_sim/")}}
+              **{c: 1e-9 for c in cols if c.startswith(("f_sim/", "tau_applied/"))}}
     for c in cols:
         if c == "controller_time_s":
             assert np.all(np.isfinite(col[c]) & (col[c] > 0) & (col[c] < 10)), c

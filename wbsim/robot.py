@@ -431,12 +431,18 @@ def _effort_limits(pin_model: pin.Model, joint_names: tuple[str, ...]) -> np.nda
 
 
 def _add_motors(spec: mujoco.MjSpec, joint_names: tuple[str, ...], effort: np.ndarray) -> None:
+    """One actuator per joint, in ``joint_names`` order: force ``ctrl + b1 q + b2 qdot`` (N·m),
+    clipped to the effort limit. ``b1``, ``b2`` (an affine bias, 0 until set) hold a joint PD at the
+    physics rate (:class:`wbsim.sim.Simulation`): MuJoCo's implicit integrators take its damping
+    implicitly, so the PD is stable whatever its gains and the contacts."""
     for name, limit in zip(joint_names, effort):
         act = spec.add_actuator(name=name, target=name, trntype=mujoco.mjtTrn.mjTRN_JOINT)
         act.set_to_motor()
+        act.biastype = mujoco.mjtBias.mjBIAS_AFFINE
+        act.biasprm = np.zeros(len(act.biasprm))
         if np.isfinite(limit):
-            act.ctrllimited = mujoco.mjtLimited.mjLIMITED_TRUE
-            act.ctrlrange = [-limit, limit]
+            act.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE
+            act.forcerange = [-limit, limit]
 
 
 def _build_pin_model(config: RobotConfig, urdf_text: str, joint_names: tuple[str, ...]) -> pin.Model:

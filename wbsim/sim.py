@@ -1,6 +1,13 @@
 """The simulation core: one robot on the floor in MuJoCo, stepped with joint torques, pushed, and
 read (its state in Pinocchio's convention, its contact sensors).
 
+A command's joint PD (:class:`wbsim.types.JointTargets`) runs in MuJoCo's actuators, as a robot's
+motor drivers run one: each actuator's force is ``ctrl + b1 q + b2 qdot`` with ``b1 = -kp``,
+``b2 = -kd`` (an affine bias) and ``ctrl`` the feed-forward torque plus ``kp q* + kd v*``; the
+``implicitfast`` integrator takes the damping implicitly, so the PD is stable whatever its gains,
+in contact or in the air (an explicit PD with the inertia-scaled gains diverged in the air: its
+coupled joint modes reach 17x the design stiffness).
+
 The Gymnasium env (:mod:`wbsim.envs.humanoid`) and the rollout (:mod:`wbsim.rollout`) drive the same
 :class:`Simulation`, so both run the same physics, bit for bit. It steps MuJoCo and reads it; it
 decides nothing about tasks, rewards or violations.
@@ -16,7 +23,7 @@ import numpy as np
 
 from wbsim.contacts import ContactSensing, ContactSensor, SensingThresholds
 from wbsim.errors import WbsimError, is_real, joint_list, nonfinite_joints
-from wbsim.types import Command, RobotState
+from wbsim.types import Command, JointTargets, RobotState
 
 __all__ = ["RESETTING_WARNINGS", "Pushes", "Simulation", "SimulatorWarning"]
 
@@ -109,6 +116,8 @@ class Simulation:
         #: contacts and ``qacc`` belong to
         self.qpos_before = self.data.qpos.copy()
         self.qvel_before = self.data.qvel.copy()
+        self._targets: JointTargets | None = None  # the PD whose gains are in the actuators
+        self.model.actuator_biasprm[:, 1:3] = 0.0
         #: every :class:`SimulatorWarning` of the episode, in order
         self.warnings: list[SimulatorWarning] = []
         self._warning_counts = self.data.warning.number.copy()
@@ -148,41 +157,56 @@ class Simulation:
     def step(self, tau: np.ndarray, n: int = 1) -> None:
         """``n`` physics steps with the joint torque ``tau`` ``(n_joints,)`` N·m held."""
         for _ in range(n):
-            self._physics_step(tau)
+            self._physics_step(tau, None)
 
     def step_command(self, command: Command, n: int = 1) -> None:
-        """``n`` physics steps under ``command``: at each, ``command.torque_at`` the measured joint
-        positions and velocities (its feed-forward torque, plus its joint PD if it has one)."""
-        if command.joint_targets is None:
-            self.step(command.tau, n)
-            return
-        d = self.data
+        """``n`` physics steps under ``command``: its feed-forward torque held and, if it has one,
+        its joint PD (:class:`~wbsim.types.JointTargets`) run by the actuators at every physics
+        step (module docstring)."""
         for _ in range(n):
-            self._physics_step(command.torque_at(d.qpos[self._qadr], d.qvel[self._vadr]))
+            self._physics_step(command.tau, command.joint_targets)
 
-    def step_with(self, torque: Callable[[Simulation], np.ndarray], n: int = 1) -> None:
-        """``n`` physics steps, the torque ``(n_joints,)`` N·m of each from ``torque(self)``
-        (called with the state before that step).
+    def step_with(self, source: Callable[[Simulation], np.ndarray | Command], n: int = 1) -> None:
+        """``n`` physics steps, each under ``source(self)`` (called with the state before that
+        step, after its push): a torque ``(n_joints,)`` N·m, or a :class:`~wbsim.types.Command`
+        (applied as :meth:`step_command` does).
 
         Raises:
             WbsimError: a torque of the wrong shape, or with NaN or infinite entries.
         """
         for _ in range(n):
-            self.apply_push()  # before the call: the callable sees this step's push
-            tau = np.array(torque(self), dtype=float)  # a copy: the callable may reuse its array
+            self.apply_push()  # before the call: the source sees this step's push
+            out = source(self)
+            targets = out.joint_targets if isinstance(out, Command) else None
+            tau = np.array(out.tau if isinstance(out, Command) else out, dtype=float)
             if tau.shape != self.tau.shape:
                 raise WbsimError(f"a torque of shape {tau.shape}; expected {self.tau.shape} "
                                  "(N·m, robot.joint_names order)")
             bad = nonfinite_joints(tau, self.robot.joint_names)
             if bad:
                 raise WbsimError(f"a torque with NaN/inf at {joint_list(bad)}")
-            self._physics_step(tau)
+            self._physics_step(tau, targets)
 
-    def _physics_step(self, tau: np.ndarray) -> None:
+    def _physics_step(self, tau: np.ndarray, targets: JointTargets | None) -> None:
+        """One ``mj_step`` with the feed-forward torque ``tau`` and the actuators' PD on
+        ``targets``: the actuator force is ``ctrl - kp q - kd qdot`` with ``ctrl = tau + kp q* +
+        kd v*``, i.e. ``tau + kp (q* - q) + kd (v* - v)``, clipped to the effort limits."""
         self.apply_push()
         d = self.data
-        self.tau = tau
-        d.ctrl[:] = tau
+        if targets is not self._targets:  # new gains (a new command): into the actuators' bias
+            bias = self.model.actuator_biasprm
+            if targets is None:
+                bias[:, 1:3] = 0.0
+            else:
+                bias[:, 1], bias[:, 2] = -targets.kp, -targets.kd
+            self._targets = targets
+        if targets is None:
+            self.tau = tau
+            d.ctrl[:] = tau
+        else:
+            q, v = d.qpos[self._qadr], d.qvel[self._vadr]
+            self.tau = tau + targets.torque(q, v)  # the torque asked for (before the clip)
+            d.ctrl[:] = tau + targets.kp * targets.q + targets.kd * targets.v
         self.qpos_before[:], self.qvel_before[:] = d.qpos, d.qvel
         t = d.time
         mujoco.mj_step(self.model, d)
