@@ -23,8 +23,13 @@ import numpy as np
 
 from wbsim.errors import WbsimError
 
-__all__ = ["G1Kinematics", "load_kinematics", "pinocchio_reference", "quat_to_rot",
-           "adam_urdf_text"]
+__all__ = [
+    "G1Kinematics",
+    "adam_urdf_text",
+    "load_kinematics",
+    "pinocchio_reference",
+    "quat_to_rot",
+]
 
 
 def quat_to_rot(rho):
@@ -50,7 +55,7 @@ def adam_urdf_text(urdf_text: str) -> str:
     """The G1 URDF as adam's parser takes it: the ``world`` link and its ``floating`` joint removed
     (the planner's free base is the root link's pose), and every joint without ``<origin>`` given
     the identity origin (adam's parser fails on a missing origin)."""
-    text = re.sub(r"<joint\b[^>]*type=\"floating\"[^>]*>.*?</joint>", "", urdf_text, flags=re.S)
+    text = re.sub(r"<joint\b[^>]*type=\"floating\"[^>]*>.*?</joint>", "", urdf_text, flags=re.DOTALL)
     text = re.sub(r"<link\s+name=\"world\"\s*/>", "", text)
     text = re.sub(r"<link\s+name=\"world\"\s*>\s*</link>", "", text)
 
@@ -60,7 +65,7 @@ def adam_urdf_text(urdf_text: str) -> str:
             return body
         return re.sub(r"(<joint\b[^>]*>)", r'\1<origin xyz="0 0 0" rpy="0 0 0"/>', body, count=1)
 
-    return re.sub(r"<joint\b[^>]*>.*?</joint>", add_origin, text, flags=re.S)
+    return re.sub(r"<joint\b[^>]*>.*?</joint>", add_origin, text, flags=re.DOTALL)
 
 
 @dataclass

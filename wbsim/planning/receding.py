@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import statistics
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,12 +20,26 @@ import numpy as np
 from wbsim.errors import UnknownNameError, WbsimError
 from wbsim.planning.kinematics import G1Kinematics, load_kinematics
 from wbsim.planning.whole_body import (
-    CONTROL_FIELDS, DEFAULT_PARAMS, STATE_FIELDS, Planner, PlannerSettings, SolveResult,
+    CONTROL_FIELDS,
+    DEFAULT_PARAMS,
+    STATE_FIELDS,
+    Planner,
+    PlannerSettings,
+    SolveResult,
     build_planner,
 )
 
-__all__ = ["TASKS", "Task", "initial_state", "com_reference", "RecedingResult", "run_receding",
-           "run_plan", "run_compare", "COMPARE_GRID"]
+__all__ = [
+    "COMPARE_GRID",
+    "TASKS",
+    "RecedingResult",
+    "Task",
+    "com_reference",
+    "initial_state",
+    "run_compare",
+    "run_plan",
+    "run_receding",
+]
 
 #: ``step``: the CoM sways from one foot to the other (period ``period`` s, amplitude
 #: ``sway`` m to each side), so that one foot at a time can be unloaded; the planner is told
@@ -162,16 +175,20 @@ def run_receding(steps: int, settings: PlannerSettings | None = None, task: Task
         for k in STATE_FIELDS:
             rows_s[k].append(state[k])
         guess_s, guess_c = _shift(res)
-        lam = res.lam_g if res.success else None
-        if not res.success:
-            guess_s, guess_c = (guess_s, guess_c)
+        lam = res.lam_g if res.success else None  # a failed solve's multipliers mislead
         last = res
     for k in CONTROL_FIELDS:
         rows_c[k].append(last.controls[k][1])
+    states = {k: np.array(v) for k, v in rows_s.items()}
+    rotations = np.array([[np.array(r) for r in kin.feet(states["p_B"][t], states["rho"][t],
+                                                         states["s"][t])[1:]]
+                          for t in range(steps + 1)])
     return RecedingResult(
-        times=np.arange(steps + 1) * dt, states={k: np.array(v) for k, v in rows_s.items()},
+        times=np.arange(steps + 1) * dt, states=states,
         controls={k: np.array(v) for k, v in rows_c.items()}, solves=solves, settings=st,
-        task=task, build_time_s=planner.build_time_s)
+        task=task, build_time_s=planner.build_time_s,
+        extra={"foot_rotations": rotations, "joint_names": list(kin.joint_names),
+               "point_names": list(kin.point_names)})
 
 
 def run_plan(out: str, task: str = "step", formulation: str = "baumgarte",
@@ -193,7 +210,7 @@ def run_plan(out: str, task: str = "step", formulation: str = "baumgarte",
     settings = PlannerSettings(knots=knots, formulation=formulation,
                                params=dict(params or DEFAULT_PARAMS.get(formulation, {})))
     settings.check()
-    steps = int(round(seconds / settings.dt))
+    steps = round(seconds / settings.dt)
     res = run_receding(steps, settings, Task(task, speed=speed), progress=True)
     path = plan_file.save_plan(out, res)
     print(plan_file.summary(plan_file.load_plan(path)))

@@ -41,8 +41,15 @@ from wbsim.errors import UnknownNameError, WbsimError
 from wbsim.planning import complementarity as cc
 from wbsim.planning.kinematics import G1Kinematics
 
-__all__ = ["PlannerSettings", "Planner", "build_planner", "SolveResult", "STATE_FIELDS",
-           "CONTROL_FIELDS", "DEFAULT_PARAMS"]
+__all__ = [
+    "CONTROL_FIELDS",
+    "DEFAULT_PARAMS",
+    "STATE_FIELDS",
+    "Planner",
+    "PlannerSettings",
+    "SolveResult",
+    "build_planner",
+]
 
 GRAVITY = 9.81
 #: Per-knot state fields and their sizes (``n`` = joints, 8 points).
@@ -291,7 +298,7 @@ def build_planner(kin: G1Kinematics, settings: PlannerSettings | None = None) ->
         opti.subject_to(X["h"][k] == ca.mtimes(kin.cmm(p_B, rho, s), nu))
         if k == 0:
             continue
-        P_fk, R_l, R_r = kin.feet(p_B, rho, s)
+        P_fk, _R_l, R_r = kin.feet(p_B, rho, s)
         opti.subject_to(ca.sumsqr(rho) == 1)
         opti.subject_to(X["P"][k] == ca.reshape(P_fk, 24, 1))
         opti.subject_to(X["x"][k] == kin.com(p_B, rho, s))
@@ -315,7 +322,8 @@ def build_planner(kin: G1Kinematics, settings: PlannerSettings | None = None) ->
                 opti.subject_to(fz >= 0)
                 opti.subject_to(opti.bounded(-st.mu * fz, fx, st.mu * fz))
                 opti.subject_to(opti.bounded(-st.mu * fz, fy, st.mu * fz))
-            opti.subject_to(_normal(st, hz, fz, hz_dot, fz_dot) <= 0)
+            if k > 0 or st.formulation != "relaxed":  # relaxed at knot 0: parameters only
+                opti.subject_to(_normal(st, hz, fz, hz_dot, fz_dot) <= 0)
 
     w = st.weights
     terms: dict[str, Any] = {}
@@ -330,15 +338,14 @@ def build_planner(kin: G1Kinematics, settings: PlannerSettings | None = None) ->
     terms["force_rate"] = sum(ca.sumsqr(U["F_dot"][k]) for k in range(N))
     terms["tangential_force"] = sum(
         X["F"][k][3 * i] ** 2 + X["F"][k][3 * i + 1] ** 2 for k in range(1, N) for i in range(8))
-    terms["swing"] = sum(ca.exp(-X["F"][k][3 * i + 2] / st.f_swing)
-                         * (X["P"][k][3 * i + 2] - st.swing_height) ** 2
+    terms["swing"] = sum((X["P"][k][3 * i + 2] - st.swing_height) ** 2
                          for k in range(1, N) for i in range(8))
     terms["force_spread"] = sum(
         (X["F"][k][3 * i + 2] - X["F"][k][3 * (i // 4 * 4) + 2]) ** 2
         for k in range(1, N) for i in range(8))
     unknown = set(w) - set(terms)
     if unknown:
-        raise UnknownNameError("cost term", sorted(unknown)[0], terms)
+        raise UnknownNameError("cost term", min(unknown), terms)
     cost = sum(dt * w.get(name, 0.0) * expr for name, expr in terms.items())
     opti.minimize(cost)
     opti.solver("ipopt", {"expand": True, "print_time": False, "record_time": True},
