@@ -87,7 +87,7 @@ def test_a_solve_checked_at_all_its_knots(kin, g1):
     pl = build_planner(kin, st)
     start = initial_state(kin, g1)
     pl.set_parameters(start, com_reference(Task("step", settle=0.0), np.arange(5) * 0.1, start),
-                      start["s"])
+                      start["s"], start["P"])
     pl.set_guess(*_rest_guess(start, 5, kin.n_joints))
     r = pl.solve()
     assert r.success, r.status
@@ -134,3 +134,23 @@ def test_bad_settings_are_clear_errors(kin):
         Task("run")
     with pytest.raises(WbsimError, match="plan file"):
         plan_file.load_plan("/nonexistent/plan.npz")
+
+
+@pytest.mark.slow
+def test_cli_plan_and_compare(tmp_path, capsys):
+    """``wbsim dcc plan`` writes a plan file; ``run_compare`` writes its JSON (tiny horizons)."""
+    from wbsim.cli import main
+    from wbsim.planning.receding import run_compare
+
+    out = tmp_path / "p.npz"
+    code = main(["dcc", "plan", "--out", str(out), "--seconds", "0.1", "--knots", "4",
+                 "--formulation", "relaxed", "--param", "eps=0.004"])
+    assert code == 0 and "foot lift" in capsys.readouterr().out
+    assert str(plan_file.load_plan(out)["formulation"]) == "relaxed"
+    assert main(["dcc", "plan", "--out", str(out), "--formulation", "bogus"]) == 2
+    js = tmp_path / "c.json"
+    assert run_compare(str(js), steps=1, knots=4, grid=[("baumgarte", {"eps": 0.05,
+                                                                       "K_bs": 20.0})]) == 0
+    row = json.loads(js.read_text())["rows"][0]
+    for key in ("formulation", "params", "status", "iterations", "solve_time_s", "accuracy"):
+        assert key in row

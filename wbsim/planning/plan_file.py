@@ -19,8 +19,8 @@ Fields:
     switch_times ``(S,)`` s, switch_points ``(S,)`` point index, switch_kinds ``(S,)`` +1 make /
     -1 break: every change of ``contact`` between consecutive knots, at the later knot's time.
     formulation, params_json, settings_json, task_json: how it was planned.
-    solve_status ``(K,)``, solve_time_s, solve_iterations, solve_max_violation, solve_accuracy
-    ``(K,)``: each receding-horizon solve.
+    solve_status ``(K,)``, solve_time_s (wall), solve_cpu_time_s, solve_iterations,
+    solve_max_violation, solve_accuracy ``(K,)``: each receding-horizon solve.
 """
 
 from __future__ import annotations
@@ -98,6 +98,7 @@ def save_plan(path: str | Path, result, foot_rotations: np.ndarray | None = None
         "task_json": np.array(json.dumps(dataclasses.asdict(result.task))),
         "solve_status": np.array([x["status"] for x in result.solves]),
         "solve_time_s": np.array([x["solve_time_s"] for x in result.solves]),
+        "solve_cpu_time_s": np.array([x.get("cpu_time_s", np.nan) for x in result.solves]),
         "solve_iterations": np.array([x["iterations"] for x in result.solves]),
         "solve_max_violation": np.array([x["max_violation"] for x in result.solves]),
         "solve_accuracy": np.array([x["accuracy"] for x in result.solves]),
@@ -146,7 +147,9 @@ def summary(plan: dict[str, np.ndarray]) -> str:
         (f"  contact switches: {len(plan['switch_times'])} (foot lift-offs: left "
          f"{int(np.sum(np.diff(plan['foot_contact'][:, 0].astype(int)) < 0))}, right "
          f"{int(np.sum(np.diff(plan['foot_contact'][:, 1].astype(int)) < 0))})"),
-        (f"  solves: median {np.median(times):.2f} s, max {np.max(times):.2f} s; statuses "
+        (f"  solves: median {np.median(times):.2f} s wall, max {np.max(times):.2f} s (CPU median "
+         f"{np.nanmedian(plan['solve_cpu_time_s']):.2f} s, max "
+         f"{np.nanmax(plan['solve_cpu_time_s']):.2f} s); statuses "
          f"{sorted(set(map(str, plan['solve_status'])))}; max violation "
          f"{np.max(plan['solve_max_violation']):.1e}"),
     ]

@@ -25,8 +25,12 @@ Model (flat ground, ``n = e3``; every vector in the world frame):
   the right foot frame has ``y >= d_min``), feet relative height ``|z_l - z_r| <= M_hf`` (67),
   CoM height ``>= x_z_min`` (68), ``|h_omega| <= M_homega`` (69), joint limits;
 * cost: CoM tracking of a reference per knot, posture (joints to the stand pose, base upright),
-  velocities, point velocities, force rates, tangential forces, and the swing height: an
-  unloaded point (weight ``exp(-f_z / f_swing)``) is pulled to ``swing_height``.
+  velocities, point velocities, force rates, tangential forces, the sole points' lateral (and,
+  to step in place, forward) distance to their stand positions, and the swing height: every
+  point is pulled towards ``swing_height`` with one constant weight, so a foot that the CoM
+  reference leaves unloaded gains by lifting, and none is told when. (A weight that grew as the
+  force fell, ``exp(-f_z / f_swing)``, was tried first: its gradient rewards *loading* both feet,
+  and no foot lifted.)
 """
 
 from __future__ import annotations
@@ -75,8 +79,7 @@ class PlannerSettings:
             N/s. mu: friction coefficient of the pyramid.
         d_min: least lateral distance of the feet, m. M_hf: largest feet height difference, m.
         com_z_min: least CoM height, m. M_homega: angular momentum bound, kg m²/s.
-        swing_height: height an unloaded point is pulled to, m; f_swing: force scale of
-            "unloaded", N.
+        swing_height: height the swing term pulls the points to, m.
         weights: cost weights by term name.
         ipopt: IPOPT options (replace the defaults of :data:`IPOPT_OPTIONS`).
     """
@@ -94,11 +97,10 @@ class PlannerSettings:
     com_z_min: float = 0.45
     M_homega: float = 10.0
     swing_height: float = 0.05
-    f_swing: float = 10.0
     weights: dict[str, float] = field(default_factory=lambda: {
-        "com": 1000.0, "posture": 1.0, "base_orientation": 100.0, "joint_velocity": 0.1,
+        "com": 3000.0, "posture": 1.0, "base_orientation": 100.0, "joint_velocity": 0.1,
         "base_velocity": 1.0, "point_velocity": 1.0, "force_rate": 1e-5, "tangential_force": 1e-3,
-        "swing": 100.0, "force_spread": 1e-4})
+        "swing": 300.0, "force_spread": 1e-4, "foot_lateral": 100.0, "foot_forward": 100.0})
     ipopt: dict[str, Any] = field(default_factory=dict)
 
     def check(self) -> None:
@@ -149,7 +151,9 @@ class SolveResult:
 
     Attributes:
         status: IPOPT's return status. success: IPOPT reported success (or an acceptable level).
-        iterations: IPOPT iterations. solve_time_s: wall time of IPOPT, s.
+        iterations: IPOPT iterations. solve_time_s: wall time of the solve, s. cpu_time_s: CPU
+            time of this process during the solve, s (the machine may be shared: wall time then
+            exceeds it).
         states: field -> ``(knots, ...)`` arrays (``P``, ``F``: ``(knots, 8, 3)``).
         controls: field -> ``(knots, ...)`` arrays. cost: objective value.
         max_violation: largest violation of any constraint (IPOPT's ``g`` bounds), at the result.
@@ -165,6 +169,7 @@ class SolveResult:
     cost: float
     max_violation: float
     lam_g: np.ndarray | None = None
+    cpu_time_s: float = float("nan")
 
 
 def quat_rate(rho, omega):
@@ -188,13 +193,15 @@ class Planner:
 
     # -- values ------------------------------------------------------------------------------------
     def set_parameters(self, initial: dict[str, np.ndarray], com_ref: np.ndarray,
-                       s_ref: np.ndarray) -> None:
+                       s_ref: np.ndarray, P_ref: np.ndarray) -> None:
         """Initial state (:data:`STATE_FIELDS`, ``P``/``F`` as ``(8, 3)``), CoM reference
-        ``(knots, 3)`` m, posture reference ``(n,)`` rad."""
+        ``(knots, 3)`` m, posture reference ``(n,)`` rad, sole point reference ``(8, 3)`` m (its
+        x and y enter the ``foot_forward`` and ``foot_lateral`` terms)."""
         for name in STATE_FIELDS:
             self.opti.set_value(self.par[name], _col(initial[name]))
         self.opti.set_value(self.par["com_ref"], np.asarray(com_ref, float).T)
         self.opti.set_value(self.par["s_ref"], np.asarray(s_ref, float))
+        self.opti.set_value(self.par["P_ref"], _col(P_ref))
 
     def set_guess(self, states: dict[str, np.ndarray], controls: dict[str, np.ndarray],
                   lam_g: np.ndarray | None = None) -> None:
@@ -213,13 +220,13 @@ class Planner:
         """One IPOPT solve from the values set. Never raises on a failed solve: the status says
         it, and the last iterate is returned."""
         opti = self.opti
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         try:
             sol = opti.solve()
             value, stats = sol.value, sol.stats()
         except RuntimeError:
             value, stats = opti.debug.value, opti.stats()
-        wall = time.perf_counter() - t0
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
         N = self.settings.knots
         states = {n: np.array([np.asarray(value(self.X[n][k])).ravel() for k in range(N)])
                   for n in STATE_FIELDS}
@@ -238,7 +245,7 @@ class Planner:
         return SolveResult(status=status, success=ok, iterations=int(stats.get("iter_count", -1)),
                            solve_time_s=float(stats.get("t_wall_total", wall)), states=states,
                            controls=controls, cost=float(value(self.cost)),
-                           max_violation=viol, lam_g=lam)
+                           max_violation=viol, lam_g=lam, cpu_time_s=cpu)
 
 
 def _col(a) -> np.ndarray:
@@ -266,6 +273,7 @@ def build_planner(kin: G1Kinematics, settings: PlannerSettings | None = None) ->
     par = {name: opti.parameter(sizes[name]) for name in STATE_FIELDS}
     par["com_ref"] = opti.parameter(3, N)
     par["s_ref"] = opti.parameter(n)
+    par["P_ref"] = opti.parameter(24)
     X = {name: [par[name]] + [opti.variable(sizes[name]) for _ in range(1, N)]
          for name in STATE_FIELDS}
     U = {name: [opti.variable(sizes[name]) for _ in range(N)] for name in CONTROL_FIELDS}
@@ -340,6 +348,11 @@ def build_planner(kin: G1Kinematics, settings: PlannerSettings | None = None) ->
         X["F"][k][3 * i] ** 2 + X["F"][k][3 * i + 1] ** 2 for k in range(1, N) for i in range(8))
     terms["swing"] = sum((X["P"][k][3 * i + 2] - st.swing_height) ** 2
                          for k in range(1, N) for i in range(8))
+    P_ref = par["P_ref"]
+    terms["foot_lateral"] = sum((X["P"][k][3 * i + 1] - P_ref[3 * i + 1]) ** 2
+                                for k in range(1, N) for i in range(8))
+    terms["foot_forward"] = sum((X["P"][k][3 * i] - P_ref[3 * i]) ** 2
+                                for k in range(1, N) for i in range(8))
     terms["force_spread"] = sum(
         (X["F"][k][3 * i + 2] - X["F"][k][3 * (i // 4 * 4) + 2]) ** 2
         for k in range(1, N) for i in range(8))
