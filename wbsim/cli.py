@@ -317,7 +317,7 @@ def build_parser() -> argparse.ArgumentParser:
             q.add_argument("--seconds", type=float, default=2.5, help="planned duration, s")
             q.add_argument("--speed", type=float, default=0.1, help="walk: forward speed, m/s")
         else:
-            q.add_argument("--steps", type=int, default=10, help="receding-horizon solves (K)")
+            q.add_argument("--steps", type=int, default=20, help="receding-horizon solves (K)")
             q.add_argument("--json", help="write the results as JSON")
     p.set_defaults(func=cmd_dcc)
     return parser

@@ -107,8 +107,8 @@ def relaxed_planar(f_n, v_t, eps_p):
     no-slip condition of seed ref. [47]).
 
     Args:
-        f_n: normal force, N (scalar). v_t: ``(2,)`` planar velocity, m/s. eps_p: ``(2,)`` or scalar,
-            N m/s.
+        f_n: normal force, N (scalar). v_t: ``(2,)`` planar velocity, m/s. eps_p: ``(2,)`` or
+            scalar, N m/s.
 
     Returns:
         ``(4,)`` residuals ``[f_n v_t - eps_p, -f_n v_t - eps_p]``, constrained ``<= 0``.

@@ -55,7 +55,8 @@ def adam_urdf_text(urdf_text: str) -> str:
     """The G1 URDF as adam's parser takes it: the ``world`` link and its ``floating`` joint removed
     (the planner's free base is the root link's pose), and every joint without ``<origin>`` given
     the identity origin (adam's parser fails on a missing origin)."""
-    text = re.sub(r"<joint\b[^>]*type=\"floating\"[^>]*>.*?</joint>", "", urdf_text, flags=re.DOTALL)
+    text = re.sub(r"<joint\b[^>]*type=\"floating\"[^>]*>.*?</joint>", "", urdf_text,
+                  flags=re.DOTALL)
     text = re.sub(r"<link\s+name=\"world\"\s*/>", "", text)
     text = re.sub(r"<link\s+name=\"world\"\s*>\s*</link>", "", text)
 
@@ -180,7 +181,8 @@ def pinocchio_reference(robot, p_B, rho, s, v_B=None, omega=None, s_dot=None) ->
     joints = dict(zip(robot.joint_names, np.asarray(s, float)))
     q = robot.configuration(np.asarray(p_B, float), rho, joints)
     pin.framesForwardKinematics(model, data, q)
-    points = np.array([data.oMf[model.getFrameId(n)].translation for n in robot.contact_point_names])
+    points = np.array([data.oMf[model.getFrameId(n)].translation
+                       for n in robot.contact_point_names])
     com = pin.centerOfMass(model, data, q)
     out: dict[str, Any] = {"points": points, "com": np.array(com), "q": q}
     if v_B is not None:

@@ -33,7 +33,8 @@ __all__ = [
 GRID: dict[str, list[dict[str, float]]] = {
     "relaxed": [{"eps": e} for e in (0.004, 0.008, 0.012, 0.016)],
     "baumgarte": [{"eps": e, "K_bs": k} for e, k in ((0.05, 20), (0.1, 20), (0.05, 10), (0.1, 10))],
-    "sech": [{"k_h": kh, "K_fz": kf} for kh, kf in ((500, 250), (500, 125), (400, 250), (400, 125))],
+    "sech": [{"k_h": kh, "K_fz": kf}
+             for kh, kf in ((500, 250), (500, 125), (400, 250), (400, 125))],
 }
 
 #: IPOPT options of the toy. What matters (measured, see README):
@@ -113,8 +114,8 @@ class ToyResult:
         iterations: IPOPT iterations. solve_time_s: median wall time of IPOPT over the repeats, s.
         accuracy: ``mean_k(x_k f_k)``, N m. final_force: ``f`` at the last knot, N.
         cost: ``sum_k p_k^2``, N². local_minimum: the final contact force, or its mean over the
-            last quarter of the horizon, is below half the weight (the propeller holds the mass; the global
-            solutions rest on the ground); cause: why (empty when not a local minimum).
+            last quarter of the horizon, is below half the weight (the propeller holds the mass;
+            the global solutions rest on the ground); cause: why (empty when not a local minimum).
         max_violation: largest residual of the formulation's constraints over the knots (``<= 0``
             is satisfied), and of ``x >= 0``, ``f >= 0``, ``|fdot| <= M_f``, same units as each.
         solve_times_s: every repeat's time. trajectory: ``t, x, v, f, p, fdot`` lists.

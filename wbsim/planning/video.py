@@ -67,7 +67,8 @@ def render_plan(plan_path: str | Path, video_path: str | Path, fps: float = 30.0
     plan = load_plan(plan_path)
     robot = wbsim.load_robot(str(plan["robot"]))
     data = mujoco.MjData(robot.mj_model)
-    renderer = FrameRenderer(robot.mj_model, width, height, azimuth=150.0, elevation=-12.0)
+    renderer = FrameRenderer(robot.mj_model, width, height, distance=2.0, azimuth=150.0,
+                             elevation=-12.0)
     pngs: list[Path] = []
     t_end = float(plan["times"][-1])
     n_frames = int(np.floor(t_end * fps)) + 1
@@ -85,7 +86,10 @@ def render_plan(plan_path: str | Path, video_path: str | Path, fps: float = 30.0
                                  f_cmd=ex["forces"], f_sim=np.zeros((n, 3)),
                                  violating=np.zeros(n, bool), com=ex["com"],
                                  support=_support(ex["points"], ex["contact"]))
-                frame = renderer.render(data, lambda scene, _d, od=od: draw_geoms(scene, od))
+                def overlay(scene, _data, od: OverlayData = od) -> None:
+                    draw_geoms(scene, od)
+
+                frame = renderer.render(data, overlay)
                 frame = draw_text(np.ascontiguousarray(frame),
                                   f"planned (kinematic replay)  t = {t:4.2f} s  {label}\n"
                                   "blue: planned point forces; green: point in contact")

@@ -312,8 +312,8 @@ def build_planner(kin: G1Kinematics, settings: PlannerSettings | None = None) ->
         opti.subject_to(X["x"][k] == kin.com(p_B, rho, s))
         opti.subject_to(opti.bounded(lo, s, hi))
         P, F = X["P"][k], X["F"][k]
-        c_l = sum(P[3 * i:3 * i + 3] for i in range(4)) / 4
-        c_r = sum(P[3 * i:3 * i + 3] for i in range(4, 8)) / 4
+        c_l: Any = sum(P[3 * i:3 * i + 3] for i in range(4)) / 4
+        c_r: Any = sum(P[3 * i:3 * i + 3] for i in range(4, 8)) / 4
         opti.subject_to(ca.mtimes(R_r[:, 1].T, c_l - c_r) >= st.d_min)
         opti.subject_to(opti.bounded(-st.M_hf, c_l[2] - c_r[2], st.M_hf))
         opti.subject_to(X["x"][k][2] >= st.com_z_min)
@@ -379,7 +379,7 @@ def _normal(st: PlannerSettings, hz, fz, hz_dot, fz_dot):
 
 
 def kin_limits(kin: G1Kinematics) -> tuple[np.ndarray, np.ndarray]:
-    """Joint position limits ``(lo, hi)`` of ``kin.joint_names``, rad (from ``wbsim.load_robot``)."""
+    """Joint position limits ``(lo, hi)`` of ``kin.joint_names``, rad (``wbsim.load_robot``)."""
     import wbsim
 
     robot = wbsim.load_robot("g1")
