@@ -68,6 +68,11 @@ def _check_knot_constraints(g1, st, s, c, T):
     hdot = np.array(hdot)
     np.testing.assert_allclose(np.diff(s["h"], axis=0), 0.5 * st.dt * (hdot[1:] + hdot[:-1]),
                                atol=1e-6)
+    # DCC planar, trapezoidal: pdot = [tanh(k_t h) u_x, tanh(k_t h) u_y, u_z]
+    tau = np.tanh(st.k_t * P[..., 2])[..., None]
+    pdot = np.concatenate([tau * U[..., :2], U[..., 2:]], axis=-1)
+    np.testing.assert_allclose(np.diff(P, axis=0), 0.5 * st.dt * (pdot[1:] + pdot[:-1]),
+                               atol=1e-6)
     return worst
 
 
@@ -106,6 +111,10 @@ def test_plan_file_loads_with_numpy_alone(run, tmp_path):
         assert z["point_positions"].shape == (T, 8, 3) and z["point_forces"].shape == (T, 8, 3)
         assert z["contact"].shape == (T, 8) and z["contact"].dtype == bool
         assert z["foot_rotations"].shape == (T, 2, 3, 3)
+        # the DCC normal condition from the file's fields alone (Baumgarte 0.05, 20)
+        h, fz = z["point_positions"][..., 2], z["point_forces"][..., 2]
+        hdot, fdot = z["point_velocities"][..., 2], z["point_force_rates"][..., 2]
+        assert (hdot * fz + h * fdot + 20.0 * h * fz - 0.05).max() <= TOL
         assert json.loads(str(z["params_json"])) == {"eps": 0.05, "K_bs": 20.0}
         # standing at the start: every point in contact, the weight shared
         assert z["contact"][0].all()

@@ -11,7 +11,8 @@ Fields:
     com ``(T, 3)`` m; momentum ``(T, 6)`` centroidal ``[linear; angular]`` at the CoM (kg m/s,
     kg m²/s), as Pinocchio's ``data.hg``.
     point_names ``(8,)`` (left foot first); point_positions, point_forces ``(T, 8, 3)`` (m; N, the
-    force of the ground on the robot), point_velocities ``(T, 8, 3)`` m/s.
+    force of the ground on the robot), point_velocities ``(T, 8, 3)`` m/s, point_force_rates
+    ``(T, 8, 3)`` N/s.
     foot_names ``(2,)``; foot_rotations ``(T, 2, 3, 3)`` foot-link orientation in the world.
     contact ``(T, 8)`` bool: ``h <= contact_height`` and ``f_n >= contact_force``;
     foot_contact ``(T, 2)`` bool: any point of the foot in contact; contact_height (m),
@@ -88,6 +89,7 @@ def save_plan(path: str | Path, result, foot_rotations: np.ndarray | None = None
         "joint_velocities": c["s_dot"], "com": s["x"], "momentum": s["h"],
         "point_names": np.array(result.extra.get("point_names", [])), "point_positions": P,
         "point_forces": F, "point_velocities": V,
+        "point_force_rates": c["F_dot"].reshape(T, 8, 3),
         "foot_names": np.array(["left_foot", "right_foot"]), "foot_rotations": foot_rotations,
         "contact": contact,
         "foot_contact": np.stack([contact[:, :4].any(1), contact[:, 4:].any(1)], 1),

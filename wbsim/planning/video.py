@@ -67,13 +67,13 @@ def render_plan(plan_path: str | Path, video_path: str | Path, fps: float = 30.0
     plan = load_plan(plan_path)
     robot = wbsim.load_robot(str(plan["robot"]))
     data = mujoco.MjData(robot.mj_model)
-    renderer = FrameRenderer(robot.mj_model, width, height, distance=2.0, azimuth=150.0,
+    renderer = FrameRenderer(robot.mj_model, width, height, distance=2.6, azimuth=150.0,
                              elevation=-12.0)
     pngs: list[Path] = []
     t_end = float(plan["times"][-1])
     n_frames = int(np.floor(t_end * fps)) + 1
     label = f"{plan['formulation']!s} {plan['params_json']!s}"
-    next_png = 0.0
+    png_stride = max(1, round(png_every * fps)) if png_every else 0
     try:
         with VideoWriter(video_path, fps=fps) as writer:
             for j in range(n_frames):
@@ -94,14 +94,13 @@ def render_plan(plan_path: str | Path, video_path: str | Path, fps: float = 30.0
                                   f"planned (kinematic replay)  t = {t:4.2f} s  {label}\n"
                                   "blue: planned point forces; green: point in contact")
                 writer.append(frame)
-                if png_every and t + 1e-9 >= next_png:
+                if png_stride and j % png_stride == 0:
                     from PIL import Image
 
                     p = Path(f"{png_prefix}_{t:.2f}s.png")
                     p.parent.mkdir(parents=True, exist_ok=True)
                     Image.fromarray(frame).save(p)
                     pngs.append(p)
-                    next_png += png_every
     finally:
         renderer.close()
     return pngs
