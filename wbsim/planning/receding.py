@@ -216,8 +216,8 @@ def run_plan(out: str, task: str = "step", formulation: str = "baumgarte",
         check_output_file(video, "--video")
     if not (np.isfinite(seconds) and 0 < seconds <= 20):
         raise WbsimError(f"--seconds must be in (0, 20], got {seconds}")
-    settings = PlannerSettings(knots=knots, formulation=formulation,
-                               params=dict(params or DEFAULT_PARAMS.get(formulation, {})))
+    settings = PlannerSettings(knots=knots, formulation=formulation,  # given params override
+                               params={**DEFAULT_PARAMS.get(formulation, {}), **(params or {})})
     settings.check()
     steps = round(seconds / settings.dt)
     res = run_receding(steps, settings, Task(task, speed=speed), progress=True)
