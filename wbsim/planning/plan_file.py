@@ -12,7 +12,8 @@ Fields:
     kg m²/s), as Pinocchio's ``data.hg``.
     point_names ``(8,)`` (left foot first); point_positions, point_forces ``(T, 8, 3)`` (m; N, the
     force of the ground on the robot), point_velocities ``(T, 8, 3)`` m/s, point_force_rates
-    ``(T, 8, 3)`` N/s.
+    ``(T, 8, 3)`` N/s. Velocities and rates at a knot are what the solve starting there chose
+    for its first knot (the controls, like the base and joint velocities).
     foot_names ``(2,)``; foot_rotations ``(T, 2, 3, 3)`` foot-link orientation in the world.
     contact ``(T, 8)`` bool: ``h <= contact_height`` and ``f_n >= contact_force``;
     foot_contact ``(T, 2)`` bool: any point of the foot in contact; contact_height (m),
