@@ -1,5 +1,5 @@
 """The ``wbsim`` command line: ``list``, ``run``, ``statics``, ``report``, ``baseline``, ``bench``,
-``soak``.
+``soak``, ``dcc``.
 
 Each subcommand parses its arguments and calls one library function; no physics or control here.
 Errors of wbsim (unknown names, bad files) print one line and exit with status 2.
@@ -222,6 +222,21 @@ def cmd_soak(args: argparse.Namespace) -> int:
     return 1 if failures else 0
 
 
+def cmd_dcc(args: argparse.Namespace) -> int:
+    """``wbsim dcc toy|plan|compare``: dynamic complementarity conditions (wbsim.planning)."""
+    if args.dcc_command == "toy":
+        from wbsim.planning.toy import run_toy
+
+        return run_toy(args.json, args.repeats, args.ipopt_defaults)
+    from wbsim.planning.receding import run_compare, run_plan
+
+    if args.dcc_command == "plan":
+        return run_plan(out=args.out, task=args.task, formulation=args.formulation,
+                        params=_parse_options(args.param), seconds=args.seconds,
+                        knots=args.knots, speed=args.speed, video=args.video)
+    return run_compare(json_path=args.json, task=args.task, steps=args.steps, knots=args.knots)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="wbsim", description=wbsim.__doc__.splitlines()[0],
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
@@ -306,6 +321,34 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("report", formatter_class=argparse.ArgumentDefaultsHelpFormatter, help="table of runs and a normal-force plot per run")
     p.add_argument("runs", nargs="+", metavar="RUN_DIR")
     p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("dcc", help="dynamic complementarity conditions: toy, G1 plan, comparison")
+    dcc = p.add_subparsers(dest="dcc_command", required=True)
+    q = dcc.add_parser("toy", formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+                       help="the point-mass comparison over the seed's parameter grid")
+    q.add_argument("--json", help="write the results (with trajectories) as JSON")
+    q.add_argument("--repeats", type=int, default=3, help="solves per setting (median time)")
+    q.add_argument("--ipopt-defaults", action="store_true",
+                   help="IPOPT's default start options (shows the local minima)")
+    for name, text in (("plan", "plan a G1 motion in receding horizon, write .npz (+ video)"),
+                       ("compare", "receding-horizon G1 planning per formulation: time, h f_n")):
+        q = dcc.add_parser(name, formatter_class=argparse.ArgumentDefaultsHelpFormatter, help=text)
+        q.add_argument("--task", default="step", choices=["step", "walk"],
+                       help="step in place, or walk forward at --speed")
+        q.add_argument("--knots", type=int, default=10, help="horizon knots (dt 0.1 s)")
+        if name == "plan":
+            q.add_argument("--out", default="runs/dcc_plan.npz", help="plan file (.npz)")
+            q.add_argument("--video", help="MP4 of the kinematic replay with the point forces")
+            q.add_argument("--formulation", default="baumgarte",
+                           help="relaxed, baumgarte or sech")
+            q.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                           help="formulation parameter, e.g. --param eps=0.05 (repeatable)")
+            q.add_argument("--seconds", type=float, default=2.5, help="planned duration, s")
+            q.add_argument("--speed", type=float, default=0.1, help="walk: forward speed, m/s")
+        else:
+            q.add_argument("--steps", type=int, default=20, help="receding-horizon solves (K)")
+            q.add_argument("--json", help="write the results as JSON")
+    p.set_defaults(func=cmd_dcc)
     return parser
 
 
