@@ -7,3 +7,5 @@ formulations (:mod:`~wbsim.planning.complementarity`), the point-mass comparison
 Needs the ``plan`` extra (``casadi``, ``adam-robotics[casadi]``); nothing here imports MuJoCo except
 :mod:`~wbsim.planning.video`.
 """
+
+__all__: list[str] = []  # the modules are the API: import them by name
