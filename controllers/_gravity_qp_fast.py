@@ -1,11 +1,11 @@
 """Speed kernel of :mod:`wbsim.controllers.gravity_qp`: the statics QP of one support set on
 preallocated arrays, DAQP called directly.
 
-The same QP as :func:`~wbsim.controllers.gravity_qp.build_statics_qp` (points model, no torque
-limits; docs/controllers.md, "The statics kernel"), written for few Python calls: the unknowns are
-the point forces in the sole frame (the cone rows are then constant) and the torques of the joints
-the contacts reach (every other joint has ``tau = g``), so the Hessian ``diag(eps, 1)`` is
-constant; ``g(q) = -M J_com^T g_0`` and every Jacobian come from one
+The same QP as :func:`~wbsim.controllers.gravity_qp.build_statics_qp` (points model, with or
+without torque limits; docs/controllers.md, "The statics kernel"), written for few Python calls: the unknowns are
+the point forces in the sole frame (the floor-frame cone rows times each foot's rotation, one
+``(k, 3)`` product per foot) and the torques of the joints the contacts reach (every other joint has
+``tau = g``), so the Hessian ``diag(eps, 1)`` is constant; ``g(q) = -M J_com^T g_0`` and every Jacobian come from one
 ``pinocchio.jacobianCenterOfMass`` pass; the point Jacobians are transported from one foot
 Jacobian each. It owns its Pinocchio data and knows nothing of the controller that uses it;
 ``tests/test_gravity_qp.py`` checks it against the readable path.
@@ -62,7 +62,8 @@ def kernel_applies(model: pin.Model, feet) -> bool:
 
 class StaticsKernel:
     """The statics QP of one support set (points model), ``x = [f_sole (m,); tau_L (nl,)]``:
-    minimise ``1/2 x^T diag(eps, 1) x`` subject to ``G f_sole <= h`` (cone rows, sole frame) and
+    minimise ``1/2 x^T diag(eps, 1) x`` subject to ``C R f_sole <= h`` (cone rows ``C`` in the
+    floor's frame, the world's; ``R`` the foot's orientation), ``|tau_L| <= effort_L`` and
     ``[(J^T)_u f; tau_L + (J^T)_L f] = [g_u; g_L]`` (base rows and the ``nl`` joints the contacts
     reach, Pinocchio's velocity order).
 
@@ -70,10 +71,13 @@ class StaticsKernel:
         model: the Pinocchio model (free-flyer root).
         foot_frame_ids: Pinocchio frame id of each support foot.
         point_offsets: ``(n_feet, n_points, 3)`` sole points in their foot frame, m.
-        cone: ``(k, 3)`` cone rows of one point in its sole frame; cone_rhs: ``(k,)``.
+        cone: ``(n_feet, k, 3)`` cone rows of a point of each foot, world frame; cone_rhs:
+            ``(k,)``.
         eps: weight of ``||f||^2`` against ``||tau||^2``.
         actuated_v: ``(n_joints,)`` Pinocchio velocity index of each joint, ``joint_names``
             order.
+        effort: ``(n_joints,)`` torque limits (N·m, ``inf``: none), ``joint_names`` order, or
+            ``None`` for no limits. Joints no contact reaches have ``tau = g`` whatever the limit.
 
     After :meth:`solve`: ``tau`` ``(n_joints,)`` (N·m, fresh), ``forces`` ``(n_points, 3)`` world
     frame (N, fresh, read-only), ``sole_forces`` ``(n_points, 3)`` sole frame, ``slack``
@@ -83,13 +87,14 @@ class StaticsKernel:
 
     def __init__(self, model: pin.Model, foot_frame_ids: tuple[int, ...],
                  point_offsets: np.ndarray, cone: np.ndarray, cone_rhs: np.ndarray, eps: float,
-                 actuated_v: np.ndarray):
+                 actuated_v: np.ndarray, effort: np.ndarray | None = None):
         self.model = model
         self.data = data = model.createData()
         nf, npf = len(foot_frame_ids), point_offsets.shape[1]
         nc = nf * npf
+        kr = cone.shape[1]
         self.m = m = 3 * nc
-        self.nin = nin = nc * cone.shape[0]
+        self.nin = nin = nc * kr
         nv = model.nv
         self.foot_frame_ids = tuple(int(i) for i in foot_frame_ids)
         joints = [int(model.frames[i].parentJoint) for i in self.foot_frame_ids]
@@ -120,24 +125,40 @@ class StaticsKernel:
         else:
             self.J_sel = np.empty((6 * nf, 6 + nl))
             self.JfT = self.J_sel.T
-        rows = nin + 6 + nl
+        # torque limits of the reached joints with a finite one: rows [0 I] tau_L in [-lim, lim]
+        lim = (np.full(nl, np.inf) if effort is None
+               else np.asarray(effort, dtype=float)[self.reached_joints])
+        limited = np.flatnonzero(np.isfinite(lim))
+        nt = limited.size
+        ne = nin + nt                                    # the first equality row
+        rows = ne + 6 + nl
         self.A = np.zeros((rows, m + nl))
-        self.A[:nin, :m] = np.kron(np.eye(nc), cone)
-        self.A[nin + 6:, m:] = np.eye(nl)
-        self.JT = self.A[nin:, :m]                       # (J^T) rows base + reached (a view)
+        self.A[nin + np.arange(nt), m + limited] = 1.0
+        # the cone block of every point of foot k, a strided view of A: C_k R_k is written into
+        # it (broadcast over the foot's points) at each call
+        row, col = self.A.strides
+        cone_blocks = np.lib.stride_tricks.as_strided(
+            self.A, shape=(nf, npf, kr, 3), strides=(npf * (kr * row + 3 * col),
+                                                     kr * row + 3 * col, row, col), writeable=True)
+        self.cone = np.array(cone, dtype=float)
+        self.cone_R = np.zeros((nf, kr, 3))
+        self.A[ne + 6:, m:] = np.eye(nl)
+        self.JT = self.A[ne:, :m]                        # (J^T) rows base + reached (a view)
         self.H = np.diag(np.concatenate([np.full(m, eps), np.ones(nl)]))
         self.c = np.zeros(m + nl)
         self.bu = np.zeros(rows)
         self.bu[:nin] = np.tile(cone_rhs, nc)
         self.h = self.bu[:nin].copy()
         self.h_zero = not np.any(self.h)
-        self.g_eq = self.bu[nin:]                        # [g_u; g_L]
+        self.bu[nin:ne] = lim[limited]
+        self.g_eq = self.bu[ne:]                         # [g_u; g_L]
         self.bl = np.full(rows, _NO_LOWER)
+        self.bl[nin:ne] = -lim[limited]
         self.sense = np.zeros(rows, dtype=np.intc)
-        self.sense[nin:] = _EQUALITY
+        self.sense[ne:] = _EQUALITY
         self.gq = np.zeros(nv)                           # g(q)
         self.y = np.zeros(rows)                          # A x
-        self.y_in, self.y_eq = self.y[:nin], self.y[nin:]
+        self.y_in, self.y_eq = self.y[:nin], self.y[ne:]
         # -M g_0 (total mass times the model's gravity): g(q) = J_com^T of it
         self.mg = -pin.computeTotalMass(model) * np.array(model.gravity.linear)
         # world forces f = W f_sole, W block-diagonal with R_foot per point; R_foot as views of
@@ -151,6 +172,7 @@ class StaticsKernel:
         if not all(np.shares_memory(v, data.oMi[j].rotation) for v, j in zip(views, joints)):
             raise RuntimeError("pinocchio's oMi rotations are not views of its data")
         self.rot_pairs = tuple(zip(blocks, views))
+        self.cone_parts = tuple(zip(cone_blocks, self.cone, self.cone_R, views))
         self.nc = nc
         self.solver: Any = None                          # daqp.Model, set up on the first call
         self.tau: np.ndarray = np.full(len(actuated_v), np.nan)
@@ -171,6 +193,9 @@ class StaticsKernel:
         np.take(self.gq, self.cols, out=self.g_eq)
         for block, rot in self.rot_pairs:
             block[...] = rot
+        for block, C, CR, rot in self.cone_parts:
+            np.matmul(C, rot, out=CR)
+            block[...] = CR
         gfj, local, ids = pin.getFrameJacobian, pin.LOCAL, self.foot_frame_ids
         if len(ids) == 2:
             np.concatenate((gfj(model, data, ids[0], local), gfj(model, data, ids[1], local)),

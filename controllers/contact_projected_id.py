@@ -137,7 +137,7 @@ def build_contact_layout(robot, contact_set: Iterable[str], mu: float = 0.7,
         robot.foot(name)  # raises UnknownNameError / NoFeetError
     feet = tuple(f for f in robot.feet if f in contact_set)
     objs = [robot.feet[f] for f in feet]
-    C, d = stacked_cone_rows(4 * len(feet), mu, None, min_normal_force)
+    C, d = stacked_cone_rows(4 * len(feet), mu, None, min_normal_force, "inscribed_pyramid")
     return ContactLayout(
         feet=feet,
         frame_ids=tuple(f.pin_frame_id for f in objs),

@@ -8,7 +8,8 @@ single-support wrench, least force, least torque); the pure builder of its QP
 (:func:`build_statics_qp`), the physical checks of a solution, and :class:`GravityCompensationQP`.
 Conventions: ``J_i`` are LOCAL_WORLD_ALIGNED (Pinocchio), forces are on the robot, world frame, N;
 wrenches ``[force; moment]`` at the foot frame origin; ``tau`` in ``robot.joint_names`` order. The
-friction and CoP rows live in the sole frame (:mod:`wbsim.controllers.friction`). With ``fast=True``
+friction rows are the simulator's cone in the floor's contact frame (the world's;
+:mod:`wbsim.controllers.friction`), the CoP rows live in the sole frame. With ``fast=True``
 (default) the default QP is solved by :mod:`wbsim.controllers._gravity_qp_fast`. Derivations and
 the choice of ``eps``: docs/controllers.md, "Gravity compensation".
 """
@@ -26,9 +27,11 @@ import pinocchio as pin
 import qpsolvers
 from wbsim.controllers._gravity_qp_fast import StaticsKernel, kernel_applies
 from wbsim.controllers.base import scatter_rows, solve_qp
-from wbsim.controllers.friction import CONE_ROWS, cone_rows
+from wbsim.controllers.friction import (CONE_ROWS, FRICTION_MARGIN, ContactFriction,
+                                        check_friction_option, cone_rows, simulator_friction)
 from wbsim.controllers.pd import JointPD, PDGains
 
+from wbsim.contacts import CONE_NAMES, pair_friction
 from wbsim.errors import UnknownNameError, WbsimError, is_real
 from wbsim.types import Command, CommandStatus, ContactSchedule, RobotState
 
@@ -262,14 +265,24 @@ def _statics_info(solve_time: float, total_time: float, residual: float, active:
             "contact_model": contact_model, "physically_possible": possible, "reasons": reasons}
 
 
-class _Support:
-    """The constant data of one support set: its contacts (names, Pinocchio frames, the sole frame
-    of each: the orientation of its foot's first contact frame), their inequality rows in the sole
-    frame ``G_loc (nc, k, d)`` (cone rows, then CoP rows for the wrench model) with ``h_loc`` and
-    the rows' names."""
+def _model_friction(robot) -> ContactFriction:
+    """The simulator's ``mu`` per foot (the least over its points) and cone name, read from the
+    robot's MuJoCo model (:func:`wbsim.contacts.pair_friction`)."""
+    m = robot.mj_model
+    mu = {name: float(pair_friction(m, foot.mj_geom_ids, robot.floor_geom_id).min())
+          for name, foot in robot.feet.items()}
+    return ContactFriction(mu, CONE_NAMES[int(m.opt.cone)])
 
-    def __init__(self, robot, feet: tuple[str, ...], contact_model: str, mu: float, f_min: float,
-                 soles: Mapping[str, tuple]):
+
+class _Support:
+    """The constant data of one support set under one friction: its contacts (names, Pinocchio
+    frames, the sole frame of each: the orientation of its foot's first contact frame), their
+    inequality rows ``G_loc (nc, k, d)`` (5 cone rows in the floor's frame, the world's; then CoP
+    rows in the sole frame for the wrench model) with ``h_loc`` and the rows' names, and each
+    contact's ``mu``."""
+
+    def __init__(self, robot, feet: tuple[str, ...], contact_model: str,
+                 friction: ContactFriction, f_min: float, soles: Mapping[str, tuple]):
         model = robot.pin_model
         self.feet, self.support = feet, frozenset(feet)
         feet_objs = [robot.feet[f] for f in feet]
@@ -288,9 +301,11 @@ class _Support:
         sole_frames = np.repeat([self.frame_ids[int(i)] for i in first], per_foot)
         self.sole_joints = tuple(int(model.frames[int(f)].parentJoint) for f in sole_frames)
         self.sole_rel = tuple(model.frames[int(f)].placement.rotation.copy() for f in sole_frames)
-        C, d = cone_rows(mu, None, f_min, dim=self.dim)
+        self.cone = friction.cone
+        self.mu = np.repeat([friction.mu[f] for f in feet], per_foot)
         blocks, names = [], []
-        for name in self.names:
+        for name, mu in zip(self.names, self.mu.tolist()):
+            C, d = cone_rows(mu, None, f_min, friction.cone, dim=self.dim)
             rows, row_names = [C], list(CONE_ROWS)
             if self.dim == 6:
                 poly, zs, edge_names = soles[name]
@@ -317,10 +332,11 @@ class _Support:
         return g, J.T, R.reshape(self.nc, 3, 3)
 
     def world_rows(self, R: np.ndarray) -> np.ndarray:
-        """``G (nc k, m)``: the sole-frame rows applied to world-frame unknowns (``G_loc R^T`` on
-        each force and moment), block-diagonal."""
+        """``G (nc k, m)``: the rows applied to world-frame unknowns, block-diagonal: the cone
+        rows as they are, the sole-frame CoP rows as ``G_loc R^T`` on each force and moment."""
         nc, k, d = self.nc, self.k, self.dim
-        blocks = self.G_loc.reshape(nc, k, d // 3, 3) @ R.transpose(0, 2, 1)[:, None]
+        cop = self.G_loc[:, 5:].reshape(nc, k - 5, d // 3, 3) @ R.transpose(0, 2, 1)[:, None]
+        blocks = np.concatenate([self.G_loc[:, :5], cop.reshape(nc, k - 5, d)], axis=1)
         G = np.zeros((nc * k, self.m))
         c = np.arange(nc)[:, None, None]
         G[c * k + np.arange(k)[None, :, None], c * d + np.arange(d)[None, None, :]] = (
@@ -368,8 +384,12 @@ class GravityCompensationQP:
             installed qpsolvers backend, with its default options); ``None`` ->
             :data:`DEFAULT_SOLVER`.
         eps: weight of ``||f||^2`` against ``||tau||^2`` in the QP (> 0).
-        mu: Coulomb friction coefficient (> 0); the QP uses the inscribed pyramid
-            (:mod:`~wbsim.controllers.friction`).
+        mu: ``None`` (default): the simulator's friction coefficient, foot by foot
+            (``RobotState.friction``, or the robot's MuJoCo model for a state without it), times
+            ``friction_margin``; a number: a lower cap on it for every contact (at most
+            ``friction_margin`` times the model's). The QP linearises the simulator's cone
+            (:func:`~wbsim.controllers.friction.simulator_friction`).
+        friction_margin: the fraction (0 < margin <= 1) of the simulator's ``mu`` the QP uses.
         f_min: lower bound on each contact's normal force, N (per point, or per foot for the wrench
             model), >= 0.
         torque_limits: bound ``|tau| <= robot.effort_limits`` in the QP and check it for every
@@ -394,8 +414,9 @@ class GravityCompensationQP:
     name = "gravity_qp"
 
     def __init__(self, robot, contact_model: str = "points", method: str = "qp",
-                 solver: str | None = None, eps: float = 1e-5, mu: float = 0.7, f_min: float = 0.0,
-                 torque_limits: bool = False, frequency_hz: float = 3.0, damping_ratio: float = 1.0,
+                 solver: str | None = None, eps: float = 1e-5, mu: float | None = None,
+                 friction_margin: float = FRICTION_MARGIN, f_min: float = 0.0,
+                 torque_limits: bool = True, frequency_hz: float = 3.0, damping_ratio: float = 1.0,
                  condensed: bool | None = None, feasibility_tol: float = 1e-6,
                  residual_tol: float = 1e-6, fast: bool = True):
         if contact_model not in CONTACT_MODELS:
@@ -410,7 +431,8 @@ class GravityCompensationQP:
                 "method 'single' needs contact_model='wrench': with 4 point forces per foot the "
                 "single-support forces are not unique (12 unknowns, 6 equations)"
             )
-        for label, value, expected in (("eps", eps, "> 0"), ("mu", mu, "> 0"),
+        for label, value, expected in (("eps", eps, "> 0"), ("mu", 1.0 if mu is None else mu,
+                                                             "> 0"),
                                        ("f_min", f_min, ">= 0"),
                                        ("frequency_hz", frequency_hz, "> 0"),
                                        ("damping_ratio", damping_ratio, ">= 0"),
@@ -426,7 +448,8 @@ class GravityCompensationQP:
         self.solver = solver
         self.solver_options = dict(SOLVER_OPTIONS.get(solver, {}))
         self.eps = float(eps)
-        self.mu = float(mu)
+        self.mu = None if mu is None else float(mu)
+        self.friction_margin = float(friction_margin)
         self.f_min = float(f_min)
         self.torque_limits = bool(torque_limits)
         self.condensed = (solver in CONDENSED_SOLVERS) if condensed is None else bool(condensed)
@@ -442,6 +465,13 @@ class GravityCompensationQP:
         self.effort = np.asarray(robot.effort_limits, dtype=float)
         self.floating = (self.model.njoints > 1
                          and self.model.joints[1].shortname() == "JointModelFreeFlyer")
+        #: the simulator's friction where a state gives none: the robot's MuJoCo model, now
+        self.model_friction = (_model_friction(robot) if self.floating
+                               else ContactFriction({}, "pyramidal"))
+        try:
+            check_friction_option(mu, friction_margin, self.model_friction)
+        except WbsimError as exc:
+            raise GravityCompensationError(str(exc)) from None
         self._soles: dict[str, tuple] = {}        # wrench model: CoP polygon per foot
         if self.floating and contact_model == "wrench":
             for fname, foot in robot.feet.items():
@@ -450,10 +480,9 @@ class GravityCompensationQP:
         #: the QP is solved by the statics kernel (see ``fast``)
         self.uses_kernel = bool(fast and self.floating and method == "qp"
                                 and contact_model == "points" and solver == "daqp"
-                                and not self.torque_limits
                                 and kernel_applies(self.model, robot.feet.values()))
-        self._supports: dict[tuple[str, ...], _Support] = {}
-        self._kernels: dict[tuple[str, ...], StaticsKernel] = {}
+        self._supports: dict[tuple, _Support] = {}
+        self._kernels: dict[tuple, StaticsKernel] = {}
         self._support_cache: dict[Any, tuple[str, ...]] = {}
         self.pd = JointPD(robot, PDGains(frequency_hz, damping_ratio))
         #: the last feasible statics of the episode: (t, support, tau, names, forces)
@@ -483,31 +512,51 @@ class GravityCompensationQP:
             self._support_cache[support] = feet
         return feet
 
-    def _contacts(self, feet: tuple[str, ...]) -> _Support:
-        sup = self._supports.get(feet)
+    def friction(self, state: RobotState | None = None) -> ContactFriction:
+        """The ``mu`` per foot and the cone type the QP uses at ``state`` (its ``friction`` and
+        ``cone``; the robot's model where it has none, or for ``None``): ``mu`` if given, else
+        the simulator's times ``friction_margin``
+        (:func:`~wbsim.controllers.friction.simulator_friction`)."""
+        if not self.floating:
+            return self.model_friction
+        if state is None:
+            return simulator_friction(None, None, self.robot.foot_names, self.model_friction,
+                                      self.mu, self.friction_margin)
+        return simulator_friction(state.friction, state.cone, self.robot.foot_names,
+                                  self.model_friction, self.mu, self.friction_margin)
+
+    def _contacts(self, feet: tuple[str, ...], friction: ContactFriction) -> _Support:
+        key = (feet, tuple(friction.mu[f] for f in feet), friction.cone)
+        sup = self._supports.get(key)
         if sup is None:
-            sup = self._supports[feet] = _Support(self.robot, feet, self.contact_model, self.mu,
-                                                  self.f_min, self._soles)
+            sup = self._supports[key] = _Support(self.robot, feet, self.contact_model, friction,
+                                                 self.f_min, self._soles)
         return sup
 
     def _kernel(self, feet: tuple[str, ...], sup: _Support) -> StaticsKernel:
-        kernel = self._kernels.get(feet)
+        key = (feet, tuple(sup.mu.tolist()), sup.cone)
+        kernel = self._kernels.get(key)
         if kernel is None:
             objs = [self.robot.feet[f] for f in feet]
             offsets = np.array([[self.model.frames[int(f.pin_frame_id)].placement.actInv(
                 self.model.frames[int(p)].placement).translation for p in f.pin_point_frame_ids]
                 for f in objs])
-            kernel = self._kernels[feet] = StaticsKernel(
+            first = np.cumsum([0] + [len(f.point_names) for f in objs[:-1]])
+            kernel = self._kernels[key] = StaticsKernel(
                 self.model, tuple(int(f.pin_frame_id) for f in objs), offsets,
-                sup.G_loc[0], sup.h_loc, self.eps, self.vidx)
+                sup.G_loc[first], sup.h_loc, self.eps, self.vidx,
+                self.effort if self.torque_limits else None)
         return kernel
 
-    def solve(self, q: np.ndarray, support: Iterable[str]) -> StaticsResult:
+    def solve(self, q: np.ndarray, support: Iterable[str],
+              friction: ContactFriction | None = None) -> StaticsResult:
         """Torques and contact forces that hold the robot still at ``q`` on the feet ``support``.
 
         Args:
             q: ``(nq,)`` Pinocchio configuration (``v`` is taken as 0).
             support: feet in contact (``"left_foot"``, ``"right_foot"``); order does not matter.
+            friction: ``mu`` per foot and cone type; ``None``: :meth:`friction` of the robot's
+                model.
 
         Returns:
             A :class:`StaticsResult`; ``feasible`` is ``False`` (with ``status`` and ``reasons``)
@@ -520,7 +569,7 @@ class GravityCompensationQP:
         """
         t_start = time.perf_counter()
         q, feet = self._inputs(q, support)
-        st = self._statics(q, feet, self.method)
+        st = self._statics(q, feet, self.method, friction or self.friction())
         tau = np.array(st.tau, dtype=float)
         tau.flags.writeable = False
         return StaticsResult(
@@ -547,8 +596,10 @@ class GravityCompensationQP:
                 f"method 'single' needs exactly one foot in support, got {sorted(feet) or 'none'}")
         return q, feet
 
-    def _statics(self, q: np.ndarray, feet: tuple[str, ...], method: str) -> _Statics:
-        """The statics at ``q`` on ``feet`` by ``method``, checked (module docstring)."""
+    def _statics(self, q: np.ndarray, feet: tuple[str, ...], method: str,
+                 friction: ContactFriction) -> _Statics:
+        """The statics at ``q`` on ``feet`` by ``method`` under ``friction``, checked (module
+        docstring)."""
         if not self.floating:
             g = pin.computeGeneralizedGravity(self.model, self.data, q)
             return _Statics(g[self.vidx], None, (), 0.0, (), "pinocchio",
@@ -557,7 +608,7 @@ class GravityCompensationQP:
             return _Statics(np.full(self.n, np.nan), None, (), math.nan, (), "none",
                             "infeasible: no foot in support, nothing holds the floating base", 0.0,
                             False, None, ("no contact: gravity on the base cannot be balanced",))
-        sup = self._contacts(feet)
+        sup = self._contacts(feet, friction)
         if method == "qp" and self.uses_kernel:
             kernel = self._kernel(feet, sup)
             failed = kernel.solve(q)
@@ -620,7 +671,7 @@ class GravityCompensationQP:
         # every inequality strictly holds: the pyramid lies inside the cone, so every physical
         # condition holds too; otherwise check them one by one
         if limits_hit or not slack_max <= 0.5 * self.feasibility_tol:
-            reasons = self._check(sup, tau, sole)
+            reasons = self._check(sup, tau, forces, sole)
         else:
             reasons = []
         possible = not reasons
@@ -661,13 +712,16 @@ class GravityCompensationQP:
                         f = f + N @ z
         return g_a - Jt_a @ f, f, "solved"
 
-    def _check(self, sup: _Support, tau: np.ndarray, sole: np.ndarray) -> list[str]:
-        """Reasons (empty if none) why ``(tau, sole-frame forces (nc, d))`` is not physically
-        possible: unilaterality, Coulomb's cone, CoP in the sole (wrench model), torque limits
-        (if enabled)."""
-        tol, mu = self.feasibility_tol, self.mu
-        fn = sole[:, 2]
-        ft = np.hypot(sole[:, 0], sole[:, 1])
+    def _check(self, sup: _Support, tau: np.ndarray, forces: np.ndarray,
+               sole: np.ndarray) -> list[str]:
+        """Reasons (empty if none) why ``(tau, world-frame forces (nc, d), the same in the sole
+        frame)`` is not physically possible: unilaterality, the simulator's friction cone with the
+        ``mu`` assumed (pyramidal: ``|f_x| + |f_y| <= mu f_z``, elliptic: ``|f_t| <= mu f_z``, in
+        the floor's frame), CoP in the sole (wrench model), torque limits (if enabled)."""
+        tol, mu = self.feasibility_tol, sup.mu
+        fn = forces[:, 2]
+        ft = (np.abs(forces[:, 0]) + np.abs(forces[:, 1]) if sup.cone == "pyramidal"
+              else np.hypot(forces[:, 0], forces[:, 1]))
         bad_n = fn < self.f_min - tol
         bad_t = (ft > mu * fn + tol) & ~bad_n          # friction is moot where the contact pulls
         if sup.dim == 6:
@@ -682,7 +736,7 @@ class GravityCompensationQP:
                            + (" (the contact would pull)" if fn[i] < 0 else ""))
         for i in np.flatnonzero(bad_t):
             reasons.append(f"{sup.names[i]}: tangential force {ft[i]:.4g} N > mu f_n "
-                           f"{mu * fn[i]:.4g} N (it would slip)")
+                           f"{mu[i] * fn[i]:.4g} N (it would slip)")
         for i in np.flatnonzero(bad_cop):
             _, zs, _ = self._soles[sup.names[i]]
             w = sole[i]
@@ -738,7 +792,8 @@ class GravityCompensationQP:
         wanted = schedule.contact_set if self.floating else ()
         try:
             q, feet = self._inputs(state.q, wanted)
-            st = self._statics(q, feet, self.method)
+            friction = self.friction(state)
+            st = self._statics(q, feet, self.method, friction)
             error = None
         except (WbsimError, np.linalg.LinAlgError, ValueError) as exc:  # e.g. a non-finite state
             st, error = None, f"error: {type(exc).__name__}: {exc}"
@@ -747,7 +802,7 @@ class GravityCompensationQP:
             info = _statics_info(st.solve_time, time.perf_counter() - t_start, st.residual,
                                  st.active, st.solver, method, self.contact_model, st.possible,
                                  st.reasons)
-            support = self._contacts(feet).support if feet else frozenset()
+            support = frozenset(feet)
             if st.feasible:
                 tau = st.tau
                 tau.flags.writeable = False
@@ -774,7 +829,8 @@ class GravityCompensationQP:
         # 2. least torque of the statics equality alone
         if feet and np.isfinite(state.q).all():
             try:
-                unc = self._statics(np.asarray(state.q, dtype=float), feet, "min_torque")
+                unc = self._statics(np.asarray(state.q, dtype=float), feet, "min_torque",
+                                    self.friction(state))
             except (WbsimError, np.linalg.LinAlgError, ValueError):
                 unc = None
             if (unc is not None and unc.residual <= self.residual_tol

@@ -571,7 +571,7 @@ class HumanoidEnv(gym.Env):
             return obs, {"t": t, "fell": fell, "reward_terms": reward_terms}
         info = {
             "t": t,
-            "state": RobotState(t, q, v, sensed),
+            "state": RobotState(t, q, v, sensed, sensing.foot_friction, sensing.cone_name),
             "schedule": sched,
             "sensed_contacts": sensed,
             "contacts": sensing,

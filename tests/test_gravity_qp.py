@@ -305,15 +305,14 @@ def test_qp_keeps_every_foot_pushing_where_least_force_pulls(g1, fast):
     assert vertical_forces(pinv).min() < -1.0
     assert not pinv.feasible and any("pull" in r for r in pinv.reasons)
     assert any(a.endswith(":normal") for a in pinv.active_constraints)
-    mu_pyramid = 0.7 / np.sqrt(2.0)          # the pyramid inscribed in the cone (soles are level)
     for model in ("points", "wrench"):
         qp = GravityCompensationQP(g1, contact_model=model, mu=0.7, fast=fast).solve(q, BOTH)
         assert qp.feasible, qp.status
         assert vertical_forces(qp).min() >= -1e-6
         assert qp.active_constraints, "the bounds that shape the answer are reported"
         assert qp.residual < 1e-8
-        for f in qp.contact_forces.values():
-            assert max(abs(f[0]), abs(f[1])) <= mu_pyramid * f[2] + 1e-6
+        for f in qp.contact_forces.values():   # MuJoCo's pyramid (its default cone), world axes
+            assert abs(f[0]) + abs(f[1]) <= 0.7 * f[2] + 1e-6
     pts = GravityCompensationQP(g1, fast=fast).solve(q, BOTH)
     assert any(a.startswith("right_foot") and a.endswith(":normal") for a in pts.active_constraints)
     wr = GravityCompensationQP(g1, contact_model="wrench").solve(q, BOTH)
@@ -327,22 +326,60 @@ def test_qp_keeps_every_foot_pushing_where_least_force_pulls(g1, fast):
 
 @pytest.mark.parametrize("model", ["points", "wrench"])
 def test_answer_turns_with_the_robot(g1, model, fast):
-    """Yawing the whole robot (soles included) turns the forces and leaves the torques: friction and
-    CoP bounds live in the sole frame, not in the world axes. Checked where they are active."""
+    """Yawing the whole robot (soles included) by a quarter turn turns the forces and leaves the
+    torques: the CoP bounds live in the sole frame and the friction pyramid in the floor's axes
+    (MuJoCo's contact frame on the plane), which a quarter turn maps onto itself. At another yaw
+    the soles meet the pyramid at another angle, and where friction binds the torques change."""
     q = lean_to(g1, (sole_centre_x(g1), 0.02))
-    Rz = pin.rpy.rpyToMatrix(0.0, 0.0, 0.7)
-    quat = pin.Quaternion(Rz @ pin.Quaternion(q[3:7]).toRotationMatrix())
-    q_yawed = g1.configuration(Rz @ q[:3], [quat.w, quat.x, quat.y, quat.z],
-                               dict(zip(g1.joint_names, g1.converter.joint_values_pin(q))))
+
+    def yawed(angle):
+        Rz = pin.rpy.rpyToMatrix(0.0, 0.0, angle)
+        quat = pin.Quaternion(Rz @ pin.Quaternion(q[3:7]).toRotationMatrix())
+        return Rz, g1.configuration(Rz @ q[:3], [quat.w, quat.x, quat.y, quat.z],
+                                    dict(zip(g1.joint_names, g1.converter.joint_values_pin(q))))
+
+    def kinds(res):  # the contacts and kinds of the active bounds (a turn renames the faces)
+        return {a.split(":")[0] + ":" + a.split(":")[1].rstrip("1234") for a in
+                res.active_constraints}
+
     ctrl = GravityCompensationQP(g1, contact_model=model, fast=fast)
-    res, yawed = ctrl.solve(q, BOTH), ctrl.solve(q_yawed, BOTH)
-    assert res.feasible and yawed.feasible
-    assert any(":friction_" in a or ":cop_" in a for a in res.active_constraints)
-    assert set(res.active_constraints) == set(yawed.active_constraints)
-    assert np.abs(res.tau_array - yawed.tau_array).max() < 1e-6
+    res = ctrl.solve(q, BOTH)
+    assert res.feasible
+    assert any(":friction_" in a for a in res.active_constraints)
+    Rz, q_quarter = yawed(np.pi / 2)
+    quarter = ctrl.solve(q_quarter, BOTH)
+    assert quarter.feasible and kinds(res) == kinds(quarter)
+    assert np.abs(res.tau_array - quarter.tau_array).max() < 1e-6
     for name, f in res.contact_forces.items():
         turned = np.concatenate([Rz @ f[i:i + 3] for i in range(0, len(f), 3)])
-        assert np.abs(yawed.contact_forces[name] - turned).max() < 1e-6
+        assert np.abs(quarter.contact_forces[name] - turned).max() < 1e-6
+    other = ctrl.solve(yawed(0.7)[1], BOTH)
+    assert other.feasible and np.abs(res.tau_array - other.tau_array).max() > 1e-3
+
+
+def test_the_qp_uses_the_friction_the_state_reports(g1, fast):
+    """``compute`` bounds the forces by the simulator's ``mu`` of each foot (``RobotState.friction``)
+    times the margin, in the linearisation of the simulator's cone: the diamond for MuJoCo's
+    pyramidal cone, the inscribed square for its elliptic one. Where friction binds, the bound is
+    reached."""
+    q = lean_to(g1, (sole_centre_x(g1), 0.02))
+    v = np.zeros(g1.pin_model.nv)
+    names = g1.contact_point_names
+    ctrl = GravityCompensationQP(g1, fast=fast)
+    mu = {"left_foot": 0.5, "right_foot": 0.25}
+    for cone in ("pyramidal", "elliptic"):
+        cmd = ctrl.compute(RobotState(0.0, q, v, None, mu, cone), STANDING)
+        assert cmd.status == CommandStatus.SOLVED
+        tight = -np.inf
+        for name, f in zip(names, cmd.point_forces):
+            m = 0.9 * mu["left_foot" if name.startswith("left") else "right_foot"]
+            ft = (abs(f[0]) + abs(f[1]) if cone == "pyramidal"
+                  else np.sqrt(2.0) * max(abs(f[0]), abs(f[1])))
+            assert ft <= m * f[2] + 1e-6, (cone, name)
+            tight = max(tight, ft - m * f[2])
+        assert tight > -1e-6, cone          # some point sits on the edge of its cone
+    assert ctrl.friction(RobotState(0.0, q, v, None, mu, "elliptic")).cone == "inscribed_pyramid"
+    assert ctrl.friction().mu == {"left_foot": 0.9, "right_foot": 0.9}   # the model's mu of 1
 
 
 def test_f_min_bounds_every_point(g1, fast):
@@ -398,22 +435,45 @@ def test_every_solver_gives_the_same_answer(g1, model):
                 assert res.solve_time > 0
 
 
-def test_torque_limits_are_respected_or_reported(g1):
+def test_the_stand_keeps_a_3_5_nm_ankle_within_its_limit(g1, fast):
+    """The G1's stand statics ask 3.92 N·m of each ankle pitch. With a 3.5 N·m limit the old
+    default (no torque limits) commanded 3.92 and called it feasible, and MuJoCo clipped it; the
+    default QP now shifts the load to keep the left ankle at 3.5 N·m, and the statics still hold."""
+    q = g1.pose_q()
+    ankle = g1.joint_names.index("left_ankle_pitch_joint")
+    limited = copy.copy(g1)
+    limited.effort_limits = g1.effort_limits.copy()
+    limited.effort_limits[ankle] = 3.5
+    old = GravityCompensationQP(limited, torque_limits=False, fast=fast).solve(q, BOTH)
+    assert old.feasible and abs(old.tau_array[ankle]) == pytest.approx(3.92, abs=0.01)
+    new = GravityCompensationQP(limited, fast=fast).solve(q, BOTH)
+    assert new.feasible and new.residual < 1e-8
+    assert abs(new.tau_array[ankle]) <= 3.5 + 1e-6
+    assert "left_ankle_pitch_joint:torque_max" in new.active_constraints
+
+
+def test_torque_limits_are_respected_or_reported(g1, fast):
+    """The QP keeps every torque within the effort limits MuJoCo's actuators clip at (by default),
+    or reports it cannot: a knee limited to 80 % of its free torque is met with the bound active;
+    at 0.5 N·m there is no solution and no torque is made up."""
     q = lean_to(g1, (sole_centre_x(g1), 0.0))
-    free = GravityCompensationQP(g1).solve(q, BOTH)
+    free = GravityCompensationQP(g1, torque_limits=False).solve(q, BOTH)
     knee = g1.joint_names.index("left_knee_joint")
     limited = copy.copy(g1)
     limited.effort_limits = g1.effort_limits.copy()
     limited.effort_limits[knee] = 0.8 * abs(free.tau_array[knee])
+    assert abs(free.tau_array[knee]) > limited.effort_limits[knee]
     for condensed in (False, True):
-        res = GravityCompensationQP(limited, torque_limits=True, condensed=condensed).solve(q, BOTH)
+        ctrl = GravityCompensationQP(limited, condensed=condensed, fast=fast)
+        assert ctrl.torque_limits and ctrl.uses_kernel == fast
+        res = ctrl.solve(q, BOTH)
         assert res.feasible, res.status
         assert abs(res.tau_array[knee]) <= limited.effort_limits[knee] + 1e-6
         assert any(a.startswith("left_knee_joint:torque_") for a in res.active_constraints)
     mt = GravityCompensationQP(limited, torque_limits=True, method="min_torque").solve(q, BOTH)
     assert not mt.feasible and any("left_knee_joint" in r for r in mt.reasons)
     limited.effort_limits[knee] = 0.5
-    res = GravityCompensationQP(limited, torque_limits=True).solve(q, BOTH)
+    res = GravityCompensationQP(limited, fast=fast).solve(q, BOTH)
     assert not res.feasible and np.all(np.isnan(res.tau_array))
 
 
@@ -615,15 +675,12 @@ def test_kernel_equals_the_readable_qp(robot):
     """The statics kernel against the readable QP through qpsolvers (condensed and full, DAQP and
     ProxQP) on perturbed stand poses in double and single support (left and right: the joints
     the contacts reach are then not the first ones), active bounds and infeasible states among
-    them; with torque limits the kernel does not apply."""
+    them; then again with torque limits that bind."""
     kernel = GravityCompensationQP(robot)
     assert kernel.uses_kernel
     readable = [GravityCompensationQP(robot, fast=False, condensed=c) for c in (True, False)]
     assert not any(r.uses_kernel for r in readable)
     prox = GravityCompensationQP(robot, solver="proxqp")
-    limited = copy.copy(robot)
-    limited.effort_limits = 0.6 * robot.effort_limits
-    assert not GravityCompensationQP(limited, torque_limits=True).uses_kernel
     cx = sole_centre_x(robot)
     states = _perturbed_states(robot, 8, seed=3)
     gap = _foot_gap(robot)
@@ -645,6 +702,26 @@ def test_kernel_equals_the_readable_qp(robot):
                 assert other.feasible
                 assert np.abs(res.tau_array - other.tau_array).max() < 1e-6
     assert min(feasible.values()) >= 2 and feasible[BOTH] >= 6 and active >= 2   # bounds at work
+    # the two most loaded left leg joints (the G1's knee and ankle pitch) limited to 85 % of their
+    # stand torques: binding in some states
+    stand = GravityCompensationQP(robot, torque_limits=False).solve(robot.pose_q(), BOTH)
+    limited = copy.copy(robot)
+    limited.effort_limits = robot.effort_limits.copy()
+    left = [i for i, n in enumerate(robot.joint_names)
+            if "left" in n and any(k in n for k in ("leg", "hip", "knee", "ankle"))]
+    legs = sorted(left, key=lambda i: -abs(stand.tau_array[i]))[:2]
+    limited.effort_limits[legs] = 0.85 * np.abs(stand.tau_array[legs])
+    kernel = GravityCompensationQP(limited)
+    readable = [GravityCompensationQP(limited, fast=False, condensed=c) for c in (True, False)]
+    assert kernel.uses_kernel and kernel.torque_limits
+    bound = 0
+    for q in states:
+        for support in (BOTH, LEFT, RIGHT):
+            res = kernel.solve(q, support)
+            for other in readable:
+                _same_answer(res, other.solve(q, support), 1e-6, 1e-6)
+            bound += res.feasible and any(":torque_" in a for a in res.active_constraints)
+    assert bound >= 3
 
 
 def test_kernel_point_jacobians_are_pinocchio_s(robot):
@@ -656,7 +733,7 @@ def test_kernel_point_jacobians_are_pinocchio_s(robot):
     for q in _perturbed_states(robot, 4, seed=5):
         for support in (BOTH, RIGHT):
             ctrl.solve(q, support)
-            kernel = ctrl._kernels[support]
+            kernel = next(k for key, k in ctrl._kernels.items() if key[0] == support)
             pin.framesForwardKinematics(m, d, q)
             rows = []
             for f in support:

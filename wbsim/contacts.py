@@ -42,8 +42,10 @@ __all__ = [
     "ContactSensor",
     "SensingThresholds",
     "SensorLayout",
+    "CONE_NAMES",
     "add_contact_sensors",
     "convex_hull",
+    "pair_friction",
     "point_in_polygon",
     "sole_points_in_world",
     "support_polygon",
@@ -115,6 +117,23 @@ def support_polygon(robot, data: mujoco.MjData, feet: Iterable[str] | None = Non
 OPEN, STICKING, SLIDING = 0, 1, 2
 #: Name of each mode value: ``MODE_NAMES[OPEN] == "open"``.
 MODE_NAMES = ("open", "sticking", "sliding")
+
+
+#: MuJoCo's friction cones by ``mjtCone`` value.
+CONE_NAMES = ("pyramidal", "elliptic")
+
+
+def pair_friction(model: mujoco.MjModel, geoms: Sequence[int] | np.ndarray,
+                  other: int) -> np.ndarray:
+    """``(len(geoms),)`` the sliding friction ``mu`` MuJoCo gives a contact of each geom with geom
+    ``other``, from the model's current values: the higher ``geom_priority``'s friction, else the
+    larger of the two (MuJoCo's "Contact parameters" rule; explicit ``<pair>`` elements are read
+    from ``data.contact`` instead, :meth:`ContactSensor.friction`)."""
+    ids = np.asarray(geoms, dtype=int)
+    f_geom, f_other = model.geom_friction[ids, 0], model.geom_friction[other, 0]
+    p_geom, p_other = model.geom_priority[ids], model.geom_priority[other]
+    return np.where(p_geom > p_other, f_geom,
+                    np.where(p_geom < p_other, f_other, np.maximum(f_geom, f_other)))
 
 
 @dataclass(frozen=True)
@@ -230,6 +249,12 @@ class SensorLayout:
     def foot_names(self) -> tuple[str, ...]:
         """The feet, in the order they first appear in :attr:`point_foot`."""
         return tuple(dict.fromkeys(f for f in self.point_foot if f))
+
+    @functools.cached_property
+    def foot_index(self) -> tuple[tuple[int, ...], ...]:
+        """The point indices of each foot of :attr:`foot_names`."""
+        return tuple(tuple(i for i, f in enumerate(self.point_foot) if f == foot)
+                     for foot in self.foot_names)
 
     @functools.cached_property
     def foot_points(self) -> np.ndarray:
@@ -429,6 +454,19 @@ class ContactSensing:
         """``(m,)`` bool: each foot of ``layout.foot_names`` has a loaded point."""
         return (self.loaded @ self.layout.foot_points) > 0
 
+    @functools.cached_property
+    def foot_friction(self) -> dict[str, float]:
+        """Foot -> the least ``mu`` over its points (one step): what a controller may assume for
+        the foot's contacts (:attr:`friction`)."""
+        mu = self.friction.tolist()   # (n,): plain floats are quicker for a few points
+        return {foot: min(mu[i] for i in idx)
+                for foot, idx in zip(self.layout.foot_names, self.layout.foot_index)}
+
+    @property
+    def cone_name(self) -> str:
+        """MuJoCo's friction cone of the step, ``"pyramidal"`` or ``"elliptic"`` (one step)."""
+        return CONE_NAMES[int(self.cone)]
+
     @property
     def feet_in_contact(self) -> frozenset[str]:
         """Feet with at least one loaded point (one step)."""
@@ -522,8 +560,7 @@ class ContactSensor:
         axes = d.geom_xmat[floor].reshape(3, 3)
         normal, tangents = axes[:, 2].copy(), axes[:, 0:2].T.copy()
         top = float(m.geom_size[floor, 2]) if ftype == int(mujoco.mjtGeom.mjGEOM_BOX) else 0.0
-        # MuJoCo takes the larger friction of the two geoms at equal priority
-        friction = np.maximum(m.geom_friction[ids, 0], m.geom_friction[floor, 0])
+        friction = pair_friction(m, ids, floor)
         for a in (normal, tangents, friction):
             a.setflags(write=False)
         width = sum(size for _, size in _POINT_FIELDS)
@@ -598,11 +635,8 @@ class ContactSensor:
         contact's (``data.contact.friction``) where the pair is listed, else the rule MuJoCo
         applies to the model's current values (the higher ``geom_priority``'s friction, else the
         larger of the two), so a friction changed at run time is the one read."""
-        m, ids, floor = self.model, self.point_geom_ids, self.floor_geom_id
-        f_point, f_floor = m.geom_friction[ids, 0], m.geom_friction[floor, 0]
-        p_point, p_floor = m.geom_priority[ids], m.geom_priority[floor]
-        mu = np.where(p_point > p_floor, f_point,
-                      np.where(p_point < p_floor, f_floor, np.maximum(f_point, f_floor)))
+        floor = self.floor_geom_id
+        mu = pair_friction(self.model, self.point_geom_ids, floor)
         if data.ncon:
             con = data.contact
             geom = con.geom

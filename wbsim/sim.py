@@ -244,9 +244,11 @@ class Simulation:
 
     def state(self) -> RobotState:
         """The current state in Pinocchio's convention, with the feet the last sensing found
-        loaded."""
+        loaded and the friction and cone MuJoCo uses (:class:`~wbsim.types.RobotState`)."""
         q, v = self.robot.mj_to_pin(self.data.qpos, self.data.qvel)
-        return RobotState(self.time, q, v, self.sensing().feet_in_contact)
+        sensing = self.sensing()
+        return RobotState(self.time, q, v, sensing.feet_in_contact, sensing.foot_friction,
+                          sensing.cone_name)
 
     @property
     def joint_positions(self) -> np.ndarray:

@@ -67,12 +67,19 @@ class RobotState(_ArrayEq):
             velocities (rad/s).
         sensed_contacts: feet that the simulation senses in contact (a foot with a loaded sole
             point); ``None`` if not sensed.
+        friction: foot -> the sliding friction coefficient ``mu`` the simulator gives the foot's
+            contacts with the floor now (the least over its sole points, priorities applied);
+            ``None`` if not given (controllers then read the robot's model).
+        cone: the simulator's friction cone, ``"pyramidal"`` (MuJoCo's default) or
+            ``"elliptic"``; ``None`` if not given.
     """
 
     t: float
     q: np.ndarray
     v: np.ndarray
     sensed_contacts: frozenset[str] | None = None
+    friction: Mapping[str, float] | None = None
+    cone: str | None = None
 
 
 @dataclass(slots=True, eq=False)
