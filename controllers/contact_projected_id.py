@@ -705,9 +705,10 @@ class ContactProjectedID:
         self._hull_cache: tuple | None = None
         self._last_feasible_tau: np.ndarray | None = None
         self.fast = bool(fast)
-        self._terms: _Terms | None = None
+        self._terms: _Terms | ProjectedIDKernel | None = None  # this step's M, h, Jc, ...
         self._projected: tuple | None = None
         self._kernel: ProjectedIDKernel | None = None
+        self._all_points = False
 
     # -- configuration helpers --------------------------------------------------------------------
     @staticmethod
@@ -802,7 +803,7 @@ class ContactProjectedID:
         self._made_at: dict[str, float] = {}  # time a foot entered the contact set (not at reset)
         self._unload_from: dict[str, float] = {}  # normal load (N) of a foot when its unloading began
         self._foot_load: dict[str, float] = {}  # commanded normal load (N) per foot, last step
-        self._loads_from: tuple | None = None  # (feet, load rows, normal forces) not yet summed
+        self._loads_from: tuple | None = None  # (feet, load rows, point forces) not yet summed
         self._reset_done = True
 
     def _contact_set_of(self, state: RobotState, schedule: ContactSchedule) -> frozenset[str]:
@@ -833,6 +834,7 @@ class ContactProjectedID:
                     self.foot_orientation_tasks[f].set_target(_level_rotation(fk.rotation))
         self._contact_set = contact_set
         self._layout = layout
+        self._all_points = layout.point_names == tuple(self.robot.contact_point_names)
         self._hull_cache = None
         n = layout.n_points
         self._load_rows = np.zeros((len(layout.feet), 3 * n))  # row k: sum of foot k's f_z
@@ -840,6 +842,7 @@ class ContactProjectedID:
             self._load_rows[k, 12 * k + 2:12 * k + 12:3] = 1.0
         self._swing = tuple(f for f in self.robot.feet if f not in contact_set)
         self._stack_tasks = tuple(self._tasks())
+        self._task_names = tuple(t.name for t in self._stack_tasks)
         self._kernel = None
         if self.fast:
             # the joints a contact force reaches: non-zero columns of J_c (structural: the legs in
@@ -965,9 +968,7 @@ class ContactProjectedID:
             q, v = _state_arrays(self.model, state)
             kernel.kinematics(q, v)
             self._apply_targets(targets, kernel.points, kernel.data, events)
-            terms = self._terms = _Terms(kernel.M, kernel.h, kernel.g, kernel.Jc,
-                                         kernel.Jc_dot_v, kernel.grasp, kernel.foot_rotations,
-                                         kernel.foot_positions, kernel.points)
+            terms = self._terms = kernel   # its M, h, g, Jc, ... (the fields of _Terms)
             try:
                 kernel.accelerations(self._task_targets())
             except KernelError as exc:
@@ -976,7 +977,8 @@ class ContactProjectedID:
                 self._projected = None
                 return self._fallback(terms, info, events + ["projection_failed"], str(exc), t0)
             self._projected = (kernel.Jc_pinv, kernel.Nc, kernel.particular)
-            qdd_des, qdd_star, errors = kernel.qdd_des, kernel.qdd_star, kernel.errors
+            qdd_des, qdd_star = kernel.qdd_des, kernel.qdd_star
+            norms = kernel.error_norms
         else:
             s = compute_snapshot(self.model, self.data, state.q, state.v)
             ck = contact_kinematics(s, self._layout)
@@ -996,11 +998,10 @@ class ContactProjectedID:
             qdd_des = solve_task_stack(build_task_stack(rows, self.nv, self.regularization,
                                                         nullspace))
             qdd_star = proj.project(qdd_des)
-            errors = [r.error for r in rows]
+            norms = [math.sqrt(float(r.error @ r.error)) for r in rows]
         clamped = bool(events)
         info.update(qdd_des=qdd_des, qdd_star=qdd_star,
-                    task_errors={t.name: math.sqrt(float(e @ e))
-                                 for t, e in zip(self._stack_tasks, errors)})
+                    task_errors=dict(zip(self._task_names, norms)))
 
         fallback = "clamped_target" if clamped else ""
         layout = self._layout
@@ -1031,7 +1032,7 @@ class ContactProjectedID:
                 fallback = fallback or "relaxed_qp"
             tau = res.tau
             if layout.feet:  # the per-foot loads are summed only when a transition needs them
-                self._loads_from = (layout.feet, self._load_rows, res.point_forces[:, 2].copy())
+                self._loads_from = (layout.feet, self._load_rows, res.point_forces)
         feasible = not fallback
         if feasible:
             self._last_feasible_tau = tau.copy()
@@ -1040,11 +1041,15 @@ class ContactProjectedID:
         if events:
             info["event"] = ",".join(events)
         info["solver"] = self.solver if self.variant == "qp" else "numpy.linalg"
+        if self._all_points:   # the layout's points are the robot's, in its order
+            point_forces = np.array(res.point_forces, dtype=float)
+        else:
+            point_forces = scatter_rows(self.robot.contact_point_names, layout.point_names,
+                                        res.point_forces, 3)
         return Command(
             tau=np.asarray(tau, dtype=float),
             contact_set=contact_set,
-            point_forces=scatter_rows(self.robot.contact_point_names, layout.point_names,
-                                      res.point_forces, 3),
+            point_forces=point_forces,
             status=CommandStatus.SOLVED if feasible else CommandStatus.INFEASIBLE,
             fallback=fallback,
             message="" if feasible else ("; ".join(events) or res.status),
@@ -1073,8 +1078,8 @@ class ContactProjectedID:
         """Commanded normal load (N) per foot in contact at the last solved QP step."""
         src = self._loads_from
         if src is not None:
-            feet, load_rows, fz = src
-            self._foot_load = dict(zip(feet, (load_rows[:, 2::3] @ fz).tolist()))
+            feet, load_rows, forces = src   # forces: the QP's own (n_points, 3), never handed out
+            self._foot_load = dict(zip(feet, (load_rows[:, 2::3] @ forces[:, 2]).tolist()))
             self._loads_from = None
         return self._foot_load
 
@@ -1163,13 +1168,21 @@ class ContactProjectedID:
             limits = (self._load_rows[ks], np.array([c for _, c in caps]))
         return rhs, limits
 
-    def _solve_qp(self, terms: _Terms, qdd_star: np.ndarray,
+    def _solve_qp(self, terms: _Terms | ProjectedIDKernel, qdd_star: np.ndarray,
                   bounds: tuple[np.ndarray, tuple[np.ndarray, np.ndarray] | None]
                   ) -> IDResult | None:
         """The exact QP (``qdd = qdd*``), then the relaxed one if it has no solution; ``None``
         when no foot is in contact and the base rows do not balance."""
         layout = self._layout
         rhs, limits = bounds
+        kernel = self._kernel
+        if layout.feet and kernel is not None and kernel.qp:
+            t0 = time.perf_counter()
+            found, f, tau, status = kernel.solve_qp(rhs, self.force_weight, limits)
+            dt = time.perf_counter() - t0
+            if found:
+                return IDResult(True, qdd_star.copy(), tau, kernel.grasp.dot(f), f.reshape(-1, 3),
+                                status, False, dt)
         M, h, Jc, grasp = terms.M, terms.h, terms.Jc, terms.grasp
         if not layout.feet:
             # exact problem without contact forces: feasible only if the base rows balance
@@ -1177,14 +1190,7 @@ class ContactProjectedID:
             if res.found and np.all(np.abs(res.tau) <= self.tau_limit):
                 return res
             return None
-        kernel = self._kernel
         if kernel is not None and kernel.qp:
-            t0 = time.perf_counter()
-            found, f, tau, status = kernel.solve_qp(rhs, self.force_weight, limits)
-            dt = time.perf_counter() - t0
-            if found:
-                return IDResult(True, qdd_star.copy(), tau, grasp @ f, f.reshape(-1, 3), status,
-                                False, dt)
             res = contact_qp_result(None, M, h, qdd_star, Jc, grasp, self._act, False, status, dt)
         else:
             args = (M, h, qdd_star, Jc, grasp, self._act)
@@ -1203,8 +1209,8 @@ class ContactProjectedID:
         res2.solve_time += res.solve_time
         return res2
 
-    def _fallback(self, terms: _Terms, info: dict, events: list[str], status: str,
-                  t0: float) -> Command:
+    def _fallback(self, terms: _Terms | ProjectedIDKernel, info: dict, events: list[str],
+                  status: str, t0: float) -> Command:
         layout = self._layout
         if layout.feet:
             res = inverse_dynamics_pinv(terms.M, terms.g, np.zeros(self.nv), terms.Jc, self._act,
@@ -1230,9 +1236,9 @@ class ContactProjectedID:
 
 
 class _Terms(NamedTuple):
-    """The model and contact quantities of one step (the kernel's arrays or the readable
-    path's): ``M``, ``h`` (damping included), ``g``, ``Jc``, ``Jc_dot_v``, ``grasp``,
-    ``foot_rotations``, ``foot_positions``, ``points``."""
+    """The model and contact quantities of one step on the readable path: ``M``, ``h`` (damping
+    included), ``g``, ``Jc``, ``Jc_dot_v``, ``grasp``, ``foot_rotations``, ``foot_positions``,
+    ``points``. With the kernel, the kernel itself carries these attributes."""
 
     M: np.ndarray
     h: np.ndarray
