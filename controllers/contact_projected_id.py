@@ -25,7 +25,8 @@ import pinocchio as pin
 import qpsolvers
 from wbsim.controllers._projected_id_fast import KernelError, ProjectedIDKernel, TaskSpec
 from wbsim.controllers.base import _as_slice, scatter_rows, solve_qp
-from wbsim.controllers.friction import stacked_cone_rows
+from wbsim.controllers.friction import (FRICTION_MARGIN, ContactFriction, check_friction_option,
+                                        model_friction, simulator_friction, stacked_cone_rows)
 from wbsim.controllers.tasks import (
     ComTask,
     DynamicsSnapshot,
@@ -125,9 +126,12 @@ def _grasp_foot(rel: np.ndarray) -> np.ndarray:
     return np.vstack([np.hstack([np.eye(3)] * len(rel)), np.hstack([pin.skew(r) for r in rel])])
 
 
-def build_contact_layout(robot, contact_set: Iterable[str], mu: float = 0.7,
+def build_contact_layout(robot, contact_set: Iterable[str], friction: ContactFriction | None = None,
                          min_normal_force: float = 0.0) -> ContactLayout:
-    """:class:`ContactLayout` of ``contact_set`` (foot names).
+    """:class:`ContactLayout` of ``contact_set`` (foot names), its friction rows in the floor's
+    frame (the world's) with each foot's ``mu`` and the cone type of ``friction`` (default: the
+    robot's MuJoCo model, :func:`~wbsim.controllers.friction.model_friction`, times
+    :data:`~wbsim.controllers.friction.FRICTION_MARGIN`).
 
     Raises:
         UnknownNameError: a name that is not a foot of ``robot``.
@@ -137,7 +141,10 @@ def build_contact_layout(robot, contact_set: Iterable[str], mu: float = 0.7,
         robot.foot(name)  # raises UnknownNameError / NoFeetError
     feet = tuple(f for f in robot.feet if f in contact_set)
     objs = [robot.feet[f] for f in feet]
-    C, d = stacked_cone_rows(4 * len(feet), mu, None, min_normal_force, "inscribed_pyramid")
+    if friction is None:
+        friction = simulator_friction(None, None, feet, model_friction(robot))
+    mu = np.repeat([friction.mu[f] for f in feet], [len(f.point_names) for f in objs])
+    C, d = stacked_cone_rows(len(mu), mu, None, min_normal_force, friction.cone)
     return ContactLayout(
         feet=feet,
         frame_ids=tuple(f.pin_frame_id for f in objs),
@@ -551,7 +558,12 @@ class ContactProjectedID:
             or an SPD ``(nv, nv)`` array.
         contact_source: ``"schedule"`` (``schedule.contact_set``) or ``"sensed"``
             (``state.sensed_contacts``; a state without them raises :class:`WbsimError`).
-        mu: friction coefficient of the pyramid (``"qp"``).
+        mu: ``None`` (default): the simulator's friction coefficient, foot by foot
+            (``RobotState.friction``, or the robot's MuJoCo model for a state without it), times
+            ``friction_margin``; a number: a lower cap on it (``"qp"``; at most ``friction_margin``
+            times the model's). The rows linearise the simulator's cone
+            (:func:`~wbsim.controllers.friction.simulator_friction`).
+        friction_margin: the fraction (0 < margin <= 1) of the simulator's ``mu`` used.
         solver: qpsolvers solver name; ``None`` picks the first installed of
             :data:`PREFERRED_SOLVERS`.
         gains: :class:`ProjectedIDGains` or a mapping of its fields.
@@ -629,7 +641,8 @@ class ContactProjectedID:
     name = "projected_id"
 
     def __init__(self, robot, variant: str = "qp", W: np.ndarray | str | None = None,
-                 contact_source: str = "schedule", mu: float = 0.7, solver: str | None = None,
+                 contact_source: str = "schedule", mu: float | None = None,
+                 friction_margin: float = FRICTION_MARGIN, solver: str | None = None,
                  gains: ProjectedIDGains | Mapping[str, Any] | None = None, force_weight: float = 1.0,
                  relax_weight: float = 1e5, min_normal_force: float = 0.0,
                  torque_limits: np.ndarray | None = None, task_space: str = "nullspace",
@@ -646,14 +659,15 @@ class ContactProjectedID:
             raise UnknownNameError("task space", task_space, TASK_SPACES)
         if pinv_forces not in PINV_FORCES:
             raise UnknownNameError("pinv force model", pinv_forces, PINV_FORCES)
-        for name, value in (("mu", mu), ("force_weight", force_weight),
+        mu_value = 1.0 if mu is None else mu
+        for name, value in (("mu", mu_value), ("force_weight", force_weight),
                             ("relax_weight", relax_weight), ("regularization", regularization),
                             ("transition_time", transition_time),
                             ("transition_force", transition_force), ("release_time", release_time),
                             ("min_normal_force", min_normal_force), ("com_margin", com_margin)):
             if not is_real(value):
                 raise WbsimError(f"{name} must be a real number, got {value!r}")
-        for name, value in (("mu", mu), ("force_weight", force_weight),
+        for name, value in (("mu", mu_value), ("force_weight", force_weight),
                             ("relax_weight", relax_weight), ("regularization", regularization)):
             if not (0 < value < math.inf):
                 raise WbsimError(f"{name} must be a finite number > 0, got {value!r}")
@@ -669,7 +683,13 @@ class ContactProjectedID:
         _ = robot.feet  # raises NoFeetError for a robot without feet
         self.variant = variant
         self.contact_source = contact_source
-        self.mu = float(mu)
+        self.mu = None if mu is None else float(mu)
+        self.friction_margin = friction_margin
+        #: the simulator's friction where a state gives none: the robot's MuJoCo model, now
+        self.model_friction = model_friction(robot)
+        check_friction_option(mu, friction_margin, self.model_friction)
+        self._friction = simulator_friction(None, None, robot.foot_names, self.model_friction,
+                                            self.mu, friction_margin)
         self.force_weight = float(force_weight)
         self.relax_weight = float(relax_weight)
         self.min_normal_force = float(min_normal_force)
@@ -806,6 +826,17 @@ class ContactProjectedID:
         self._loads_from: tuple | None = None  # (feet, load rows, point forces) not yet summed
         self._reset_done = True
 
+    def friction(self, state: RobotState | None = None) -> ContactFriction:
+        """The ``mu`` per foot and the cone type the QP uses at ``state`` (its ``friction`` and
+        ``cone``; the robot's model where it has none, or for ``None``): ``mu`` if given (a cap),
+        else the simulator's times ``friction_margin``
+        (:func:`~wbsim.controllers.friction.simulator_friction`)."""
+        if state is None:
+            return simulator_friction(None, None, self.robot.foot_names, self.model_friction,
+                                      self.mu, self.friction_margin)
+        return simulator_friction(state.friction, state.cone, self.robot.foot_names,
+                                  self.model_friction, self.mu, self.friction_margin)
+
     def _contact_set_of(self, state: RobotState, schedule: ContactSchedule) -> frozenset[str]:
         if self.contact_source == "sensed":
             if state.sensed_contacts is None:
@@ -817,8 +848,9 @@ class ContactProjectedID:
                      t: float) -> None:
         """Rebuild the contact structures for a new contact set (seed, Problem 5) at the snapshot
         ``s`` of this step."""
-        layout = build_contact_layout(self.robot, contact_set, self.mu, self.min_normal_force)
-        if self._contact_set is not None:
+        layout = build_contact_layout(self.robot, contact_set, self._friction,
+                                      self.min_normal_force)
+        if self._contact_set is not None and contact_set != self._contact_set:
             info["mode_switch"] = {"from": sorted(self._contact_set), "to": sorted(contact_set)}
             for f in contact_set - self._contact_set:
                 self._made_at[f] = t
@@ -958,7 +990,9 @@ class ContactProjectedID:
             self.reset(state)
         contact_set = self._contact_set_of(state, schedule)
         info: dict[str, Any] = {"variant": self.variant}
-        if contact_set != self._contact_set:
+        friction = self.friction(state)
+        if contact_set != self._contact_set or friction != self._friction:
+            self._friction = friction
             self._switch_mode(contact_set, compute_snapshot(self.model, self.data, state.q,
                                                             state.v), info, float(state.t))
         events: list[str] = []

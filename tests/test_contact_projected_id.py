@@ -21,6 +21,7 @@ from wbsim.controllers import contact_projected_id as cpid
 from wbsim.controllers import tasks as T
 from wbsim.controllers.base import solve_qp
 from wbsim.controllers.contact_projected_id import ContactProjectedID
+from wbsim.controllers.friction import FRICTION_MARGIN
 
 from wbsim.errors import UnknownNameError, WbsimError
 from wbsim.types import CommandStatus
@@ -327,7 +328,8 @@ def test_qp_inverse_dynamics_satisfies_the_equations_of_motion(g1):
         assert np.linalg.norm(Jc @ res.qdd + dJv) < 1e-8
         f = res.point_forces
         assert np.all(f[:, 2] >= -1e-7)  # solver tolerance on forces of ~100 N
-        assert np.all(np.abs(f[:, :2]) <= 0.7 / np.sqrt(2) * f[:, 2:3] + 1e-7)
+        # MuJoCo's pyramid at the model's mu (1) times the margin, world axes
+        assert np.all(np.abs(f[:, :2]).sum(axis=1) <= FRICTION_MARGIN * f[:, 2] + 1e-7)
         assert np.allclose(ck.grasp @ f.ravel(), res.lam)
     assert n_exact and n_relaxed  # both paths were exercised
 
@@ -718,6 +720,29 @@ def _stand(robot, **options):
     q, v = robot.pose_q("stand"), np.zeros(robot.pin_model.nv)
     ctrl.reset(RobotState(0.0, q, v))
     return ctrl, RobotState(0.0, q, v)
+
+
+def test_qp_forces_stay_in_the_cone_of_the_friction_the_state_reports(g1):
+    """The QP bounds each point force by the simulator's mu of its foot (``RobotState.friction``)
+    times the margin, in MuJoCo's pyramid (world axes); at mu 0.1 that bound binds where mu 1
+    leaves the forces free. A mu above what the model's floor gives is refused."""
+    q, v = g1.pose_q("stand"), np.zeros(g1.pin_model.nv)
+    tangential = {}
+    for mu in (1.0, 0.1):
+        ctrl = ContactProjectedID(g1, variant="qp")
+        state = RobotState(0.0, q, v, None, {"left_foot": mu, "right_foot": mu}, "pyramidal")
+        ctrl.reset(state)
+        target = ctrl.com_task.target + np.array([0.01, 0.0, 0.0])
+        f = ctrl.compute(state, ContactSchedule(contact_set=BOTH, targets={"com": target}))
+        f = f.point_forces
+        ft = np.abs(f[:, :2]).sum(axis=1)
+        assert np.all(ft <= FRICTION_MARGIN * mu * f[:, 2] + 1e-6), mu
+        tangential[mu] = ft.max()
+    assert tangential[0.1] < tangential[1.0] - 0.1
+    expected = 0.1 * FRICTION_MARGIN
+    assert ctrl.friction(state).mu == pytest.approx({"left_foot": expected, "right_foot": expected})
+    with pytest.raises(WbsimError, match="mu = 1.0"):
+        ContactProjectedID(g1, mu=1.0)
 
 
 def test_com_target_outside_support_is_clamped_and_reported(g1):
