@@ -36,7 +36,7 @@ def _parse_options(pairs: Sequence[str]) -> dict:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from wbsim.controllers import CONTROLLERS
+    from wbsim.controllers import available_controllers
     from wbsim.envs import ENV_IDS
 
     print(f"{'robot':<8} {'joints':>6} {'mass kg':>8}  feet (contact points)")
@@ -45,7 +45,9 @@ def cmd_list(args: argparse.Namespace) -> int:
         feet = ", ".join(f"{f.name} ({f.link}, {len(f.point_names)})" for f in robot.feet.values())
         print(f"{name:<8} {robot.n_joints:>6} {robot.total_mass:>8.2f}  {feet}")
     print("\nenvs:        " + ", ".join(ENV_IDS))
-    print("controllers: " + ", ".join(CONTROLLERS))
+    print("\ncontrollers (name: from where; or any package.module:Class):")
+    for name, origin in available_controllers().items():
+        print(f"  {name:<14} {origin}")
     return 0
 
 
