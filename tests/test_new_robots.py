@@ -188,6 +188,12 @@ def test_custom_robot_env_registers_pickles_and_vectorizes(tmp_path):
         o1, *_ = env.step(action)
         o2, *_ = copy.step(action)
     np.testing.assert_array_equal(o1, o2)
+    # an env built around a loaded robot pickles through the robot's (completed) config
+    from wbsim.envs.humanoid import HumanoidEnv
+
+    direct = HumanoidEnv(robot=robot)
+    direct.reset(seed=0)
+    assert pickle.loads(pickle.dumps(direct)).robot.joint_names == robot.joint_names
     vec = gym.make_vec(env_id, 2, vectorization_mode="async", info_mode="lean")
     try:
         obs, _ = vec.reset(seed=0)
