@@ -107,19 +107,23 @@ def read_description(description: str | os.PathLike, name: str,
                          "<mujoco>) description")
 
 
+def _joint_link(joint: ET.Element, end: str) -> str | None:
+    """The ``link`` of a URDF joint's ``<parent>`` or ``<child>`` (``end``), ``None`` if absent."""
+    el = joint.find(end)
+    return None if el is None else el.get("link")
+
+
 def _without_world_root(robot: ET.Element) -> ET.Element:
     """The URDF without a root link named ``world`` fixed to the robot's base (a common way to
     pin a URDF in place): MuJoCo's free joint would move the base while Pinocchio's moved
     ``world`` (their mass matrices differed by a factor 1.75 on the G1). Both models then float
     the base. Any other URDF is returned unchanged."""
     links = {link.get("name"): link for link in robot.findall("link")}
-    children = {j.find("child").get("link") for j in robot.findall("joint")
-                if j.find("child") is not None}
+    children = {_joint_link(j, "child") for j in robot.findall("joint")}
     roots = [n for n in links if n not in children]
     if roots != ["world"] or links["world"].find("inertial") is not None:
         return robot
-    out = [j for j in robot.findall("joint") if j.find("parent") is not None
-           and j.find("parent").get("link") == "world"]
+    out = [j for j in robot.findall("joint") if _joint_link(j, "parent") == "world"]
     if len(out) != 1 or out[0].get("type") not in ("fixed", "floating"):
         return robot
     robot.remove(out[0])
@@ -139,14 +143,14 @@ def _physical_inertias(robot: ET.Element) -> list[str]:
     the same, changed numbers.
     """
     keys = ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
-    fixed_links = {j.find("child").get("link"): j.get("type") == "fixed"
-                   for j in robot.findall("joint") if j.find("child") is not None}
-    changed = []
+    fixed_links = {_joint_link(j, "child"): j.get("type") == "fixed"
+                   for j in robot.findall("joint")}
+    changed: list[str] = []
     for link in robot.findall("link"):
-        inertial = link.find("inertial")
-        if inertial is None or inertial.find("inertia") is None or inertial.find("mass") is None:
+        el, mass_el = link.find("inertial/inertia"), link.find("inertial/mass")
+        if el is None or mass_el is None:
             continue
-        el, mass = inertial.find("inertia"), float(inertial.find("mass").get("value", "0"))
+        mass = float(mass_el.get("value", "0"))
         if mass <= 0:
             continue
         xx, xy, xz, yy, yz, zz = (float(el.get(k, "0")) for k in keys)
@@ -163,14 +167,14 @@ def _physical_inertias(robot: ET.Element) -> list[str]:
         out = rot @ np.diag(fixed) @ rot.T
         for k, v in zip(keys, (out[0, 0], out[0, 1], out[0, 2], out[1, 1], out[1, 2], out[2, 2])):
             el.set(k, repr(float(v)))
-        changed.append(link.get("name"))
+        changed.append(str(link.get("name")))
     return changed
 
 
 def _lock_urdf_joints(robot: ET.Element, locked: Mapping[str, float], name: str) -> None:
     """Make each joint of ``locked`` fixed, its child placed at the locked angle (revolute) or
     offset (prismatic, m) along the joint axis."""
-    joints = {j.get("name"): j for j in robot.findall("joint")}
+    joints = {str(j.get("name")): j for j in robot.findall("joint")}
     for jname, angle in locked.items():
         joint = joints.get(jname)
         if joint is None or joint.get("type") in ("fixed", "floating"):
@@ -184,8 +188,8 @@ def _lock_urdf_joints(robot: ET.Element, locked: Mapping[str, float], name: str)
         xyz = np.array([float(x) for x in origin.get("xyz", "0 0 0").split()])
         rpy = np.array([float(x) for x in origin.get("rpy", "0 0 0").split()])
         axis_el = joint.find("axis")
-        axis = np.array([float(x) for x in (axis_el.get("xyz") if axis_el is not None
-                                            else "1 0 0").split()])
+        axis_text = axis_el.get("xyz", "1 0 0") if axis_el is not None else "1 0 0"
+        axis = np.array([float(x) for x in axis_text.split()])
         axis /= np.linalg.norm(axis)
         placement = pin.SE3(pin.rpy.rpyToMatrix(*rpy), xyz)
         if joint.get("type") == "prismatic":
@@ -205,7 +209,8 @@ def _lock_urdf_joints(robot: ET.Element, locked: Mapping[str, float], name: str)
 def _prepare_mjcf(root: ET.Element, path: Path, locked: Mapping[str, float], name: str) -> str:
     """The MJCF text for both parsers (module docstring)."""
     for tag in _MJCF_REFUSED:
-        if root.find(tag) is not None and len(root.find(tag)):
+        section = root.find(tag)
+        if section is not None and len(section):
             raise RobotLoadError(f"{name}: {path} has <{tag}> elements, which Pinocchio's model "
                                  "cannot represent: the two models would disagree")
     for tag in _MJCF_DROPPED:
@@ -223,11 +228,12 @@ def _prepare_mjcf(root: ET.Element, path: Path, locked: Mapping[str, float], nam
     if compiler.get("meshdir") is None and compiler.get("assetdir") is None:
         compiler.set("assetdir", str(base))
     for inc in root.iter("include"):
-        if inc.get("file") and not Path(inc.get("file")).is_absolute():
-            inc.set("file", str(base / inc.get("file")))
+        file = inc.get("file")
+        if file and not Path(file).is_absolute():
+            inc.set("file", str(base / file))
     world = root.find("worldbody")
     bodies = world.findall("body") if world is not None else []
-    if len(bodies) != 1:
+    if world is None or len(bodies) != 1:
         raise RobotLoadError(f"{name}: {path} must hold the robot as the one body of its "
                              f"<worldbody>, found {len(bodies)} bodies there")
     for el in list(world):  # a floor, lights or cameras of the file's own scene
@@ -238,7 +244,7 @@ def _prepare_mjcf(root: ET.Element, path: Path, locked: Mapping[str, float], nam
         if el.tag == "freejoint" or (el.tag == "joint" and el.get("type") == "free"):
             top.remove(el)
     parents = {child: parent for parent in root.iter() for child in parent}
-    joints = {j.get("name"): j for j in root.iter("joint") if j.get("name")}
+    joints = {str(j.get("name")): j for j in root.iter("joint") if j.get("name")}
     for jname, angle in locked.items():
         if jname not in joints:
             raise RobotLoadError(f"{name}: cannot lock joint {jname!r}: no such joint; the "

@@ -132,7 +132,8 @@ def mujoco_mesh(path: str | os.PathLike, cache: str | os.PathLike | None = None)
         mesh.apply_transform(_homogeneous(unit * _UP_AXIS[up]))
     out.mkdir(parents=True, exist_ok=True)
     tmp = target.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_bytes(mesh.export(file_type="stl"))
+    stl = mesh.export(file_type="stl")
+    tmp.write_bytes(stl if isinstance(stl, bytes) else str(stl).encode())
     tmp.replace(target)  # atomic: a concurrent load sees the whole file or none
     return target
 

@@ -369,6 +369,7 @@ def _build_mj_model(config: RobotConfig, robot_spec: mujoco.MjSpec, pin_model: p
         body = spec.body(foot.link)
         # the sphere's centre above its corner: upwards at the zero posture, in the link frame
         up = placements[foot.link].rotation.T @ np.array([0.0, 0.0, 1.0])
+        assert foot.corners is not None  # found by _with_sole_corners
         for corner, p in zip(CORNER_NAMES, foot.corners):
             name = f"{foot_name}_{corner}"
             body.add_geom(
@@ -445,6 +446,7 @@ def _finish_pin_model(config: RobotConfig, model: pin.Model, joint_names: tuple[
         model.armature[model.joints[model.getJointId(name)].idx_v] = config.dynamics_of(name).armature
     for foot_name, foot in config.feet.items():
         parent = model.frames[model.getFrameId(foot.link)]
+        assert foot.corners is not None  # found by _with_sole_corners
         for corner, p in zip(CORNER_NAMES, foot.corners):
             placement = parent.placement * pin.SE3(np.eye(3), np.asarray(p, dtype=float))
             model.addFrame(pin.Frame(f"{foot_name}_{corner}", parent.parentJoint,
@@ -637,6 +639,7 @@ def resolve_config(name_or_path: str | os.PathLike | RobotConfig,
         description = None  # a name with a config: the config's description
     name = Path(text).stem if is_path else text
     if config is None:
+        assert description is not None  # a name without a config was answered above
         return RobotConfig(name=name, description=description)
     if isinstance(config, Mapping):
         return RobotConfig.from_dict({"name": name, "description": description, **config}

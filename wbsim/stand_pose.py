@@ -60,6 +60,7 @@ def _knee_starts(model: pin.Model, data: pin.Data, q: np.ndarray, foot_frames: S
         if best is None:
             continue
         axis = _joint_axis_world(model, data, best)
+        assert axis is not None  # a revolute joint: chosen above
         moves = np.cross(axis, foot - data.oMi[best].translation)  # foot velocity per rad
         sign = -1.0 if moves @ forward > 0 else 1.0
         iq = model.joints[best].idx_q
