@@ -456,9 +456,9 @@ def _check_env_options(options: dict[str, Any]) -> None:
         from wbsim.robot import Robot, resolve_config
 
         robot = options["robot"]
-        feet = robot.has_feet if isinstance(robot, Robot) else bool(resolve_config(robot).feet)
-        if not feet:
-            raise WbsimError(f"env option robot={robot!r}: the robot has no feet configured, and "
+        cfg = robot.config if isinstance(robot, Robot) else resolve_config(robot)
+        if not cfg.feet:
+            raise WbsimError(f"env option robot: robot {cfg.name!r} has no feet configured, and "
                              "the loop senses the soles; give a config with feet (--robot-config "
                              "CFG.toml, or a .toml that names its description)")
     if "plan" in options and not callable(options["plan"]):
