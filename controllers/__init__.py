@@ -4,16 +4,28 @@ Every controller is a small class that follows :class:`~wbsim.controllers.base.C
 :class:`wbsim.Robot` and keyword options, then ``reset(state)`` and ``compute(state, schedule)`` ->
 :class:`~wbsim.controllers.base.Command`. :data:`CONTROLLERS` maps the command-line names to classes;
 :func:`make_controller` builds one by name.
+
+Controllers from elsewhere (plug-ins) are named the same way wherever a controller name is taken
+(``wbsim run --controller``, :func:`wbsim.rollout.run_episode`, ``wbsim baseline``, the residual env
+mode): ``"package.module:ClassName"`` imports that class, and installed packages register short
+names in the entry-point group :data:`ENTRY_POINT_GROUP` (``wbsim.controllers``), e.g. in their
+``pyproject.toml``::
+
+    [project.entry-points."wbsim.controllers"]
+    my_pd = "my_package.control:MyPD"
+
+:func:`available_controllers` lists every name with where it comes from (``wbsim list``).
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 from typing import Any
 
 from wbsim.controllers.base import Controller
 
-from wbsim.errors import UnknownNameError
+from wbsim.errors import UnknownNameError, WbsimError
 from wbsim.types import STANDING, Command, ContactSchedule, RobotState
 
 __all__ = [
@@ -27,6 +39,9 @@ __all__ = [
     "PDController",
     "RobotState",
     "ZeroController",
+    "available_controllers",
+    "check_controller_class",
+    "controller_class",
     "make_controller",
 ]
 
@@ -39,12 +54,99 @@ CONTROLLERS: dict[str, str] = {
 }
 
 
+#: Entry-point group through which installed packages register controller names.
+ENTRY_POINT_GROUP = "wbsim.controllers"
+#: What the :class:`~wbsim.controllers.base.Controller` protocol asks of a class: methods ...
+_PROTOCOL_METHODS = ("reset", "compute")
+#: ... and an attribute (a class attribute, or one set by ``__init__``).
+_PROTOCOL_ATTRIBUTES = ("name",)
+
+
+def _entry_points() -> dict[str, importlib.metadata.EntryPoint]:
+    """Installed plug-ins: name -> entry point of the group :data:`ENTRY_POINT_GROUP`."""
+    return {ep.name: ep for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def available_controllers() -> dict[str, str]:
+    """Every controller name -> where it comes from: ``"wbsim (module:Class)"`` for the built-in
+    ones, ``"<distribution> (module:Class)"`` for a plug-in registered through
+    :data:`ENTRY_POINT_GROUP` (a built-in name wins over a plug-in of the same name)."""
+    out = {name: f"wbsim ({target})" for name, target in CONTROLLERS.items()}
+    for name, ep in _entry_points().items():
+        if name not in out:
+            dist = ep.dist.name if ep.dist is not None else "?"
+            out[name] = f"{dist} ({ep.value})"
+    return out
+
+
+def _import_target(target: str, what: str) -> Any:
+    """The object named by ``"package.module:Attr"``; :class:`WbsimError` naming what failed."""
+    module_name, _, attr = target.partition(":")
+    if not module_name or not attr:
+        raise WbsimError(f"{what}: {target!r} is not 'package.module:ClassName'")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise WbsimError(f"{what}: cannot import module {module_name!r} of {target!r} ({exc}); "
+                         "is it installed or on PYTHONPATH?") from exc
+    obj = module
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            classes = sorted(n for n, v in vars(module).items()
+                             if isinstance(v, type) and not n.startswith("_"))
+            raise WbsimError(f"{what}: module {module_name!r} has no attribute {attr!r}; its "
+                             f"classes: {', '.join(classes) or '(none)'}")
+        obj = getattr(obj, part)
+    return obj
+
+
+def check_controller_class(cls: Any, what: str) -> type:
+    """``cls`` if it is a class with the methods of the
+    :class:`~wbsim.controllers.base.Controller` protocol (``reset``, ``compute``; its ``name`` is
+    checked on the instance by :func:`make_controller`).
+
+    Raises:
+        WbsimError: not a class, or a class without them (the message names what is missing).
+    """
+    if not isinstance(cls, type):
+        raise WbsimError(f"{what}: {cls!r} is not a class; a controller is a class built with "
+                         "(robot, **options) that follows wbsim.controllers.base.Controller")
+    missing = [m for m in _PROTOCOL_METHODS if not callable(getattr(cls, m, None))]
+    if missing:
+        raise WbsimError(f"{what}: class {cls.__qualname__} does not follow the controller "
+                         f"protocol (wbsim.controllers.base.Controller): missing method(s) "
+                         f"{', '.join(missing)}; it needs reset(state), compute(state, schedule) "
+                         "-> Command and a name")
+    return cls
+
+
 def controller_class(name: str) -> type:
-    """The class registered as ``name``; raises :class:`UnknownNameError` listing the known names."""
-    if name not in CONTROLLERS:
-        raise UnknownNameError("controller", name, CONTROLLERS)
-    module, cls = CONTROLLERS[name].split(":")
-    return getattr(importlib.import_module(module), cls)
+    """The controller class called ``name``: a built-in name (:data:`CONTROLLERS`), a plug-in's
+    entry-point name (:data:`ENTRY_POINT_GROUP`), or ``"package.module:ClassName"``.
+
+    Raises:
+        UnknownNameError: an unknown name (the message lists the known ones and the
+            ``module:Class`` form).
+        WbsimError: a module that does not import, a missing attribute, or a class that does not
+            follow the controller protocol (the message names what is missing).
+    """
+    if not isinstance(name, str):
+        raise WbsimError(f"a controller is named by a string, got {name!r}")
+    if name in CONTROLLERS:
+        module, cls = CONTROLLERS[name].split(":")
+        return getattr(importlib.import_module(module), cls)
+    if ":" in name:
+        return check_controller_class(_import_target(name, f"controller {name!r}"),
+                                      f"controller {name!r}")
+    plugins = _entry_points()
+    if name in plugins:
+        try:
+            obj = plugins[name].load()
+        except Exception as exc:  # whatever the plug-in raises on import
+            raise WbsimError(f"controller {name!r}: the plug-in {plugins[name].value!r} does "
+                             f"not load: {type(exc).__name__}: {exc}") from exc
+        return check_controller_class(obj, f"controller {name!r} ({plugins[name].value})")
+    raise UnknownNameError("controller", name, [*available_controllers(), "<package.module:Class>"])
 
 
 def make_controller(name: str, robot, /, **options: Any) -> Controller:
@@ -53,10 +155,19 @@ def make_controller(name: str, robot, /, **options: Any) -> Controller:
     Raises:
         UnknownNameError: unknown controller name, or an option the controller does not take (the
             message lists the options it takes).
+        WbsimError: as :func:`controller_class`; an instance without a ``name`` (the protocol's
+            attribute).
     """
     cls = controller_class(name)
     check_options(f"of controller {name!r}", cls, options, skip=("robot",))
-    return cls(robot, **options)
+    controller = cls(robot, **options)
+    missing = [a for a in _PROTOCOL_ATTRIBUTES if not hasattr(controller, a)]
+    if missing:
+        raise WbsimError(f"controller {name!r}: class {cls.__qualname__} does not follow the "
+                         "controller protocol (wbsim.controllers.base.Controller): missing "
+                         f"attribute(s) {', '.join(missing)} (e.g. a class attribute name = "
+                         "'my_controller')")
+    return controller
 
 
 def check_options(what: str, func, options: dict, skip: tuple[str, ...] = ()) -> None:

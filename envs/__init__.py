@@ -17,7 +17,7 @@ import gymnasium as gym
 
 from wbsim.envs.schedules import one_leg_plan, step_in_place_plan
 
-__all__ = ["ENV_IDS", "register_envs", "make", "make_humanoid"]
+__all__ = ["ENV_IDS", "register_envs", "register_robot_env", "make", "make_humanoid"]
 
 ENTRY_POINT = "wbsim.envs.humanoid:make_humanoid_env"
 
@@ -30,6 +30,8 @@ ENV_IDS: dict[str, dict[str, Any]] = {
     "wbsim/TalosPush-v0": {"robot": "talos", "push_magnitude": 100.0, "push_interval": 2.0},
     "wbsim/G1OneLeg-v0": {"robot": "g1", "plan": one_leg_plan, "max_seconds": 7.5},
     "wbsim/G1StepInPlace-v0": {"robot": "g1", "plan": step_in_place_plan},
+    "wbsim/ICubStand-v0": {"robot": "icub"},
+    "wbsim/RomeoStand-v0": {"robot": "romeo"},
 }
 
 
@@ -39,6 +41,39 @@ def register_envs() -> None:
         if env_id not in gym.registry:
             gym.register(env_id, entry_point=ENTRY_POINT,
                          kwargs={**kwargs, "env_id": env_id}, disable_env_checker=False)
+
+
+def register_robot_env(env_id: str, robot: Any, *, config: Any = None, **options: Any) -> str:
+    """Register ``env_id`` (e.g. ``"my/H1Stand-v0"``): a :class:`~wbsim.envs.humanoid.HumanoidEnv`
+    of any robot that :func:`wbsim.load_robot` loads (``robot`` and ``config`` as its arguments:
+    a name, a ``.urdf`` / ``.xml`` path with a config, a ``.toml`` config, a
+    :class:`~wbsim.robot_config.RobotConfig`), standing unless ``options`` give a ``plan``. The id
+    then works everywhere a registered id does (``gymnasium.make``, vector envs, ``make``,
+    ``wbsim.rollout.run_episode``); its envs pickle. Registering an id again replaces it.
+
+    Returns:
+        ``env_id``.
+
+    Raises:
+        UnknownNameError: an unknown robot name or env option (the message lists the known ones).
+        WbsimError: a robot without feet (the envs need soles), a missing file.
+    """
+    from wbsim.envs.humanoid import HumanoidEnv
+    from wbsim.errors import UnknownNameError, WbsimError
+    from wbsim.robot import resolve_config
+
+    cfg = resolve_config(robot, config)
+    if not cfg.feet:
+        raise WbsimError(f"{env_id}: robot {cfg.name!r} has no feet configured; an env needs "
+                         "them (a config with feet = {left_foot = LINK, right_foot = LINK})")
+    known = [k for k in _params(HumanoidEnv) if k not in ("robot", "env_id")]
+    for key in options:
+        if key not in known:
+            raise UnknownNameError("option", key, known, context=f"of env {env_id!r}")
+    ENV_IDS[env_id] = {"robot": cfg, **options}
+    gym.registry.pop(env_id, None)
+    register_envs()
+    return env_id
 
 
 def make(env_id: str, **kwargs: Any) -> gym.Env:

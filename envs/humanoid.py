@@ -140,7 +140,8 @@ class HumanoidEnv(gym.Env):
     """A humanoid on the floor under a contact schedule (see the module docstring for the spaces).
 
     Args:
-        robot: robot name or :class:`wbsim.Robot`.
+        robot: what :func:`wbsim.load_robot` takes (a name, a ``.toml`` config or description
+            path, a :class:`~wbsim.robot_config.RobotConfig`), or a :class:`wbsim.Robot`.
         plan: a callable returning a fresh :class:`~wbsim.envs.schedules.PhasePlan` (default: stand).
         pose: name of the reset pose.
         frame_skip: MuJoCo steps per env step (the control period is ``frame_skip * timestep``).
@@ -166,7 +167,7 @@ class HumanoidEnv(gym.Env):
 
     metadata = {"render_modes": ["rgb_array", "human"], "render_fps": 500}
 
-    def __init__(self, robot: str | wbsim.Robot = "g1", plan: Callable[[], PhasePlan] = standing_plan,
+    def __init__(self, robot: str | wbsim.RobotConfig | wbsim.Robot = "g1", plan: Callable[[], PhasePlan] = standing_plan,
                  pose: str = "stand", frame_skip: int = 1, max_seconds: float = 10.0,
                  action_mode: str = "torque", render_mode: str | None = None, width: int = 640,
                  height: int = 480, reset_noise_scale: float = 0.0, fall_height: float = 0.6,
@@ -471,8 +472,8 @@ class HumanoidEnv(gym.Env):
     # -- pickling: rebuild from the constructor's arguments, then restore the simulation state ----
     def __getstate__(self):
         kwargs = dict(self._init_kwargs)
-        if isinstance(kwargs["robot"], wbsim.Robot):
-            kwargs["robot"] = kwargs["robot"].name
+        if isinstance(kwargs["robot"], wbsim.Robot):  # its (completed) config rebuilds it
+            kwargs["robot"] = kwargs["robot"].config
         sim = self.sim
         return {"kwargs": kwargs, "state": sim.get_state(), "q_ref": self._q_ref,
                 "base_height0": self._base_height0, "np_random": self._np_random,

@@ -1,8 +1,20 @@
 """Shared fixtures: robots are built once per test session (wbsim caches the compiled models)."""
 
+import atexit
 import os
+import shutil
+import tempfile
 
 os.environ.setdefault("MUJOCO_GL", "egl")
+# Converted meshes and robot_descriptions' clones go to a temporary folder, never the user's home
+# (set before wbsim is imported; subprocesses inherit them). A robot_descriptions cache the
+# developer named stays readable as WBSIM_TEST_RD_SOURCE (tests/test_new_robots.py).
+_TMP = tempfile.mkdtemp(prefix="wbsim-tests-")
+atexit.register(shutil.rmtree, _TMP, True)
+os.environ["WBSIM_CACHE"] = os.path.join(_TMP, "wbsim-cache")
+if os.environ.get("ROBOT_DESCRIPTIONS_CACHE"):
+    os.environ.setdefault("WBSIM_TEST_RD_SOURCE", os.environ["ROBOT_DESCRIPTIONS_CACHE"])
+os.environ["ROBOT_DESCRIPTIONS_CACHE"] = os.path.join(_TMP, "robot_descriptions")
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402

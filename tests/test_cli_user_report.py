@@ -206,15 +206,15 @@ def _one_line_error(capsys, code, *needles):
 def test_run_refuses_what_it_cannot_honour_before_building(tmp_path, capsys):
     """Options that used to give a wrong run or a traceback are one-line errors, and nothing is
     written (the log folder is not created): the viewer with a video, an env option the run sets
-    itself or cannot drive (action_mode, max_seconds, robot, render_mode, width, plan), a negative
-    seed, a run shorter than one step."""
+    itself or cannot drive (action_mode, max_seconds, an unknown robot, render_mode, width, plan),
+    a negative seed, a run shorter than one step."""
     run_dir = tmp_path / "run"
     cases = [
         (["--viewer", "--video", str(tmp_path / "v.mp4")], "viewer"),
         (["-e", "action_mode=joint_position"], "action_mode"),
         (["-e", "action_mode=residual"], "action_mode"),
         (["-e", "max_seconds=1"], "max_seconds"),
-        (["-e", "robot=talos"], "robot"),
+        (["-e", "robot=r2d2"], "unknown robot"),  # a known robot runs (tests/test_new_robots.py)
         (["-e", "render_mode=human"], "render_mode"),
         (["-e", "width=100"], "width"),
         (["-e", "plan=foo"], "plan"),

@@ -31,7 +31,7 @@ def default_json_path(env: str, controller: str,
 
     defaults = {name: p.default for name, p in
                 inspect.signature(controller_class(controller).__init__).parameters.items()}
-    parts = [f"{env.split('/')[-1]}_{controller}"]
+    parts = [f"{env.split('/')[-1]}_{controller.replace(':', '.')}"]
     for key, value in sorted(dict(controller_options or {}).items()):
         if key in defaults and _same(value, defaults[key]):
             continue

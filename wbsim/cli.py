@@ -36,16 +36,19 @@ def _parse_options(pairs: Sequence[str]) -> dict:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from wbsim.controllers import CONTROLLERS
+    from wbsim.controllers import available_controllers
     from wbsim.envs import ENV_IDS
 
-    print(f"{'robot':<8} {'joints':>6} {'mass kg':>8}  feet (contact points)")
+    print(f"{'robot':<8} {'joints':>6} {'mass kg':>8}  feet (contact points); description")
     for name in wbsim.ROBOTS:
         robot = wbsim.load_robot(name)
         feet = ", ".join(f"{f.name} ({f.link}, {len(f.point_names)})" for f in robot.feet.values())
-        print(f"{name:<8} {robot.n_joints:>6} {robot.total_mass:>8.2f}  {feet}")
+        print(f"{name:<8} {robot.n_joints:>6} {robot.total_mass:>8.2f}  {feet}; "
+              f"{wbsim.ROBOTS[name].description}")
     print("\nenvs:        " + ", ".join(ENV_IDS))
-    print("controllers: " + ", ".join(CONTROLLERS))
+    print("\ncontrollers (name: from where; or any package.module:Class):")
+    for name, origin in available_controllers().items():
+        print(f"  {name:<14} {origin}")
     return 0
 
 
@@ -56,11 +59,19 @@ def cmd_run(args: argparse.Namespace) -> int:
     controller_options = _parse_options(args.controller_option)
     if args.id_variant:
         controller_options["variant"] = args.id_variant
+    env_options = _parse_options(args.env_option)
+    if args.robot or args.robot_config:
+        if "robot" in env_options:
+            raise WbsimError("give the robot once: --robot (and --robot-config) or -e robot=...")
+        from wbsim.robot import resolve_config
+
+        env_options["robot"] = (resolve_config(args.robot, args.robot_config) if args.robot
+                                else resolve_config(args.robot_config))
     cfg = EpisodeConfig(
         env=args.env, controller=args.controller, seconds=args.seconds, video=args.video,
         log=args.log, seed=args.seed, fps=args.fps, width=args.width, height=args.height,
         controller_options=controller_options,
-        env_options=_parse_options(args.env_option), progress=not args.no_progress,
+        env_options=env_options, progress=not args.no_progress,
         viewer=args.viewer, tolerances=_parse_options(args.tolerance), overwrite=args.overwrite,
         low_level=args.low_level,
     )
@@ -250,6 +261,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--env", default="wbsim/G1Stand-v0", help="env id (wbsim list shows them)")
     p.add_argument("--controller", default="gravity_qp",
                    help="controller name (wbsim list shows them)")
+    p.add_argument("--robot", help="robot for the env: a name (wbsim list), a .urdf or .xml "
+                   "description (with --robot-config) or a .toml config; default: the env's")
+    p.add_argument("--robot-config", metavar="CFG.toml",
+                   help="robot config (feet links, ...; README: Robots and models)")
     p.add_argument("--seconds", type=float, default=10.0, help="simulated time, s")
     p.add_argument("--video", help="MP4 path (H.264), new (see --overwrite)")
     p.add_argument("--log", help="episode folder, new or empty (see --overwrite)")

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import functools
 import importlib
 import importlib.metadata
+import importlib.util
 import os
 import re
 import warnings
@@ -30,11 +32,19 @@ import pinocchio as pin
 from wbsim.assets import SCENE_XML
 from wbsim.contacts import add_contact_sensors
 from wbsim.conventions import StateConverter, quat_wxyz_to_xyzw
+from wbsim.description import (
+    Description,
+    mujoco_spec,
+    pinocchio_model,
+    read_description,
+    sole_corners,
+)
 from wbsim.errors import NoFeetError, RobotLoadError, UnknownNameError
 from wbsim.parity import check_models
 from wbsim.robot_config import CORNER_NAMES, FOOT_NAMES, ROBOTS, FootConfig, RobotConfig
 
-__all__ = ["Robot", "Foot", "Pose", "load_robot", "example_robot_data_dir", "FREE_JOINT"]
+__all__ = ["Robot", "Foot", "Pose", "load_robot", "example_robot_data_dir", "FREE_JOINT",
+           "resolve_config"]
 
 #: Name of the MuJoCo free joint at the robot's root.
 FREE_JOINT = "floating_base"
@@ -69,32 +79,6 @@ def example_robot_data_dir() -> Path:
             if path.is_dir():
                 return path.resolve()
     raise RobotLoadError("example-robot-data is installed but its 'robots' folder was not found")
-
-
-def _resolve_package_uris(text: str, base_dir: Path) -> str:
-    """Replace ``package://PKG/rest`` by an absolute path.
-
-    ``PKG`` is looked for under example-robot-data's ``share`` folder, the folders on
-    ``ROS_PACKAGE_PATH`` and the ancestors of ``base_dir``.
-    """
-    roots: list[Path] = []
-    try:
-        roots.append(example_robot_data_dir().parent.parent)  # .../share
-    except RobotLoadError:
-        pass
-    roots += [Path(p) for p in os.environ.get("ROS_PACKAGE_PATH", "").split(os.pathsep) if p]
-    roots += [base_dir, *base_dir.parents]
-
-    def repl(match: re.Match) -> str:
-        pkg, rest = match.group(1), match.group(2)
-        for root in roots:
-            if (root / pkg).is_dir():
-                return str(root / pkg / rest)
-            if root.name == pkg:
-                return str(root / rest)
-        raise RobotLoadError(f"cannot resolve package://{pkg}/{rest}: package {pkg!r} not found")
-
-    return re.sub(r"package://([^/\"']+)/([^\"'<>]+)", repl, text)
 
 
 @dataclass(frozen=True)
@@ -151,7 +135,9 @@ class Robot:
 
     Attributes:
         name: robot name (``"g1"``).
-        config: the :class:`~wbsim.robot_config.RobotConfig` it was built from.
+        config: the :class:`~wbsim.robot_config.RobotConfig` it was built from, completed with what
+            was found at load (sole corners, stand pose): ``load_robot(robot.config)`` builds the
+            same robot without searching again.
         mj_model: ``mujoco.MjModel`` of the robot in the scene (floor, lights, cameras).
         pin_model: ``pinocchio.Model`` with a free-flyer root (root joint ``"root_joint"``).
         joint_names: actuated joint names; the order of ``ctrl``, of ``tau`` vectors and of every
@@ -293,62 +279,67 @@ def _pose_kwargs(pose: Pose) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------------
 # building
 # ------------------------------------------------------------------------------------------------
-_COMPILER_TAG = ('<mujoco><compiler strippath="false" discardvisual="false" fusestatic="false" '
-                 'balanceinertia="false" autolimits="true"/></mujoco>')
+def _foot_bodies(pin_model: pin.Model, link: str) -> list[str]:
+    """The links fixed to ``link`` (``link`` included): the bodies moved by the same joint."""
+    joint = pin_model.frames[pin_model.getFrameId(link)].parentJoint
+    return [f.name for f in pin_model.frames
+            if f.type == pin.FrameType.BODY and f.parentJoint == joint]
 
 
-def _read_description(config: RobotConfig) -> tuple[Path, str]:
-    path = Path(config.description).expanduser()
-    if not path.is_absolute() and not path.exists():
-        path = example_robot_data_dir() / config.description
-    if not path.is_file():
-        raise RobotLoadError(f"robot description not found: {path}")
-    if path.suffix.lower() != ".urdf":
-        raise RobotLoadError(
-            f"{path}: only URDF descriptions are supported so far (MJCF support is planned)"
-        )
-    text = _resolve_package_uris(path.read_text(), path.parent)
-    return path, _without_world_root(text, config.name)
+def _zero_posture_frames(pin_model: pin.Model, links: list[str]) -> dict[str, pin.SE3]:
+    """World placement of each of ``links`` at the zero posture (root at the origin)."""
+    data = pin_model.createData()
+    pin.framesForwardKinematics(pin_model, data, pin.neutral(pin_model))
+    return {n: data.oMf[pin_model.getFrameId(n)].copy() for n in links}
 
 
-def _without_world_root(urdf_text: str, name: str) -> str:
-    """The URDF without a root link named ``world`` fixed to the robot's base (a common way to
-    pin a URDF in place): MuJoCo's free joint would move the base while Pinocchio's moved
-    ``world`` (their mass matrices differed by a factor 1.75 on the G1). Both models then float
-    the base. Any other text is returned unchanged.
+def _forward(placements: Mapping[str, pin.SE3], config: RobotConfig) -> np.ndarray:
+    """The robot's forward direction (world, horizontal) at the zero posture: left of it is the
+    left foot (``x`` when there are not two feet)."""
+    if set(config.feet) != set(FOOT_NAMES):
+        return np.array([1.0, 0.0, 0.0])
+    left = placements[config.feet["left_foot"].link].translation
+    right = placements[config.feet["right_foot"].link].translation
+    lateral = np.array([*(left - right)[:2], 0.0])
+    if np.linalg.norm(lateral) < 1e-9:
+        raise RobotLoadError(f"{config.name}: the feet links are at the same place at the zero "
+                             "posture: which is the left one?")
+    return np.cross(lateral / np.linalg.norm(lateral), [0.0, 0.0, 1.0])
 
-    Raises:
-        RobotLoadError: the description is not XML.
-    """
-    import xml.etree.ElementTree as ET
 
+def _check_feet(config: RobotConfig, pin_model: pin.Model) -> None:
+    for foot in config.feet.values():
+        if not pin_model.existFrame(foot.link):
+            links = sorted(f.name for f in pin_model.frames if f.type == pin.FrameType.BODY)
+            raise RobotLoadError(f"{config.name}: foot link {foot.link!r} is not in the "
+                                 f"description; its links: {', '.join(links)}")
+
+
+def _with_sole_corners(config: RobotConfig, desc: Description, pin_model: pin.Model,
+                       placements: Mapping[str, pin.SE3]) -> RobotConfig:
+    """``config`` with the corners of every foot that has none found from its collision geoms
+    (:func:`wbsim.description.sole_corners`)."""
+    missing = [name for name, f in config.feet.items() if f.corners is None]
+    if not missing:
+        return config
+    spec = mujoco_spec(desc, config.name)
     try:
-        robot = ET.fromstring(urdf_text)
-    except ET.ParseError as exc:
-        raise RobotLoadError(f"{name}: the description is not valid XML: {exc}") from None
-    links = {link.get("name"): link for link in robot.findall("link")}
-    children = {j.find("child").get("link") for j in robot.findall("joint")
-                if j.find("child") is not None}
-    roots = [n for n in links if n not in children]
-    if roots != ["world"] or links["world"].find("inertial") is not None:
-        return urdf_text
-    out = [j for j in robot.findall("joint") if j.find("parent") is not None
-           and j.find("parent").get("link") == "world"]
-    if len(out) != 1 or out[0].get("type") not in ("fixed", "floating"):
-        return urdf_text
-    robot.remove(out[0])
-    robot.remove(links["world"])
-    return ET.tostring(robot, encoding="unicode")
-
-
-def _build_mj_model(config: RobotConfig, urdf_text: str) -> tuple[mujoco.MjModel, tuple[str, ...]]:
-    robot_text, n = re.subn(r"(<robot\b[^>]*>)", lambda m: m.group(1) + _COMPILER_TAG, urdf_text, 1)
-    if n != 1:
-        raise RobotLoadError(f"{config.name}: the description has no <robot> element")
-    try:
-        robot_spec = mujoco.MjSpec.from_string(robot_text)
+        with _quiet_empty_prefix_warning():
+            model = spec.compile()
     except ValueError as exc:
-        raise RobotLoadError(f"{config.name}: MuJoCo cannot parse the URDF: {exc}") from exc
+        raise RobotLoadError(f"{config.name}: MuJoCo cannot compile the model: {exc}") from exc
+    forward = _forward(placements, config)
+    feet = dict(config.feet)
+    for name in missing:
+        foot = feet[name]
+        corners = sole_corners(model, _foot_bodies(pin_model, foot.link), foot.link, forward,
+                               config.name)
+        feet[name] = dataclasses.replace(foot, corners=tuple(map(tuple, corners)))
+    return dataclasses.replace(config, feet=feet)
+
+
+def _build_mj_model(config: RobotConfig, robot_spec: mujoco.MjSpec, pin_model: pin.Model,
+                    placements: Mapping[str, pin.SE3]) -> tuple[mujoco.MjSpec, tuple[str, ...]]:
     # Attach the robot to the scene with no prefix, so every name stays as in the description. MuJoCo
     # warns that such a spec may not save to XML correctly; wbsim never saves it (an XML round trip
     # would also round every inertia to 6 digits), so that one warning is silenced here and at compile.
@@ -360,28 +351,30 @@ def _build_mj_model(config: RobotConfig, urdf_text: str) -> tuple[mujoco.MjModel
         root = spec.worldbody.next_body(root)
     spec.body(root.name).add_freejoint(name=FREE_JOINT)
 
-    foot_links = {f.link: name for name, f in config.feet.items()}
-    for link in foot_links:
-        if spec.body(link) is None:
-            raise RobotLoadError(f"{config.name}: foot link {link!r} is not in the description")
+    sole_bodies = {b for f in config.feet.values() for b in _foot_bodies(pin_model, f.link)}
     floor = spec.geom("floor")
     for geom in list(spec.geoms):
         if geom is floor or geom.name == "floor":
             continue
-        if geom.contype == 0 and geom.conaffinity == 0:
-            continue  # visual geom
-        if geom.parent.name in foot_links:
+        if geom.contype == 0 and geom.conaffinity == 0:  # visual geom
+            if config.visual_rgba is not None:
+                geom.material, geom.rgba = "", list(config.visual_rgba)
+            continue
+        if geom.parent.name in sole_bodies:
             spec.delete(geom)  # replaced by the sole spheres below
             continue
         geom.contype, geom.conaffinity, geom.group = ROBOT_CONTYPE, ROBOT_CONAFFINITY, COLLISION_GROUP
         geom.solref = CONTACT_SOLREF
     for foot_name, foot in config.feet.items():
         body = spec.body(foot.link)
+        # the sphere's centre above its corner: upwards at the zero posture, in the link frame
+        up = placements[foot.link].rotation.T @ np.array([0.0, 0.0, 1.0])
+        assert foot.corners is not None  # found by _with_sole_corners
         for corner, p in zip(CORNER_NAMES, foot.corners):
             name = f"{foot_name}_{corner}"
             body.add_geom(
                 name=name, type=mujoco.mjtGeom.mjGEOM_SPHERE, size=[foot.sphere_radius, 0, 0],
-                pos=[p[0], p[1], p[2] + foot.sphere_radius], contype=ROBOT_CONTYPE,
+                pos=list(np.asarray(p) + foot.sphere_radius * up), contype=ROBOT_CONTYPE,
                 conaffinity=ROBOT_CONAFFINITY, group=COLLISION_GROUP, rgba=[0.9, 0.5, 0.1, 1],
                 mass=0.0, density=0.0, solref=CONTACT_SOLREF,
             )
@@ -445,24 +438,37 @@ def _add_motors(spec: mujoco.MjSpec, joint_names: tuple[str, ...], effort: np.nd
             act.forcerange = [-limit, limit]
 
 
-def _build_pin_model(config: RobotConfig, urdf_text: str, joint_names: tuple[str, ...]) -> pin.Model:
-    try:
-        model = pin.buildModelFromXML(urdf_text, pin.JointModelFreeFlyer())
-    except Exception as exc:  # pinocchio raises plain RuntimeError / ValueError
-        raise RobotLoadError(f"{config.name}: Pinocchio cannot parse the URDF: {exc}") from exc
+def _finish_pin_model(config: RobotConfig, model: pin.Model, joint_names: tuple[str, ...]) -> None:
+    """Set the armature of ``joint_names`` and add a frame at every sole point."""
     for name in joint_names:
         if not model.existJointName(name):
             raise RobotLoadError(f"{config.name}: joint {name!r} is missing from the Pinocchio model")
         model.armature[model.joints[model.getJointId(name)].idx_v] = config.dynamics_of(name).armature
     for foot_name, foot in config.feet.items():
-        if not model.existFrame(foot.link):
-            raise RobotLoadError(f"{config.name}: foot link {foot.link!r} is not in the description")
         parent = model.frames[model.getFrameId(foot.link)]
+        assert foot.corners is not None  # found by _with_sole_corners
         for corner, p in zip(CORNER_NAMES, foot.corners):
             placement = parent.placement * pin.SE3(np.eye(3), np.asarray(p, dtype=float))
             model.addFrame(pin.Frame(f"{foot_name}_{corner}", parent.parentJoint,
                                      model.getFrameId(foot.link), placement, pin.FrameType.OP_FRAME))
-    return model
+
+
+def _with_stand_pose(config: RobotConfig, model: pin.Model,
+                     joint_names: tuple[str, ...]) -> RobotConfig:
+    """``config`` with a ``"stand"`` pose found (:func:`wbsim.stand_pose.find_stand_pose`) when it
+    has two feet and none."""
+    if "stand" in config.poses or set(config.feet) != set(FOOT_NAMES):
+        return config
+    from wbsim.stand_pose import find_stand_pose
+
+    feet = {n: model.getFrameId(f.link) for n, f in config.feet.items()}
+    points = {n: [model.getFrameId(f"{n}_{c}") for c in CORNER_NAMES] for n in config.feet}
+    try:
+        stand = find_stand_pose(model, feet, points, joint_names, crouch=config.stand_crouch,
+                                posture=config.stand_posture)
+    except RobotLoadError as exc:
+        raise RobotLoadError(f"{config.name}: {exc}") from None
+    return dataclasses.replace(config, poses={"stand": stand, **config.poses})
 
 
 def _lowest_point_height(model: pin.Model, data: pin.Data, q: np.ndarray,
@@ -473,7 +479,14 @@ def _lowest_point_height(model: pin.Model, data: pin.Data, q: np.ndarray,
 
 
 def _make_poses(config: RobotConfig, pin_model: pin.Model, joint_names: tuple[str, ...],
-                feet_cfg: Mapping[str, FootConfig]) -> dict[str, Pose]:
+                feet_cfg: Mapping[str, FootConfig], forward: np.ndarray) -> dict[str, Pose]:
+    """The named poses: the base level, turned about z so that the robot faces +x (its
+    ``forward`` direction at the zero posture; iCub's base frame faces -x), its lowest sole point
+    on the floor."""
+    yaw = -float(np.arctan2(forward[1], forward[0]))
+    quat = np.array([np.cos(yaw / 2), 0.0, 0.0, np.sin(yaw / 2)])
+    if abs(yaw) < 1e-12:
+        quat = np.array([1.0, 0.0, 0.0, 0.0])
     poses = {}
     data = pin_model.createData()
     for pose_name, joints in config.poses.items():
@@ -482,13 +495,14 @@ def _make_poses(config: RobotConfig, pin_model: pin.Model, joint_names: tuple[st
                 raise UnknownNameError("joint", j, joint_names)
         full = {name: float(joints.get(name, 0.0)) for name in joint_names}
         q = pin.neutral(pin_model)
+        q[3:7] = quat_wxyz_to_xyzw(quat)
         for name, value in full.items():
             q[pin_model.joints[pin_model.getJointId(name)].idx_q] = value
         height = config.base_height
         if feet_cfg:
             frames = [pin_model.getFrameId(f"{f}_{c}") for f in feet_cfg for c in CORNER_NAMES]
             height = -_lowest_point_height(pin_model, data, q, frames)
-        poses[pose_name] = Pose(pose_name, np.array([0.0, 0.0, height]), np.array([1.0, 0, 0, 0]),
+        poses[pose_name] = Pose(pose_name, np.array([0.0, 0.0, height]), quat.copy(),
                                 MappingProxyType(full))
     return poses
 
@@ -497,23 +511,36 @@ _BUILD_CACHE: dict[str, tuple] = {}
 
 
 def _build(config: RobotConfig):
-    """Build (once per configuration and process) the compiled models; callers copy them."""
+    """Build (once per configuration and process) the compiled models; callers copy them. The
+    completed configuration (:func:`_build_uncached`) is cached too: a robot rebuilt from its
+    ``config`` (an env unpickled) is not built again."""
     key = repr(config)
     if key not in _BUILD_CACHE:
-        _BUILD_CACHE[key] = _build_uncached(config)
+        built = _build_uncached(config)
+        _BUILD_CACHE[key] = _BUILD_CACHE.setdefault(repr(built[0]), built)
     return _BUILD_CACHE[key]
 
 
 def _build_uncached(config: RobotConfig):
-    _, urdf_text = _read_description(config)
-    spec, joint_names = _build_mj_model(config, urdf_text)
-    pin_model = _build_pin_model(config, urdf_text, joint_names)
+    """``(completed config, mj_model, pin_model, joint_names, effort, poses)``; the completed
+    config is ``config`` with the sole corners and the stand pose found at load filled in."""
+    desc = read_description(config.description, config.name, config.locked_joints)
+    pin_model = pinocchio_model(desc, config.name)
+    _check_feet(config, pin_model)
+    placements = _zero_posture_frames(pin_model, [f.link for f in config.feet.values()])
+    config = _with_sole_corners(config, desc, pin_model, placements)
+    spec, joint_names = _build_mj_model(config, mujoco_spec(desc, config.name), pin_model,
+                                        placements)
+    _finish_pin_model(config, pin_model, joint_names)
+    config = _with_stand_pose(config, pin_model, joint_names)
     effort = _effort_limits(pin_model, joint_names)
     _add_motors(spec, joint_names, effort)
-    poses = _make_poses(config, pin_model, joint_names, config.feet)
+    poses = _make_poses(config, pin_model, joint_names, config.feet,
+                        _forward(placements, config))
     for pose in poses.values():
         q = pin.neutral(pin_model)
         q[0:3] = pose.base_position
+        q[3:7] = quat_wxyz_to_xyzw(pose.base_quaternion_wxyz)
         for name, value in pose.joints.items():
             q[pin_model.joints[pin_model.getJointId(name)].idx_q] = value
         spec.add_key(name=pose.name, qpos=_pin_q_to_mj_qpos_by_name(spec, pin_model, q))
@@ -524,7 +551,7 @@ def _build_uncached(config: RobotConfig):
         raise RobotLoadError(f"{config.name}: MuJoCo cannot compile the model: {exc}") from exc
     converter = StateConverter(mj_model, pin_model, joint_names, FREE_JOINT)
     check_models(config.name, mj_model, pin_model, converter, _joint_ranges(mj_model, joint_names))
-    return mj_model, pin_model, joint_names, effort, poses
+    return config, mj_model, pin_model, joint_names, effort, poses
 
 
 def _joint_ranges(mj_model: mujoco.MjModel, joint_names: tuple[str, ...]) -> np.ndarray:
@@ -564,63 +591,108 @@ def _feet(config: RobotConfig, mj_model: mujoco.MjModel, pin_model: pin.Model) -
     return feet
 
 
-def _resolve_config(name_or_path: str | os.PathLike | RobotConfig,
-                    config: RobotConfig | Mapping | str | os.PathLike | None) -> RobotConfig:
+def _read_description(config: RobotConfig) -> tuple[Path, str]:
+    """``(path, text)`` of ``config``'s description as both parsers read it
+    (:func:`wbsim.description.read_description`)."""
+    desc = read_description(config.description, config.name, config.locked_joints)
+    return desc.path, desc.text
+
+
+#: Suffixes of the description files :func:`load_robot` reads, and of robot config files.
+_DESCRIPTION_SUFFIXES = (".urdf", ".xml")
+_CONFIG_SUFFIXES = (".toml", ".json")
+
+
+def resolve_config(name_or_path: str | os.PathLike | RobotConfig,
+                   config: RobotConfig | Mapping | str | os.PathLike | None = None) -> RobotConfig:
+    """The :class:`RobotConfig` that :func:`load_robot` builds for the same arguments, without
+    building anything (cheap: a command checks its robot before any work).
+
+    Raises:
+        UnknownNameError: an unknown name (the message lists the built-in robots and the other
+            forms).
+        RobotLoadError: a missing file, a ``robot_descriptions`` description not in its cache.
+        WbsimError: a config file that does not parse, or with unknown keys.
+    """
     if isinstance(name_or_path, RobotConfig):
         return name_or_path
-    if config is not None and not isinstance(config, RobotConfig):
-        if isinstance(config, Mapping):
-            config = RobotConfig.from_dict({"name": Path(str(name_or_path)).stem,
-                                            "description": str(name_or_path), **config})
-        else:
-            config = RobotConfig.from_json(config)
     text = str(name_or_path)
-    if text in ROBOTS and config is None:
-        return ROBOTS[text]
-    looks_like_path = os.sep in text or text.lower().endswith((".urdf", ".xml"))
-    if looks_like_path:
-        path = Path(text).expanduser()
-        if not path.is_file():
-            raise RobotLoadError(f"robot description not found: {path}")
+    is_path = os.sep in text or text.lower().endswith(_DESCRIPTION_SUFFIXES + _CONFIG_SUFFIXES)
+    if is_path and not Path(text).expanduser().is_file():
+        raise RobotLoadError(f"robot file not found: {Path(text).expanduser()}")
+    if text.lower().endswith(_CONFIG_SUFFIXES):  # a config file that names its description
         if config is not None:
-            return RobotConfig(**{**config.__dict__, "description": str(path.resolve())})
-        return RobotConfig(name=path.stem, description=str(path.resolve()))
-    if text.endswith("_description"):
-        return _from_robot_descriptions(text, config)
-    if config is not None:
-        return config
-    raise UnknownNameError("robot", text, ROBOTS)
+            raise RobotLoadError(f"{text} is a robot config; give a description (.urdf, .xml) "
+                                 "or a robot name with a config, not two configs")
+        return RobotConfig.from_file(text)
+    if is_path:
+        description = str(Path(text).expanduser().resolve())
+    elif text.endswith("_description"):
+        description = _robot_descriptions_path(text)
+    elif config is None and text in ROBOTS:
+        return ROBOTS[text]
+    elif config is None:
+        known = [*ROBOTS, "<path to a .urdf, .xml or .toml>",
+                 "<robot_descriptions name, e.g. h1_mj_description>"]
+        raise UnknownNameError("robot", text, known)
+    else:
+        description = None  # a name with a config: the config's description
+    name = Path(text).stem if is_path else text
+    if config is None:
+        assert description is not None  # a name without a config was answered above
+        return RobotConfig(name=name, description=description)
+    if isinstance(config, Mapping):
+        return RobotConfig.from_dict({"name": name, "description": description, **config}
+                                     if description else {"name": name, **config})
+    if not isinstance(config, RobotConfig):
+        path = Path(config)
+        if path.suffix.lower() == ".toml":
+            return RobotConfig.from_toml(path, description=description)
+        config = RobotConfig.from_json(path)
+    return dataclasses.replace(config, description=description) if description else config
 
 
-def _from_robot_descriptions(name: str, config: RobotConfig | None) -> RobotConfig:
-    """Resolve a ``robot_descriptions`` module name (e.g. ``"g1_description"``) to a URDF.
+def _robot_descriptions_path(name: str) -> str:
+    """The URDF or MJCF file of a ``robot_descriptions`` module (``"g1_description"``,
+    ``"h1_mj_description"``), from ``robot_descriptions``' cache only: wbsim never clones.
 
-    ``robot_descriptions`` clones the robot's repository on first use; offline and without a cache this
-    fails, and the error says so.
+    Raises:
+        UnknownNameError: no such module.
+        RobotLoadError: ``robot_descriptions`` is not installed, or the repository is not in its
+            cache (``ROBOT_DESCRIPTIONS_CACHE``, default ``~/.cache/robot_descriptions``): the
+            message says how to fill it.
     """
-    try:
-        import robot_descriptions  # noqa: F401
-    except ImportError:
+    if importlib.util.find_spec("robot_descriptions") is None:
         raise RobotLoadError("robot_descriptions is not installed (pip install robot_descriptions)")
+    spec = importlib.util.find_spec(f"robot_descriptions.{name}")
+    if spec is None or spec.origin is None:
+        known = [*ROBOTS, "<path to a .urdf, .xml or .toml>",
+                 "<robot_descriptions name, e.g. h1_mj_description>"]
+        raise UnknownNameError("robot", name, known)
+    match = re.search(r"clone_to_cache\(\s*[\"']([^\"']+)[\"']", Path(spec.origin).read_text())
+    if match is not None:
+        from robot_descriptions._repositories import REPOSITORIES
+
+        repo = REPOSITORIES[match.group(1)]
+        cache = Path(os.environ.get("ROBOT_DESCRIPTIONS_CACHE",
+                                    "~/.cache/robot_descriptions")).expanduser()
+        if not (cache / repo.cache_path).is_dir():
+            raise RobotLoadError(
+                f"{name!r} is not in robot_descriptions' cache ({cache / repo.cache_path} is "
+                "missing) and wbsim does not download it. Fill the cache on a machine with "
+                f"network access: `ROBOT_DESCRIPTIONS_CACHE={cache} python -c \"import "
+                f"robot_descriptions.{name}\"` (it clones {repo.url} at {repo.commit[:12]}), or "
+                f"`git clone {repo.url} {cache / repo.cache_path}` and check out that commit; "
+                "then copy the folder here")
     try:
         module = importlib.import_module(f"robot_descriptions.{name}")
-    except ModuleNotFoundError:
-        known = [*ROBOTS, "<path to a .urdf>", "<robot_descriptions name, e.g. g1_description>"]
-        raise UnknownNameError("robot", name, known) from None
-    except Exception as exc:  # git clone failures come as several exception types
-        cache = os.environ.get("ROBOT_DESCRIPTIONS_CACHE", "~/.cache/robot_descriptions")
-        raise RobotLoadError(
-            f"robot_descriptions could not fetch {name!r} (it clones the robot's repository on first "
-            f"use; there is no network here and no copy in {cache}): {exc}"
-        ) from exc
-    path = getattr(module, "URDF_PATH", None)
+    except Exception as exc:  # git failures come as several exception types
+        raise RobotLoadError(f"robot_descriptions could not load {name!r} from its cache: "
+                             f"{type(exc).__name__}: {exc}") from exc
+    path = getattr(module, "URDF_PATH", None) or getattr(module, "MJCF_PATH", None)
     if path is None:
-        raise RobotLoadError(
-            f"{name!r} provides only an MJCF ({getattr(module, 'MJCF_PATH', '?')}); wbsim loads URDF "
-            "descriptions so far; use the matching URDF description instead"
-        )
-    base = config.__dict__ if config is not None else {"name": name}
-    return RobotConfig(**{**base, "description": str(path)})
+        raise RobotLoadError(f"robot_descriptions.{name} has neither URDF_PATH nor MJCF_PATH")
+    return str(path)
 
 
 def load_robot(name_or_path: str | os.PathLike | RobotConfig = "g1", *,
@@ -628,22 +700,25 @@ def load_robot(name_or_path: str | os.PathLike | RobotConfig = "g1", *,
     """Load a humanoid for MuJoCo and Pinocchio.
 
     Args:
-        name_or_path: a built-in robot (``"g1"``, the default, or ``"talos"``; see
-            :data:`wbsim.robot_config.ROBOTS`), a path to a URDF, a ``robot_descriptions`` module name
-            (``"g1_description"``), or a :class:`RobotConfig`.
-        config: for a path or a ``robot_descriptions`` name: a :class:`RobotConfig`, a dict of its
-            fields (``feet``, ``poses``, ...) or a JSON file of them. Without it the robot loads with no
-            feet; :attr:`Robot.feet` then raises :class:`NoFeetError`.
+        name_or_path: a built-in robot (``"g1"``, the default, ``"talos"``, ``"icub"``,
+            ``"romeo"``, ...; see :data:`wbsim.robot_config.ROBOTS`), a path to a URDF
+            (``.urdf``) or MJCF (``.xml``) description, a robot config file (``.toml``, ``.json``)
+            that names its description, a ``robot_descriptions`` module name
+            (``"h1_mj_description"``, loaded from its cache only), or a :class:`RobotConfig`.
+        config: for a description path or a ``robot_descriptions`` name: a :class:`RobotConfig`,
+            a dict of its fields (``feet``, ``poses``, ...) or a TOML / JSON file of them. Without
+            it the robot loads with no feet; :attr:`Robot.feet` then raises :class:`NoFeetError`.
 
     Returns:
         A new :class:`Robot` (its models are copies: changing them does not affect other loads).
 
     Raises:
         UnknownNameError: unknown name; the message lists the known robots.
-        RobotLoadError: missing file, unparsable description, or ``robot_descriptions`` offline.
+        RobotLoadError: missing file, unparsable description, a ``robot_descriptions`` repository
+            not in its cache, models that disagree (:func:`wbsim.parity.check_models`).
     """
-    cfg = _resolve_config(name_or_path, config)
-    mj_model, pin_model, joint_names, effort, poses = _build(cfg)
+    cfg = resolve_config(name_or_path, config)
+    cfg, mj_model, pin_model, joint_names, effort, poses = _build(cfg)
     mj_model = copy.deepcopy(mj_model)
     pin_model = pin_model.copy()
     feet = _feet(cfg, mj_model, pin_model) if cfg.feet else None

@@ -1,14 +1,18 @@
 """Robot configurations: which description, which links are feet, where the sole points are, named
 poses, and the joint dynamics (armature, damping) that a URDF does not carry.
 
-The built-in robots are the literal registry :data:`ROBOTS`. Any other humanoid loads from a
-:class:`RobotConfig` (or a dict / JSON file of the same fields) passed to :func:`wbsim.load_robot`.
+The built-in robots are the registry :data:`ROBOTS`: the G1 and Talos written out here, iCub and
+Romeo read from the TOML files in ``wbsim/assets/robots``. Any other humanoid loads from a
+:class:`RobotConfig`, a dict or JSON file of its fields, or a TOML file (:meth:`RobotConfig.from_toml`,
+a few lines: the description, the feet links; sole corners and the stand pose are found at load
+when not given) passed to :func:`wbsim.load_robot`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,9 +21,14 @@ from typing import Any
 
 import numpy as np
 
+from wbsim.assets import ASSETS_DIR
 from wbsim.errors import UnknownNameError, WbsimError, check_keys
 
-__all__ = ["FootConfig", "JointDynamics", "RobotConfig", "ROBOTS", "FOOT_NAMES", "CORNER_NAMES"]
+#: Folder of the built-in robots' TOML configs (iCub, Romeo, the G1 with hands).
+ROBOT_CONFIG_DIR = ASSETS_DIR / "robots"
+
+__all__ = ["FootConfig", "JointDynamics", "RobotConfig", "ROBOTS", "FOOT_NAMES", "CORNER_NAMES",
+           "ROBOT_CONFIG_DIR"]
 
 #: Public names of the two feet, for every robot.
 FOOT_NAMES = ("left_foot", "right_foot")
@@ -37,23 +46,30 @@ class FootConfig:
     """A foot: the link it is attached to and its four sole corner points.
 
     Attributes:
-        link: URDF link (MuJoCo body, Pinocchio frame) of the foot.
+        link: URDF link (MuJoCo body, Pinocchio frame) of the foot (a link fixed to the ankle,
+            such as iCub's ``l_sole``, works too).
         corners: ``(4, 3)`` sole contact points in the foot link frame, metres, in the order of
-            :data:`CORNER_NAMES` (front-left, back-left, back-right, front-right).
+            :data:`CORNER_NAMES` (front-left, back-left, back-right, front-right), or ``None``: the
+            bottom face of the bounding box of the collision geoms of the link and the links fixed
+            to it (boxes, spheres, capsules, cylinders, meshes), axes as the world's at the zero
+            posture, front along the robot's forward direction (found at load).
         sphere_radius: radius (m) of the collision sphere put at each corner; the sphere's centre sits
-            ``sphere_radius`` above the corner along the link's z axis, so its lowest point is the corner.
+            ``sphere_radius`` above the corner (upwards at the zero posture: the link's z axis for
+            a foot whose frame is level there), so its lowest point is the corner.
     """
 
     link: str
-    corners: tuple[tuple[float, float, float], ...]
+    corners: tuple[tuple[float, float, float], ...] | None = None
     sphere_radius: float = 0.005
 
     def __post_init__(self):
+        if self.sphere_radius <= 0:
+            raise WbsimError(f"foot {self.link!r}: sphere_radius must be > 0")
+        if self.corners is None:
+            return
         arr = np.asarray(self.corners, dtype=float)
         if arr.shape != (4, 3):
             raise WbsimError(f"foot {self.link!r}: corners must have shape (4, 3), got {arr.shape}")
-        if self.sphere_radius <= 0:
-            raise WbsimError(f"foot {self.link!r}: sphere_radius must be > 0")
         object.__setattr__(self, "corners", tuple(tuple(float(x) for x in c) for c in arr))
 
     @classmethod
@@ -98,7 +114,17 @@ class RobotConfig:
         feet: foot name (``"left_foot"``, ``"right_foot"``) -> :class:`FootConfig`; empty for a robot
             without feet (it loads, but :attr:`wbsim.Robot.feet` raises).
         poses: pose name -> joint name -> angle (rad). Joints not named are 0. The base of a pose is
-            level, at x = y = 0, at the height that puts the lowest sole point on the floor.
+            level, at x = y = 0, at the height that puts the lowest sole point on the floor. A
+            robot with feet and no ``"stand"`` pose gets one found at load
+            (:func:`wbsim.stand_pose.find_stand_pose`: feet flat, knees bent, CoM over the feet).
+        stand_crouch: for that search: how far the base is lowered, as a fraction of its height
+            above the feet at the zero posture.
+        stand_posture: for that search: joint name -> angle (rad) it starts from and pulls
+            towards (e.g. the arms down; other joints 0).
+        visual_rgba: a colour ``(r, g, b, a)`` for every visual geom (``None``: the
+            description's; iCub's is black).
+        locked_joints: joint name -> angle (rad): joints made fixed at that angle in both models
+            (e.g. fingers, a neck), before anything else reads the description.
         joint_dynamics: default :class:`JointDynamics` of every actuated joint.
         joint_dynamics_overrides: joint name -> :class:`JointDynamics` for particular joints.
         base_height: base height (m) of poses for a robot without feet.
@@ -113,15 +139,60 @@ class RobotConfig:
     joint_dynamics_overrides: Mapping[str, JointDynamics] = field(default_factory=dict)
     base_height: float = 1.0
     torso: str = ""
+    stand_crouch: float = 0.05
+    locked_joints: Mapping[str, float] = field(default_factory=dict)
+    stand_posture: Mapping[str, float] = field(default_factory=dict)
+    visual_rgba: tuple[float, float, float, float] | None = None
 
     def __post_init__(self):
         for foot in self.feet:
             if foot not in FOOT_NAMES:
                 raise WbsimError(f"robot {self.name!r}: foot names must be {FOOT_NAMES}, got {foot!r}")
+        if not (isinstance(self.stand_crouch, (int, float)) and 0 <= self.stand_crouch < 1):
+            raise WbsimError(f"robot {self.name!r}: stand_crouch must be a number in [0, 1), got "
+                             f"{self.stand_crouch!r}")
         object.__setattr__(self, "feet", MappingProxyType(dict(self.feet)))
         object.__setattr__(
             self, "poses", MappingProxyType({k: MappingProxyType(dict(v)) for k, v in self.poses.items()})
         )
+        object.__setattr__(self, "joint_dynamics_overrides",
+                           MappingProxyType(dict(self.joint_dynamics_overrides)))
+        for key in ("locked_joints", "stand_posture"):
+            object.__setattr__(self, key, MappingProxyType(
+                {str(k): float(v) for k, v in dict(getattr(self, key)).items()}))
+        if self.visual_rgba is not None:
+            rgba = tuple(float(x) for x in self.visual_rgba)
+            if len(rgba) != 4 or not all(0 <= x <= 1 for x in rgba):
+                raise WbsimError(f"robot {self.name!r}: visual_rgba must be 4 numbers in [0, 1], "
+                                 f"got {self.visual_rgba!r}")
+            object.__setattr__(self, "visual_rgba", rgba)
+
+    def __reduce__(self):
+        """Pickle (and ``copy.deepcopy``) through plain dicts: ``MappingProxyType`` does not
+        pickle."""
+        return (_rebuild, (type(self), self._fields(plain_feet=False)))
+
+    def _fields(self, plain_feet: bool) -> dict[str, Any]:
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        out["feet"] = {k: dataclasses.asdict(v) if plain_feet else v for k, v in self.feet.items()}
+        out["poses"] = {k: dict(v) for k, v in self.poses.items()}
+        dyn = dataclasses.asdict if plain_feet else (lambda d: d)
+        out["joint_dynamics"] = dyn(self.joint_dynamics)
+        out["joint_dynamics_overrides"] = {k: dyn(v) for k, v in
+                                           self.joint_dynamics_overrides.items()}
+        out["locked_joints"] = dict(self.locked_joints)
+        out["stand_posture"] = dict(self.stand_posture)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data (JSON-ready; :meth:`from_dict` builds the same config back)."""
+        out = self._fields(plain_feet=True)
+        if out["visual_rgba"] is not None:
+            out["visual_rgba"] = list(out["visual_rgba"])
+        for foot in out["feet"].values():
+            if foot["corners"] is not None:
+                foot["corners"] = [list(c) for c in foot["corners"]]
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RobotConfig:
@@ -144,8 +215,80 @@ class RobotConfig:
             raise WbsimError(f"robot config file not found: {path}")
         return cls.from_dict(json.loads(path.read_text()))
 
+    @classmethod
+    def from_toml(cls, path: str | Path, description: str | Path | None = None) -> RobotConfig:
+        """Read a robot config file in TOML (Python's ``tomllib``)::
+
+            description = "icub_description/robots/icub_reduced.urdf"  # .urdf or .xml (MJCF)
+            feet = { left_foot = "l_sole", right_foot = "r_sole" }     # links
+            torso = "chest"                                            # where pushes act
+            lock = ["neck_pitch"]                    # or { neck_pitch = 0.2 } (rad)
+            stand = { l_knee = -0.5 }                # joints (rad); without it one is found
+            stand_crouch = 0.05                      # for that search ...
+            posture = { l_shoulder_roll = 0.3 }      # ... and where it starts (rad)
+            visual_rgba = [0.8, 0.8, 0.8, 1]         # colour of the visual geoms
+
+        Keys: ``description`` (a path relative to this file, or to example-robot-data's
+        ``robots`` folder; or given as ``description``), ``name`` (default: the stem of the
+        ``description`` argument, else of this file),
+        ``feet`` (foot name -> link, or a table of :class:`FootConfig` fields), ``stand``,
+        ``poses`` (name -> joint angles), ``lock``, ``posture`` (``stand_posture``), and any
+        other :class:`RobotConfig` field.
+
+        Raises:
+            WbsimError: a missing file, invalid TOML, or unknown keys (the message lists the known
+                ones).
+        """
+        path = Path(path)
+        if not path.is_file():
+            raise WbsimError(f"robot config file not found: {path}")
+        try:
+            data = tomllib.loads(path.read_text())
+        except tomllib.TOMLDecodeError as exc:
+            raise WbsimError(f"{path}: not valid TOML ({exc})") from None
+        known = {f.name for f in dataclasses.fields(cls)} - {"poses", "locked_joints",
+                                                              "stand_posture"}
+        check_keys(f"robot config {path}", data, known | {"poses", "stand", "lock", "posture"})
+        if description is not None:
+            data["description"] = str(description)
+        if "description" not in data:
+            raise WbsimError(f"{path}: no description (a .urdf or .xml path, relative to this "
+                             "file or to example-robot-data's robots folder)")
+        desc = Path(str(data["description"])).expanduser()
+        if not desc.is_absolute() and (path.parent / desc).exists():
+            desc = path.parent / desc
+        data["description"] = str(desc)
+        data.setdefault("name", Path(str(description)).stem if description else path.stem)
+        feet = data.get("feet", {})
+        if not isinstance(feet, Mapping):
+            raise WbsimError(f"{path}: feet must be a table of foot name -> link, got {feet!r}")
+        data["feet"] = {k: {"link": v} if isinstance(v, str) else v for k, v in feet.items()}
+        poses = dict(data.pop("poses", {}))
+        if "stand" in data:
+            poses["stand"] = data.pop("stand")
+        data["poses"] = poses
+        data["stand_posture"] = data.pop("posture", {})
+        lock = data.pop("lock", {})
+        data["locked_joints"] = dict.fromkeys(lock, 0.0) if isinstance(lock, list) else lock
+        for key in ("feet", "poses", "locked_joints", "stand_posture", "joint_dynamics_overrides"):
+            if not isinstance(data.get(key, {}), Mapping):
+                raise WbsimError(f"{path}: {key} must be a table, got {data[key]!r}")
+        try:
+            return cls.from_dict(data)
+        except TypeError as exc:  # a value of the wrong kind
+            raise WbsimError(f"{path}: {exc}") from None
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> RobotConfig:
+        """:meth:`from_toml` for a ``.toml`` file, :meth:`from_json` otherwise."""
+        return cls.from_toml(path) if str(path).lower().endswith(".toml") else cls.from_json(path)
+
     def dynamics_of(self, joint: str) -> JointDynamics:
         return self.joint_dynamics_overrides.get(joint, self.joint_dynamics)
+
+
+def _rebuild(cls: type, fields_: dict[str, Any]) -> Any:
+    return cls(**fields_)
 
 
 def _box_corners(x_front: float, x_back: float, half_width_front: float, half_width_back: float,
@@ -188,7 +331,9 @@ _TALOS_HALF_SITTING = {
     "torso_2_joint": 0.006761,
 }
 
-#: The built-in robots, by name. Both load offline from the ``example-robot-data`` pip package.
+#: The built-in robots, by name; every one loads offline from the ``example-robot-data`` pip
+#: package. iCub and Romeo (COLLADA meshes, converted at the first load) and the G1 with hands come
+#: from the TOML files of :data:`ROBOT_CONFIG_DIR`: their soles and stand poses are found at load.
 ROBOTS: Mapping[str, RobotConfig] = MappingProxyType({
     "g1": RobotConfig(
         name="g1",
@@ -211,6 +356,7 @@ ROBOTS: Mapping[str, RobotConfig] = MappingProxyType({
         poses={"stand": _TALOS_HALF_SITTING, "half_sitting": _TALOS_HALF_SITTING, "zero": {}},
         torso="torso_2_link",
     ),
+    **{path.stem: RobotConfig.from_toml(path) for path in sorted(ROBOT_CONFIG_DIR.glob("*.toml"))},
 })
 
 

@@ -224,6 +224,7 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
                       "seed": cfg.seed, "controller_options": dict(cfg.controller_options),
                       "env_options": dict(cfg.env_options), "video": str(cfg.video or ""),
                       "low_level": cfg.low_level, "robot": robot.name,
+                      "robot_config": robot.config.to_dict(),
                       "timestep": sim.timestep, "tolerances": detector.tolerances.to_dict(),
                       "versions": {"wbsim": wbsim.__version__, "mujoco": mujoco.__version__,
                                    "python": platform.python_version()}}
@@ -421,7 +422,6 @@ _RUN_OWNS = {
     "render_mode": "run_episode picks it (--video renders off-screen, --viewer shows the viewer)",
     "width": "the frame size is `width` / `height` (--width, --height)",
     "height": "the frame size is `width` / `height` (--width, --height)",
-    "robot": "the env id picks the robot (e.g. wbsim/TalosStand-v0; wbsim list shows them)",
 }
 
 
@@ -452,6 +452,15 @@ def _check_env_options(options: dict[str, Any]) -> None:
         raise WbsimError("run_episode reads the env's full info (state, schedule, contacts): "
                          f"env option info_mode must be 'full', got {options['info_mode']!r} "
                          "('lean' is for vector envs)")
+    if "robot" in options:  # a name, a path, a config: resolved (not built) to fail early
+        from wbsim.robot import Robot, resolve_config
+
+        robot = options["robot"]
+        cfg = robot.config if isinstance(robot, Robot) else resolve_config(robot)
+        if not cfg.feet:
+            raise WbsimError(f"env option robot: robot {cfg.name!r} has no feet configured, and "
+                             "the loop senses the soles; give a config with feet (--robot-config "
+                             "CFG.toml, or a .toml that names its description)")
     if "plan" in options and not callable(options["plan"]):
         raise WbsimError(f"env option plan must be a callable returning a PhasePlan (Python API), "
                          f"got {options['plan']!r}; the env id picks the plan")

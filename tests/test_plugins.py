@@ -1,0 +1,175 @@
+"""Controllers as plug-ins: ``package.module:ClassName`` wherever a controller is named, entry
+points, the protocol check, and the README's example run through the command line."""
+
+import json
+import os
+import pickle
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import gymnasium as gym
+import imageio.v2 as imageio
+import numpy as np
+import pytest
+from wbsim.controllers import available_controllers, controller_class, make_controller
+
+import wbsim
+from wbsim.errors import UnknownNameError, WbsimError
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def _readme_controller() -> str:
+    """The first Python block of the README's "Write your own controller" section."""
+    text = README.read_text()
+    section = text[text.index("## Write your own controller"):]
+    return re.search(r"```python\n(.*?)```", section, re.DOTALL).group(1)
+
+
+def _env_with_path(*paths) -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([*map(str, paths), env.get("PYTHONPATH", "")])
+    return env
+
+
+@pytest.fixture
+def plugin_dir(tmp_path, monkeypatch):
+    """A folder on ``sys.path`` holding the README's ``my_controllers.py`` and broken ones."""
+    (tmp_path / "my_controllers.py").write_text(_readme_controller())
+    (tmp_path / "bad_controllers.py").write_text(textwrap.dedent("""
+        import numpy as np
+        from wbsim.types import Command
+
+        class NoCompute:
+            name = "no_compute"
+            def __init__(self, robot):
+                pass
+            def reset(self, state):
+                pass
+
+        class NoName:
+            def __init__(self, robot):
+                self.robot = robot
+            def reset(self, state):
+                pass
+            def compute(self, state, schedule):
+                return Command(np.zeros(self.robot.n_joints))
+    """))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield tmp_path
+    for mod in ("my_controllers", "bad_controllers"):
+        sys.modules.pop(mod, None)
+
+
+def test_readme_controller_runs_from_the_cli_with_log_video_and_events(tmp_path):
+    (tmp_path / "my_controllers.py").write_text(_readme_controller())
+    run, video = tmp_path / "run", tmp_path / "mine.mp4"
+    proc = subprocess.run(
+        [sys.executable, "-m", "wbsim.cli", "run", "--controller",
+         "my_controllers:PostureGravityPD", "-c", "kp=400", "--seconds", "1", "--log", str(run),
+         "--video", str(video), "--width", "160", "--height", "120", "--no-progress"],
+        env=_env_with_path(tmp_path), capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["controller"] == "my_controllers:PostureGravityPD"
+    assert summary["status"] == "completed" and not summary["fell"]
+    assert summary["steps"] == 500 and summary["logged_rows"] == 500
+    config = json.loads((run / "config.json").read_text())
+    assert config["controller"] == "my_controllers:PostureGravityPD"
+    assert config["controller_options"] == {"kp": 400}
+    from wbsim.diagnostics import EVENT_KINDS
+
+    assert set(summary["events"]) >= set(EVENT_KINDS)  # the event detector ran
+    events = [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines()]
+    assert len(events) == sum(summary["events"].values())
+    frames = [f for f in imageio.get_reader(str(video))]  # (list() asks its len: inf)
+    assert len(frames) == 31 and frames[0].shape[:2] == (120, 160)
+    # the controller's torques are Pinocchio's gravity torques plus the PD: on the logged
+    # step table the PD part vanishes at the first step (the reset posture is the target)
+    cols = json.loads((run / "columns.json").read_text())["columns"]
+    steps = np.fromfile(run / "steps.f64", "<f8").reshape(-1, len(cols))
+    robot = wbsim.load_robot("g1")
+    import pinocchio as pin
+
+    q0 = robot.pose_q("stand")
+    g = pin.computeGeneralizedGravity(robot.pin_model, robot.pin_model.createData(), q0)
+    tau0 = steps[0, [cols.index(f"tau/{j}") for j in robot.joint_names]]
+    np.testing.assert_allclose(tau0, g[robot.converter.pin_vidx], atol=1e-9)
+
+
+def test_module_class_string_everywhere(plugin_dir, g1, tmp_path):
+    from wbsim.baseline import default_json_path, run_baseline
+    from wbsim.rollout import EpisodeConfig, run_episode
+
+    name = "my_controllers:PostureGravityPD"
+    ctrl = make_controller(name, g1, kp=100.0)
+    assert ctrl.name == "posture_gravity_pd" and ctrl.kp == 100.0
+    s = run_episode(EpisodeConfig(controller=name, seconds=0.2, progress=False))
+    assert s["status"] == "completed" and s["controller"] == name
+    assert default_json_path("wbsim/G1Stand-v0", name, {"kp": 100.0}) == (
+        "baselines/G1Stand-v0_my_controllers.PostureGravityPD-kp=100.0.json")
+    out = run_baseline("wbsim/G1Stand-v0", name, episodes=1, seconds=0.1, progress=False,
+                       json_path=tmp_path / "b.json")
+    assert out["controller"] == name and out["success_rate"] == 1.0
+    # the residual env mode, and its pickled copy (rebuilt from the name)
+    env = gym.make("wbsim/G1Stand-v0", action_mode="residual", controller=name)
+    env.reset(seed=0)
+    from wbsim.envs.wrappers import ControllerInTheLoop
+
+    wrapper = env
+    while not isinstance(wrapper, ControllerInTheLoop):
+        wrapper = wrapper.env
+    assert type(wrapper.controller).__name__ == "PostureGravityPD"
+    a = np.zeros(env.action_space.shape, dtype=np.float32)
+    env.step(a)
+    copy = pickle.loads(pickle.dumps(env))
+    o1, *_ = env.step(a)
+    o2, *_ = copy.step(a)
+    np.testing.assert_array_equal(o1, o2)
+
+
+def test_protocol_check_names_what_is_missing(plugin_dir, g1):
+    with pytest.raises(WbsimError, match="missing method.*compute"):
+        controller_class("bad_controllers:NoCompute")
+    with pytest.raises(WbsimError, match="missing attribute.*name"):
+        make_controller("bad_controllers:NoName", g1)
+    with pytest.raises(WbsimError, match="not a class"):
+        controller_class("wbsim.controllers.pd:inertia_scaled_gains")
+    with pytest.raises(WbsimError, match="has no attribute 'Nope'.*NoCompute"):
+        controller_class("bad_controllers:Nope")
+    with pytest.raises(WbsimError, match="cannot import module 'not_a_module'"):
+        controller_class("not_a_module:X")
+    with pytest.raises(UnknownNameError, match="gravity_qp.*package.module:Class|package.*gravity"):
+        controller_class("no_such_controller")
+
+
+def test_run_refuses_a_bad_plugin_before_writing(plugin_dir, tmp_path, capsys):
+    from wbsim.cli import main
+
+    assert main(["run", "--controller", "bad_controllers:NoCompute", "--seconds", "0.1",
+                 "--log", str(tmp_path / "run"), "--no-progress"]) == 2
+    assert "missing method(s) compute" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+
+
+def test_entry_point_plugins_are_found_and_listed(plugin_dir, g1, capsys):
+    """A distribution on ``sys.path`` that registers ``mine`` in the group wbsim.controllers."""
+    dist = plugin_dir / "my_plugin-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: my-plugin\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text(
+        "[wbsim.controllers]\nmine = my_controllers:PostureGravityPD\n"
+        "broken = not_a_module:X\n")
+    assert available_controllers()["mine"] == "my-plugin (my_controllers:PostureGravityPD)"
+    assert available_controllers()["gravity_qp"].startswith("wbsim (")
+    assert make_controller("mine", g1).name == "posture_gravity_pd"
+    with pytest.raises(WbsimError, match="plug-in 'not_a_module:X' does not load"):
+        controller_class("broken")
+    from wbsim.cli import main
+
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^  mine +my-plugin \(my_controllers:PostureGravityPD\)$", out, re.MULTILINE)
