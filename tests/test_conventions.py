@@ -222,3 +222,55 @@ def test_mj_acceleration_to_pin_inverts_the_velocity_map(robot):
     pdata = pm.createData()
     tau_id = pin.rnea(pm, pdata, q, v, vdot)
     np.testing.assert_allclose(tau_id, f_pin, atol=1e-6 * max(1.0, np.abs(f_pin).max()))
+
+
+def test_spatial_vector_orders():
+    """MuJoCo's spatial velocities are rotation first, Pinocchio's ``Motion`` linear first: a body
+    spinning about the world z axis at 2 rad/s while its origin moves along x at 3 m/s."""
+    m = mujoco.MjModel.from_xml_string(
+        '<mujoco><worldbody><body name="b"><freejoint/><geom type="sphere" size=".1"/></body>'
+        "</worldbody></mujoco>")
+    d = mujoco.MjData(m)
+    d.qvel[:] = [3.0, 0.0, 0.0, 0.0, 0.0, 2.0]
+    mujoco.mj_forward(m, d)
+    vel = np.zeros(6)
+    mujoco.mj_objectVelocity(m, d, mujoco.mjtObj.mjOBJ_BODY, 1, vel, 0)   # world frame
+    assert np.allclose(vel, [0, 0, 2, 3, 0, 0])
+    motion = pin.Motion(np.array([3.0, 0.0, 0.0, 0.0, 0.0, 2.0]))
+    assert np.allclose(motion.linear, [3, 0, 0]) and np.allclose(motion.angular, [0, 0, 2])
+
+
+def test_contact_frame_and_force_order():
+    """``mj_contactForce`` gives the force in the contact frame, normal first; on a z-up plane the
+    frame's rows are world z, y, -x; a 2 kg box resting on it pushes its weight along the normal."""
+    m = mujoco.MjModel.from_xml_string(
+        '<mujoco><worldbody><geom type="plane" size="1 1 .1"/><body pos="0 0 .1"><freejoint/>'
+        '<geom type="box" size=".1 .1 .1" mass="2"/></body></worldbody></mujoco>')
+    d = mujoco.MjData(m)
+    mujoco.mj_step(m, d, 500)
+    assert d.ncon == 4
+    total = np.zeros(6)
+    for i in range(d.ncon):
+        assert np.allclose(d.contact.frame[i].reshape(3, 3), [[0, 0, 1], [0, 1, 0], [-1, 0, 0]])
+        f = np.zeros(6)
+        mujoco.mj_contactForce(m, d, i, f)
+        total += f
+    assert total[0] == pytest.approx(2 * 9.81, rel=1e-3) and abs(total[1:3]).max() < 1e-6
+
+
+def test_friction_of_a_pair_follows_priority_then_the_larger():
+    """MuJoCo's friction of a contact (``data.contact.friction``): the higher priority geom's, at
+    equal priority the larger of the two; ``wbsim.contacts.pair_friction`` says the same."""
+    from wbsim.contacts import pair_friction
+
+    for box_mu, box_priority, expected in ((0.3, 0, 1.0), (0.3, 1, 0.3), (1.5, 0, 1.5),
+                                           (1.5, -1, 1.0)):
+        m = mujoco.MjModel.from_xml_string(
+            '<mujoco><worldbody><geom type="plane" size="1 1 .1" friction="1 .005 .0001"/>'
+            f'<body pos="0 0 .099"><freejoint/><geom type="box" size=".1 .1 .1" '
+            f'friction="{box_mu} .005 .0001" priority="{box_priority}"/></body></worldbody>'
+            "</mujoco>")
+        d = mujoco.MjData(m)
+        mujoco.mj_forward(m, d)
+        assert d.ncon and np.allclose(d.contact.friction[:d.ncon, 0], expected)
+        assert pair_friction(m, [1], 0) == pytest.approx([expected])

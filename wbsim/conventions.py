@@ -11,6 +11,16 @@ free-joint linear velocity     ``qvel[0:3]``, WORLD frame          ``v[0:3]``, b
 free-joint angular velocity    ``qvel[3:6]``, base (LOCAL) frame   ``v[3:6]``, base (LOCAL) frame
 1-DoF joints                   by name (``jnt_qposadr``)           by name (``idx_q``, ``idx_v``)
 generalised forces             ``f_mj`` (dual of ``qvel``)         ``f_pin = T^T f_mj``
+spatial vectors                rotation first (``cvel``,           linear first (``Motion``,
+                               ``mj_objectVelocity``)              ``Force``)
+contact force                  ``mj_contactForce``: contact        forces at points, world frame
+                               frame, normal first; frame rows     (LOCAL_WORLD_ALIGNED Jacobians)
+                               normal, t1, t2 (z-up plane: world
+                               z, y, -x)
+friction of a geom pair        higher ``geom_priority``'s, else    a controller's cone fits inside
+                               the larger (``contact.friction``);  MuJoCo's (pyramidal: the diamond)
+                               pyramidal cone: ``|f_t1| + |f_t2|
+                               <= mu f_n``
 =============================  ==================================  ==================================
 
 With ``R`` the base rotation (base to world), the velocity map is ``qvel = T(q) v`` with
