@@ -10,7 +10,6 @@ the end) it hands them to the event detector, the momentum balance, the metrics 
 from __future__ import annotations
 
 import math
-import platform
 import signal
 import sys
 import time
@@ -19,10 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import mujoco
 import numpy as np
 
-import wbsim
 from wbsim.controllers import make_controller
 from wbsim.errors import WbsimError, joint_list, nonfinite_joints
 
@@ -217,23 +214,24 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
     wall0 = time.perf_counter()
     pending: BaseException | None = None  # the exception in flight, for the finally clause
     try:
+        env.reset(seed=cfg.seed)
         if cfg.log:
+            from wbsim import provenance
             from wbsim.episode_log import EpisodeLog
 
             config = {"env": cfg.env, "controller": cfg.controller, "seconds": cfg.seconds,
                       "seed": cfg.seed, "controller_options": dict(cfg.controller_options),
                       "env_options": dict(cfg.env_options), "video": str(cfg.video or ""),
-                      "low_level": cfg.low_level, "robot": robot.name,
-                      "timestep": sim.timestep, "tolerances": detector.tolerances.to_dict(),
-                      "versions": {"wbsim": wbsim.__version__, "mujoco": mujoco.__version__,
-                                   "python": platform.python_version()}}
+                      "fps": cfg.fps, "width": cfg.width, "height": cfg.height,
+                      "low_level": cfg.low_level, **provenance.scene(env),
+                      "tolerances": detector.tolerances.to_dict(),
+                      "versions": provenance.software_versions(), "git": provenance.git_commit()}
             log = EpisodeLog(cfg.log, table.columns, table.units, config,
                              overwrite=cfg.overwrite)
         if cfg.video:
             from wbsim.render import VideoWriter
 
             video = VideoWriter(cfg.video, fps=cfg.fps)
-        env.reset(seed=cfg.seed)
         metrics = EpisodeMetrics(robot, sim.data.qpos)
         state = sim.state()
         controller.reset(state)
@@ -391,7 +389,10 @@ def _close(summary, pending, video, bar, log, env, cfg, detector, own_events) ->
     if log is not None:
         summary["log"] = str(cfg.log)
         try:
-            log.close()
+            log.close()  # and steps.parquet: a failure there still rewrites the events below
+        except (WbsimError, OSError) as exc:
+            failed(exc)
+        try:
             # the final form of every event (worst magnitude, duration), replacing the
             # start-of-event lines written as they happened
             log.rewrite_events([e.to_dict() for e in detector.events + own_events])
