@@ -121,7 +121,8 @@ class EpisodeLog:
         (self.dir / CONFIG_FILE).write_text(json.dumps(_jsonable(config or {}), indent=2))
         (self.dir / COLUMNS_FILE).write_text(json.dumps(
             {"columns": list(self.columns), "units": dict(units or {}), "dtype": "<f8"}, indent=1))
-        for stale in (SUMMARY_FILE, PARQUET_FILE, "normal_forces.png"):  # a previous run's
+        for stale in (SUMMARY_FILE, PARQUET_FILE, "normal_forces.png", "overview.png",
+                      "report.html", "replay.mp4"):  # a previous run's outputs
             (self.dir / stale).unlink(missing_ok=True)
         # unbuffered: add_rows knows how many bytes reached the file, so a failed write (full disk)
         # can be cut back to whole rows
