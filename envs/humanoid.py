@@ -417,49 +417,21 @@ class HumanoidEnv(gym.Env):
 
     def overlay_data(self):
         """The :class:`~wbsim.overlay.OverlayData` of the current state (sensing, last command,
-        CoM, planned support polygon, status line)."""
-        from wbsim.overlay import OverlayData
+        CoM, planned support polygon, status line), built by :func:`wbsim.scene.overlay_of`."""
+        from wbsim.scene import FrameValues, overlay_of
 
-        s, d = self.sensing, self.data
-        n = len(s.names)
-        f_cmd = np.zeros((n, 3))
-        wrench_arrows = []
-        cmd = self.overlay_command
-        if cmd is not None:
-            if cmd.point_forces is not None:
-                f_cmd = np.nan_to_num(cmd.point_forces)  # nothing drawn where unknown
-            if cmd.foot_wrenches is not None:
-                for name, w in zip(self.robot.foot_names, cmd.foot_wrenches):
-                    cop = self._centre_of_pressure(name, np.asarray(w, dtype=float))
-                    if cop is not None:
-                        wrench_arrows.append((cop, np.asarray(w, dtype=float)[:3]))
-        sched = self.schedule()
-        feet = sorted(sched.contact_set) or list(FEET)
-        violating = (self.overlay_violating if self.overlay_violating is not None
-                     else np.zeros(n, dtype=bool))
-        status = self.overlay_status or (
-            f"t {d.time:5.2f} s  planned {'+'.join(sorted(sched.contact_set)) or 'none'}  sensed "
-            f"{'+'.join(sorted(s.feet_in_contact)) or 'none'}")
-        return OverlayData(points=s.position_world, modes=s.mode, f_cmd=f_cmd, f_sim=s.force_world,
-                           violating=violating, com=d.subtree_com[1].copy(),
-                           support=support_polygon(self.robot, d, feet), text=status,
-                           cmd_wrench_arrows=wrench_arrows)
-
-    def _centre_of_pressure(self, foot: str, wrench: np.ndarray) -> np.ndarray | None:
-        """World point (3,), m, on the plane of ``foot``'s sole points (their mean height, as
-        sensed) where the force of ``wrench`` ``[f; tau]`` (N, N·m; on the robot at the foot frame
-        origin, world-aligned, :attr:`wbsim.types.Command.foot_wrenches`) has the wrench's moment
-        about the horizontal axes: ``r x f = tau`` in x, y with ``r_z`` fixed. ``None`` when ``f_z``
-        <= 1e-6 N (no centre of pressure)."""
-        f, tau = wrench[:3], wrench[3:]
-        if not f[2] > 1e-6:
-            return None
-        origin = self.data.xpos[self.robot.foot(foot).mj_body_id]  # the foot link's frame
-        rows = self.sensing.points_of_foot(foot)
-        rz = float(np.mean(self.sensing.position_world[rows, 2])) - origin[2]
-        rx = (rz * f[0] - tau[1]) / f[2]
-        ry = (tau[0] + rz * f[1]) / f[2]
-        return origin + np.array([rx, ry, rz])
+        s, d, cmd = self.sensing, self.data, self.overlay_command
+        n, m = len(s.names), len(self.robot.foot_names)
+        f_cmd = np.full((n, 3), np.nan) if cmd is None or cmd.point_forces is None else (
+            cmd.point_forces)
+        w_cmd = np.full((m, 6), np.nan) if cmd is None or cmd.foot_wrenches is None else (
+            cmd.foot_wrenches)
+        values = FrameValues(d.time, d.qpos, s.mode, s.force_world, f_cmd, w_cmd,
+                             s.feet_in_contact, self.schedule().contact_set,
+                             violating=self.overlay_violating)
+        overlay = overlay_of(self.robot, d, values)
+        overlay.text = self.overlay_status or overlay.text
+        return overlay
 
     def close(self):
         if self._frame_renderer is not None:

@@ -148,6 +148,16 @@ def _check_run(run, summary, steps, robot, env):
             r[f"com_ref_{a}"] = sch.targets["com"][i] if "com" in sch.targets else np.nan
         for i, a in enumerate(("qw", "qx", "qy", "qz")):
             r[f"base_{a}"] = qpos[3 + i]
+        # MuJoCo's state after the step, by name: the free joint's 7 + 6 entries, then each joint
+        r["t_after"] = rec["t_after"]
+        for i, a in enumerate(("x", "y", "z", "qw", "qx", "qy", "qz")):
+            r[f"qpos/base_{a}"] = qpos[i]
+        for i, a in enumerate(("vx", "vy", "vz", "wx", "wy", "wz")):
+            r[f"qvel/base_{a}"] = rec["qvel"][i]
+        for name in robot.joint_names:
+            jid = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, name)
+            r[f"qpos/{name}"] = qpos[m.jnt_qposadr[jid]]
+            r[f"qvel/{name}"] = rec["qvel"][m.jnt_dofadr[jid]]
         push = sum(rec["xfrc"][b, 0:3] for b in range(len(rec["xfrc"])))  # N, world
         for i, a in enumerate("xyz"):
             r[f"push_{a}"] = push[i]
@@ -157,6 +167,7 @@ def _check_run(run, summary, steps, robot, env):
         assumed = (cmd.contact_set if cmd.contact_set or F is not None or W is not None
                    else sch.contact_set)
         for foot in FEET:
+            r[f"planned_{foot}"] = float(foot in sch.contact_set)
             r[f"assumed_{foot}"] = float(foot in assumed)
             r[f"sensed_{foot}"] = float(any(f_sim[p][2] > 0.5
                                             for p in robot.foot(foot).point_names))

@@ -1,5 +1,5 @@
-"""The ``wbsim`` command line: ``list``, ``run``, ``statics``, ``report``, ``baseline``, ``bench``,
-``soak``, ``dcc``.
+"""The ``wbsim`` command line: ``list``, ``run``, ``statics``, ``report``, ``replay``, ``baseline``,
+``bench``, ``soak``, ``dcc``.
 
 Each subcommand parses its arguments and calls one library function; no physics or control here.
 Errors of wbsim (unknown names, bad files) print one line and exit with status 2.
@@ -53,7 +53,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from wbsim.rollout import EpisodeConfig, _install_sigint_as_keyboard_interrupt, run_episode
+    from wbsim.rollout import EpisodeConfig, _install_sigint_as_keyboard_interrupt
 
     _install_sigint_as_keyboard_interrupt()
     controller_options = _parse_options(args.controller_option)
@@ -82,6 +82,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     import time
 
     started = time.time() - 1.0  # file times may be rounded to the second
+    cfg.web = _web_viewer(args) if args.web else None
+    try:
+        return _run(cfg, args, started)
+    finally:
+        if cfg.web is not None:
+            cfg.web.close()
+
+
+def _run(cfg, args: argparse.Namespace, started: float) -> int:
+    """``wbsim run`` once its arguments are checked: the episode, then the summary."""
+    import time
+
+    from wbsim.rollout import run_episode
+
     try:
         summary = run_episode(cfg)
     except KeyboardInterrupt:
@@ -101,7 +115,15 @@ def cmd_run(args: argparse.Namespace) -> int:
                         else "no video was written (interrupted before its first frame)")
         print("wbsim run: interrupted" + ("; " + "; ".join(said) if said else ""), file=sys.stderr)
         return 130
-    print(json.dumps(summary, indent=2))
+    print(json.dumps(summary, indent=2), flush=True)
+    if cfg.web is not None:  # the last frame stays on the page
+        print(f"web viewer: the episode ended; {cfg.web.url} shows its last frame until Ctrl-C",
+              file=sys.stderr, flush=True)
+        try:
+            while True:
+                time.sleep(1.0)
+        except KeyboardInterrupt:
+            pass
     if summary["status"] in ("stopped", "error"):
         print(f"wbsim run: {summary['status']}: {summary['stopped_reason']}", file=sys.stderr)
         return 1
@@ -187,10 +209,47 @@ def cmd_statics(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from wbsim.report import report
 
-    table, plots = report(args.runs)
+    table, written = report(args.runs, html=args.html)
     print(table)
-    for path in plots:
-        print(f"plot: {path}")
+    for path in written:
+        print(f"{'page' if path.suffix == '.html' else 'plot'}: {path}")
+    return 0
+
+
+def _web_viewer(args: argparse.Namespace):
+    """The web viewer of ``--web`` (listening before any work; its address on stderr)."""
+    from wbsim.web_viewer import WebViewer
+
+    web = WebViewer(args.web_host, args.web_port)
+    print(f"web viewer: {web.url} (Ctrl-C to stop)", file=sys.stderr, flush=True)
+    return web
+
+
+def _add_web_options(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("--web", action="store_true", help=f"show {what} in the web browser (viser)")
+    p.add_argument("--web-host", default="127.0.0.1",
+                   help="interface the web viewer listens on (default: this machine only)")
+    p.add_argument("--web-port", type=int, default=8080, help="the web viewer's port")
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from wbsim.replay import replay_video, replay_web
+    from wbsim.rollout import _install_sigint_as_keyboard_interrupt
+
+    _install_sigint_as_keyboard_interrupt()  # kill -TERM too closes the video and the server
+    if args.web:
+        web = _web_viewer(args)
+        try:
+            replay_web(args.run, web, start=args.start, end=args.end, fps=args.fps)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            web.close()
+        return 0
+    out = replay_video(args.run, args.video, camera=args.camera, start=args.start, end=args.end,
+                       fps=args.fps, overwrite=args.overwrite)
+    print(f"replay: {out['frames']} frames ({out['start']:.3f}-{out['end']:.3f} s, "
+          f"{out['fps']:g} fps) -> {out['video']}")
     return 0
 
 
@@ -289,6 +348,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="between two controller steps (-e frame_skip=k): run the command's joint "
                         "PD at every physics step (pd) or hold its torque (hold)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _add_web_options(p, "the run live, in real time; the page stays up after the episode")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("statics", formatter_class=argparse.ArgumentDefaultsHelpFormatter, help="one static (gravity compensation) solve")
@@ -333,9 +393,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=cmd_soak)
 
-    p = sub.add_parser("report", formatter_class=argparse.ArgumentDefaultsHelpFormatter, help="table of runs and a normal-force plot per run")
+    p = sub.add_parser("report", formatter_class=argparse.ArgumentDefaultsHelpFormatter, help="table of runs, plots per run (--html: one page per run)")
     p.add_argument("runs", nargs="+", metavar="RUN_DIR")
+    p.add_argument("--html", action="store_true",
+                   help="also write RUN_DIR/report.html: summary, plots and video in one file")
     p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("replay", formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+                       help="re-render a logged run with the overlay, frame for frame as its live "
+                            "video")
+    p.add_argument("run", metavar="RUN_DIR", help="a run folder (wbsim run --log)")
+    p.add_argument("--video", help="MP4 path (default RUN_DIR/replay.mp4)")
+    p.add_argument("--camera", default="track",
+                   help="track (follows the robot, as the live video) or a model camera: front, "
+                        "side")
+    p.add_argument("--start", type=float, help="from this time, s")
+    p.add_argument("--end", type=float, help="until this time, s")
+    p.add_argument("--fps", type=float, help="frames per second (default: the live video's)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing video file")
+    _add_web_options(p, "the run (a time slider and a play button) instead of writing a video")
+    p.set_defaults(func=cmd_replay)
 
     p = sub.add_parser("dcc", help="dynamic complementarity conditions: toy, G1 plan, comparison")
     dcc = p.add_subparsers(dest="dcc_command", required=True)

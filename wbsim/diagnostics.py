@@ -55,8 +55,9 @@ condition has not held for more than ``Tolerances.rearm_time`` seconds (or at
 ``contact_mismatch`` must also hold without a break for more than ``mismatch_duration`` before it
 is an event at all (the event still carries the first step of the mismatch). ``mode_switch`` events
 are discrete: one per foot whose state changes (the first step only sets the reference), after
-``switch_debounce`` seconds of the new state (0: at once). Events emitted at the same step come in
-a fixed order: mode switches (simulated, then assumed; by foot name); commanded forces point by
+``switch_debounce`` seconds of the new state (0: at once; a debounced switch's ``detail`` has the
+``confirmed_t`` and ``confirmed_step`` when it was emitted, as a contact mismatch's has). Events
+emitted at the same step come in a fixed order: mode switches (simulated, then assumed; by foot name); commanded forces point by
 point, then foot by foot (each: force_sign, friction_cone, complementarity); simulated forces point
 by point (friction_cone, planar_complementarity); non-sole contacts (as listed); fallback; solver
 failure; torque limits (joint by joint); contact mismatches (by foot name).
@@ -595,8 +596,11 @@ class EventDetector:
                 switches, key=lambda s: (s[0], self._foot_rank[s[1]])):
             foot = chunk.foot_names[j]
             after = in_contact | {foot} if make else in_contact - {foot}
-            new.append(((row, 0, 0, self._foot_rank[j]),
-                        _switch(foot, "simulated", in_contact, after, t0, step0, load)))
+            event = _switch(foot, "simulated", in_contact, after, t0, step0, load)
+            if int(step[row]) != step0:  # debounced: when it was logged, as a confirmed mismatch
+                event.detail["confirmed_t"] = float(t[row])
+                event.detail["confirmed_step"] = int(step[row])
+            new.append(((row, 0, 0, self._foot_rank[j]), event))
             in_contact = after
 
     def _assumed_switches(self, chunk: StepChunk, previous: _Step, point_fn: np.ndarray,

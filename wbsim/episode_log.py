@@ -6,6 +6,7 @@ One folder per episode::
       config.json     what produced the run (env, controller, options, seed, versions); written first
       columns.json    the step table's schema: {"columns": [...], "units": {...}, "dtype": "float64"}
       steps.f64       the step table: raw little-endian float64, row-major, len(columns) values a row
+      steps.parquet   the same table as Parquet (written when the log closes; :func:`write_parquet`)
       events.jsonl    one JSON object per event, one per line
       summary.json    counts per event kind, worst magnitudes, first times, episode metrics; written at
                       the end, including after an exception or Ctrl-C ("status" says how it ended)
@@ -20,6 +21,17 @@ Everything loads with numpy and the standard library alone, no pickle::
 dropped.) Rows are written to disk in blocks as the run goes (a chunk of steps at a time) and events
 at once, so after an exception, ``kill -INT`` or a full disk, what was logged up to then is on disk
 and loads.
+
+``steps.f64`` is the truth while the run goes. When the log closes, the table is also written as
+``steps.parquet`` (pyarrow; one float64 column per step-table column, same names and order, each
+column's unit in its field metadata under ``unit``, ``config.json`` in the schema metadata under
+``wbsim.config``), which pandas, polars, DuckDB and PlotJuggler open::
+
+    import pandas as pd
+    df = pd.read_parquet(f"{run}/steps.parquet")
+
+A run killed before it closed (``kill -9``, power loss) has no Parquet file:
+:func:`write_parquet` makes it from ``steps.f64``.
 """
 
 from __future__ import annotations
@@ -36,10 +48,10 @@ import numpy as np
 
 from wbsim.errors import WbsimError
 
-__all__ = ["EpisodeLog", "RunData", "load_run"]
+__all__ = ["EpisodeLog", "RunData", "load_run", "state_columns", "write_parquet"]
 
 STEPS_FILE, COLUMNS_FILE, EVENTS_FILE = "steps.f64", "columns.json", "events.jsonl"
-SUMMARY_FILE, CONFIG_FILE = "summary.json", "config.json"
+SUMMARY_FILE, CONFIG_FILE, PARQUET_FILE = "summary.json", "config.json", "steps.parquet"
 
 
 def _jsonable(value: Any) -> Any:
@@ -109,7 +121,8 @@ class EpisodeLog:
         (self.dir / CONFIG_FILE).write_text(json.dumps(_jsonable(config or {}), indent=2))
         (self.dir / COLUMNS_FILE).write_text(json.dumps(
             {"columns": list(self.columns), "units": dict(units or {}), "dtype": "<f8"}, indent=1))
-        for stale in (SUMMARY_FILE, "normal_forces.png"):  # a previous run's outputs
+        for stale in (SUMMARY_FILE, PARQUET_FILE, "normal_forces.png", "overview.png",
+                      "report.html", "replay.mp4"):  # a previous run's outputs
             (self.dir / stale).unlink(missing_ok=True)
         # unbuffered: add_rows knows how many bytes reached the file, so a failed write (full disk)
         # can be cut back to whole rows
@@ -198,11 +211,18 @@ class EpisodeLog:
                              f"({exc.strerror or exc})") from None
 
     def close(self) -> None:
+        """Close the files, then write ``steps.parquet`` from ``steps.f64`` (:func:`write_parquet`).
+
+        Raises:
+            WbsimError: the Parquet file could not be written (e.g. a full disk); the other files
+                are closed and ``steps.f64`` holds the table.
+        """
         if self.closed:
             return
         self._steps.close()
         self._events.close()
         self.closed = True
+        write_parquet(self.dir)
 
     def __enter__(self) -> EpisodeLog:
         return self
@@ -259,6 +279,46 @@ def load_run(run_dir: str | Path) -> RunData:
     return RunData(d, cols, dict(schema.get("units", {})), steps, events, summary, config)
 
 
+def write_parquet(run_dir: str | Path) -> Path:
+    """Write ``RUN_DIR/steps.parquet``: the whole rows of ``steps.f64`` with the schema of
+    ``columns.json`` (float64 columns in the same order, each column's unit as field metadata
+    ``unit``) and ``config.json`` as schema metadata ``wbsim.config``. Written to a temporary file
+    renamed over the target, so a reader never sees half a file. Returns its path.
+
+    Raises:
+        WbsimError: ``run_dir`` is not a run folder (no ``columns.json``); pyarrow is not
+            installed; the file cannot be written (the message names it and the cause; no partial
+            file is left, ``steps.f64`` is untouched).
+    """
+    d = Path(run_dir)
+    if not (d / COLUMNS_FILE).is_file():
+        raise WbsimError(f"{d} is not a wbsim run folder (no {COLUMNS_FILE})")
+    target, tmp = d / PARQUET_FILE, d / (PARQUET_FILE + ".tmp")
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise WbsimError(f"{target}: pyarrow is not installed (pip install pyarrow); "
+                         f"{d / STEPS_FILE} holds the table") from None
+    schema = json.loads((d / COLUMNS_FILE).read_text())
+    cols, units = list(schema["columns"]), dict(schema.get("units", {}))
+    raw = np.fromfile(d / STEPS_FILE, dtype="<f8") if (d / STEPS_FILE).exists() else np.empty(0)
+    table = np.ascontiguousarray(raw[: len(raw) // len(cols) * len(cols)].reshape(-1, len(cols)).T)
+    config = (d / CONFIG_FILE).read_text() if (d / CONFIG_FILE).exists() else "{}"
+    fields = [pa.field(c, pa.float64(), metadata={"unit": units[c]} if c in units else None)
+              for c in cols]
+    arrow = pa.Table.from_arrays([pa.array(column) for column in table],
+                                 schema=pa.schema(fields, metadata={"wbsim.config": config}))
+    try:
+        pq.write_table(arrow, tmp)
+        tmp.replace(target)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise WbsimError(f"{target}: could not be written ({exc.strerror or exc}); "
+                         f"{d / STEPS_FILE} holds the table") from None
+    return target
+
+
 class StepTable:
     """The step table's schema for a robot and the assembly of its rows from recorded steps.
 
@@ -266,6 +326,9 @@ class StepTable:
     sensed columns (``com_*``, ``sensed_*``, ``sole_min_z_*``, ``f_sim``, ``gap``, ``mode``) and the
     momentum residual describe that state (MuJoCo's contact solution of the step); the base and
     joint columns (``base_*``, ``qerr``) the state after the step, as the reward does.
+    ``qpos/*`` and ``qvel/*`` are MuJoCo's whole state after the step (the state a frame of it
+    draws; :func:`state_columns` names them) and ``t_after`` its time; ``planned_<foot>`` is the
+    schedule's contact set at ``t``.
 
     Args:
         robot: the :class:`wbsim.Robot`.
@@ -276,15 +339,17 @@ class StepTable:
 
     def __init__(self, robot):
         feet = robot.foot_names
-        cols = ["t", "base_x", "base_y", "base_z", "base_qw", "base_qx", "base_qy", "base_qz",
-                "base_tilt_deg", "com_x", "com_y", "com_z", "com_ref_x", "com_ref_y", "com_ref_z",
-                "phase_index", "controller_time_s", "feasible",
+        cols = ["t", "t_after", "base_x", "base_y", "base_z", "base_qw", "base_qx", "base_qy",
+                "base_qz", "base_tilt_deg", "com_x", "com_y", "com_z", "com_ref_x", "com_ref_y",
+                "com_ref_z", "phase_index", "controller_time_s", "feasible",
+                *(f"planned_{f}" for f in feet),
                 *(f"assumed_{f}" for f in feet), *(f"sensed_{f}" for f in feet),
                 *(f"sole_min_z_{f}" for f in feet), "momentum_residual", "reward",
                 "push_x", "push_y", "push_z"]
         units = {c: "m" for c in cols if c.startswith(("base_x", "base_y", "base_z", "com_",
                                                        "sole_"))}
-        units.update(t="s", base_tilt_deg="deg", controller_time_s="s", push_x="N", push_y="N",
+        units.update({f"planned_{f}": "1 (planned in contact), 0" for f in feet})
+        units.update(t="s", t_after="s (time of qpos/*, qvel/*)", base_tilt_deg="deg", controller_time_s="s", push_x="N", push_y="N",
                      push_z="N", momentum_residual="|dh/dt - external wrench - weight| / (m g), 1")
         for kind, unit in (("qerr", "rad"), ("tau", "N.m (commanded)"),
                            ("tau_applied", "N.m (applied by MuJoCo: clipped to the limits)")):
@@ -308,6 +373,9 @@ class StepTable:
                 units[f"w_cmd/{foot}/{ax}"] = ("N, N.m (commanded wrench on the robot at the foot "
                                                "frame origin, world-aligned; NaN unless so "
                                                "commanded)")
+        qpos_names, qvel_names = state_columns(robot.mj_model)
+        cols += [*qpos_names, *qvel_names]
+        units.update({**qpos_names, **qvel_names})
         self.columns: tuple[str, ...] = tuple(cols)
         self.units = units
 
@@ -323,13 +391,64 @@ class StepTable:
         k = len(steps)
         base = steps.qpos[:, 0:7]
         parts = [
-            steps.t[:, None], base, np.degrees(base_tilt(*base[:, 3:7].T))[:, None], sensing.com,
+            steps.t[:, None], steps.t_after[:, None], base,
+            np.degrees(base_tilt(*base[:, 3:7].T))[:, None], sensing.com,
             steps.com_ref, steps.phase_index[:, None], steps.controller_time[:, None],
-            (steps.status == CommandStatus.SOLVED)[:, None], steps.assumed, sensing.feet_loaded,
+            (steps.status == CommandStatus.SOLVED)[:, None], steps.planned, steps.assumed,
+            sensing.feet_loaded,
             metrics.sole_min_z(sensing), momentum_relative[:, None], reward[:, None], steps.push,
             metrics.joint_errors(steps.qpos), steps.tau, steps.tau_applied,
             steps.point_forces.reshape(k, -1),
             sensing.force_world.reshape(k, -1), sensing.gap, sensing.mode,
-            steps.foot_wrenches.reshape(k, -1),
+            steps.foot_wrenches.reshape(k, -1), steps.qpos, steps.qvel,
         ]
         return np.concatenate([np.asarray(p, dtype=float) for p in parts], axis=1)
+
+
+#: names of a free joint's ``qpos`` and ``qvel`` entries (MuJoCo's conventions: position and
+#: quaternion ``(w, x, y, z)`` in the world; linear velocity in the world frame, angular velocity
+#: in the body frame), with their units
+_FREE_QPOS = (("x", "m"), ("y", "m"), ("z", "m"), ("qw", "1"), ("qx", "1"), ("qy", "1"),
+              ("qz", "1"))
+_FREE_QVEL = (("vx", "m/s, world"), ("vy", "m/s, world"), ("vz", "m/s, world"),
+              ("wx", "rad/s, base frame"), ("wy", "rad/s, base frame"),
+              ("wz", "rad/s, base frame"))
+
+
+def state_columns(model) -> tuple[dict[str, str], dict[str, str]]:
+    """Column names and units of MuJoCo's whole state ``qpos (nq,)`` and ``qvel (nv,)``, in
+    MuJoCo's order: ``qpos/<name>`` and ``qvel/<name>`` per entry, so that the ``qpos/*`` columns
+    of a row, in order, are ``MjData.qpos``.
+
+    A free joint (the robot's base) gives ``qpos/base_x .. base_z, base_qw .. base_qz`` and
+    ``qvel/base_vx .. base_vz`` (world frame), ``qvel/base_wx .. base_wz`` (base frame); a ball
+    joint ``<joint>_qw .. _qz`` and ``<joint>_wx .. _wz``; a hinge or slide joint its own name
+    (rad or m, rad/s or m/s).
+
+    Returns:
+        ``(qpos, qvel)``: dicts of column name -> unit, in state order (``len`` ``nq``, ``nv``).
+    """
+    import mujoco
+
+    free, ball, slide = (mujoco.mjtJoint.mjJNT_FREE, mujoco.mjtJoint.mjJNT_BALL,
+                         mujoco.mjtJoint.mjJNT_SLIDE)
+    qpos: dict[str, str] = {}
+    qvel: dict[str, str] = {}
+    for j in range(model.njnt):
+        kind = model.jnt_type[j]
+        name = model.joint(j).name or f"joint{j}"
+        if kind == free:
+            prefix = "base" if j == 0 else name
+            qpos.update({f"qpos/{prefix}_{a}": u for a, u in _FREE_QPOS})
+            qvel.update({f"qvel/{prefix}_{a}": u for a, u in _FREE_QVEL})
+        elif kind == ball:
+            qpos.update({f"qpos/{name}_{a}": "1" for a in ("qw", "qx", "qy", "qz")})
+            qvel.update({f"qvel/{name}_{a}": "rad/s, joint frame" for a in ("wx", "wy", "wz")})
+        else:
+            linear = kind == slide
+            qpos[f"qpos/{name}"] = "m" if linear else "rad"
+            qvel[f"qvel/{name}"] = "m/s" if linear else "rad/s"
+    if len(qpos) != model.nq or len(qvel) != model.nv:
+        raise WbsimError(f"state columns: {len(qpos)} qpos / {len(qvel)} qvel names for a model "
+                         f"of nq = {model.nq}, nv = {model.nv} (duplicate joint names?)")
+    return qpos, qvel

@@ -35,6 +35,7 @@ class RecordedSteps:
         qacc: ``(k, nv)`` MuJoCo's acceleration at that state (``MjData.qacc``).
         sensordata: ``(k, nsensordata)`` MuJoCo's sensor values at that state.
         qpos, qvel: ``(k, nq)``, ``(k, nv)`` MuJoCo's state after the step.
+        t_after: ``(k,)`` the time of that state (``MjData.time`` after the step), s.
         tau: ``(k, n)`` torque commanded at the step's last physics step, N·m.
         tau_applied: ``(k, n)`` the torque MuJoCo applied there (``actuator_force``: clipped to
             the actuators' range), N·m.
@@ -64,6 +65,7 @@ class RecordedSteps:
     sensordata: np.ndarray
     qpos: np.ndarray
     qvel: np.ndarray
+    t_after: np.ndarray
     tau: np.ndarray
     tau_applied: np.ndarray
     friction: np.ndarray
@@ -127,7 +129,7 @@ class StepRecorder:
             "step": np.zeros(k, dtype=np.int64), "t": np.zeros(k), "qpos0": np.zeros((k, m.nq)),
             "qvel0": np.zeros((k, m.nv)), "qacc": np.zeros((k, m.nv)),
             "sensordata": np.zeros((k, m.nsensordata)), "qpos": np.zeros((k, m.nq)),
-            "qvel": np.zeros((k, m.nv)), "tau": np.zeros((k, n)),
+            "qvel": np.zeros((k, m.nv)), "t_after": np.zeros(k), "tau": np.zeros((k, n)),
             "tau_applied": np.zeros((k, n)), "friction": np.zeros((k, p)),
             "cone": np.zeros(k, dtype=np.int8), "push": np.zeros((k, 3)),
             "push_point": np.zeros((k, 3)),
@@ -154,7 +156,7 @@ class StepRecorder:
         a["step"][i], a["t"][i] = step, state.t
         a["qpos0"][i], a["qvel0"][i] = self.sim.qpos_before, self.sim.qvel_before
         a["qacc"][i], a["sensordata"][i] = d.qacc, d.sensordata
-        a["qpos"][i], a["qvel"][i] = d.qpos, d.qvel
+        a["qpos"][i], a["qvel"][i], a["t_after"][i] = d.qpos, d.qvel, d.time
         a["tau"][i], a["push"][i] = self.sim.tau, self.sim.push_force
         a["tau_applied"][i] = d.actuator_force
         a["friction"][i], a["cone"][i] = self.sim.sensor.friction(d), self.sim.model.opt.cone

@@ -1,4 +1,5 @@
-"""``wbsim report``: one table row per episode folder and one plot per episode.
+"""``wbsim report``: one table row per episode folder and plots per episode (and with ``--html`` a
+page: :mod:`wbsim.html_report`).
 
 Reads only what :mod:`wbsim.episode_log` wrote. The plot (matplotlib, PNG, written as
 ``RUN_DIR/normal_forces.png``) shows the normal force per foot against time, commanded (dashed) and
@@ -133,9 +134,11 @@ def plot_run(run: RunData, out: str | Path | None = None) -> Path:
     return out
 
 
-def report(run_dirs: Sequence[str | Path]) -> tuple[str, list[Path]]:
-    """Load the runs, return the table text and the written plot paths. A folder that is not a run
-    but holds runs (``runs/``) stands for every run in it."""
+def report(run_dirs: Sequence[str | Path], html: bool = False) -> tuple[str, list[Path]]:
+    """Load the runs, return the table text and the written files: per run the normal-force plot,
+    the overview plot (:func:`wbsim.plots.plot_overview`) and, with ``html``, the self-contained
+    page (:func:`wbsim.html_report.write_html`). A folder that is not a run but holds runs
+    (``runs/``) stands for every run in it."""
     from wbsim.episode_log import COLUMNS_FILE
 
     expanded: list[Path] = []
@@ -147,4 +150,11 @@ def report(run_dirs: Sequence[str | Path]) -> tuple[str, list[Path]]:
                 continue
         expanded.append(d)
     runs = [load_run(d) for d in expanded]
-    return format_table(report_rows(runs)), [plot_run(r) for r in runs]
+    if html:  # its page holds both plots
+        from wbsim.html_report import write_html
+
+        return format_table(report_rows(runs)), [write_html(r.dir) for r in runs]
+    from wbsim.plots import plot_overview
+
+    return format_table(report_rows(runs)), [p for r in runs for p in (plot_run(r),
+                                                                      plot_overview(r))]

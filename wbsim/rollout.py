@@ -10,7 +10,6 @@ the end) it hands them to the event detector, the momentum balance, the metrics 
 from __future__ import annotations
 
 import math
-import platform
 import signal
 import sys
 import time
@@ -19,10 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import mujoco
 import numpy as np
 
-import wbsim
 from wbsim.controllers import make_controller
 from wbsim.errors import WbsimError, joint_list, nonfinite_joints
 
@@ -64,6 +61,8 @@ class EpisodeConfig:
             and an existing ``video`` file (replaced); otherwise either is an error
             (:func:`wbsim.episode_log.check_run_dir`, :func:`wbsim.render.check_video_path`).
         low_level: one of :data:`LOW_LEVELS`.
+        web: a :class:`wbsim.web_viewer.WebViewer` that shows the run live (paced to real time,
+            frames at ``fps``), or ``None``; it stays open after the episode (its owner closes it).
     """
 
     env: str = "wbsim/G1Stand-v0"
@@ -82,6 +81,7 @@ class EpisodeConfig:
     tolerances: Mapping[str, float] = field(default_factory=dict)
     overwrite: bool = False
     low_level: str = "pd"
+    web: Any = None
 
 
 def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
@@ -118,6 +118,7 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
     from wbsim.metrics import EpisodeMetrics
     from wbsim.momentum import MomentumBalance
     from wbsim.recorder import StepRecorder
+    from wbsim.scene import FrameClock, FrameValues, Scene, StepRows, frame_events
 
     if cfg.env not in ENV_IDS:  # unknown names fail before anything is built
         raise UnknownNameError("env", cfg.env, ENV_IDS)
@@ -131,6 +132,8 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
     if cfg.viewer and cfg.video:
         raise WbsimError("the viewer and a video cannot be combined: the viewer shows the run "
                          "live; record the video in a headless run (without --viewer)")
+    if cfg.viewer and cfg.web is not None:
+        raise WbsimError("MuJoCo's viewer and the web viewer cannot be combined: pick one")
     controller_class(cfg.controller)
     if cfg.log:  # before anything is built: a logged run is never replaced silently
         from wbsim.episode_log import check_run_dir
@@ -147,7 +150,8 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
 
         if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
             raise WbsimError(NO_DISPLAY_MESSAGE)
-    render_mode = "human" if cfg.viewer else ("rgb_array" if cfg.video else None)
+    render_mode = "human" if cfg.viewer else None  # video frames: wbsim.scene.Scene
+    drawing = bool(cfg.viewer or cfg.video or cfg.web is not None)
     env = make_humanoid(cfg.env, **{"max_seconds": cfg.seconds, "render_mode": render_mode,
                                     "width": cfg.width, "height": cfg.height,
                                     **dict(cfg.env_options)})
@@ -157,11 +161,12 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
     if n_steps < 1:
         problem = (f"seconds = {cfg.seconds:g} is shorter than one control step ({env.dt:g} s): "
                    "nothing would run")
-    elif cfg.video and not (isinstance(cfg.fps, (int, float)) and 0 < cfg.fps <= 1.0 / env.dt):
+    elif (cfg.video or cfg.web is not None) and not (isinstance(cfg.fps, (int, float))
+                                                     and 0 < cfg.fps <= 1.0 / env.dt):
         problem = (f"fps = {cfg.fps!r}: a video frame can be drawn at most once a control step, "
                    f"so fps must be in (0, {1.0 / env.dt:g}] (1 / the control step of "
                    f"{env.dt:g} s)")
-    elif render_mode == "rgb_array":
+    elif cfg.video:
         vis = sim.model.vis.global_
         if not (0 < cfg.width <= vis.offwidth and 0 < cfg.height <= vis.offheight):
             problem = (f"frame size {cfg.width}x{cfg.height}: the renderer's off-screen buffer "
@@ -173,12 +178,14 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
     detector = EventDetector(dict(cfg.tolerances), dt=env.dt)
     momentum = MomentumBalance(robot)
     table = StepTable(robot)
+    step_rows = StepRows(table.columns, robot)
     recorder = StepRecorder(sim, CHUNK)
     k_physics = env.frame_skip
     hold = cfg.low_level == "hold"
     conv = robot.converter
 
-    log = video = bar = metrics = None
+    log = video = bar = metrics = scene = None
+    last_row, last_step = None, -1  # the step table's row of the last step processed: frames draw it
     t_reached = 0.0  # simulated time of the last recorded step's end, s
     own_events: list[Event] = []  # the loop's own events: fall, invalid_command
     summary: dict[str, Any] = {
@@ -198,6 +205,7 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
 
     def process(fell: bool = False) -> None:
         """Everything derived from the steps recorded since the last call."""
+        nonlocal last_row, last_step
         steps = recorder.take()
         if not len(steps):
             return
@@ -209,37 +217,53 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
         fell_flags[-1] = fell
         reward = env.reward(steps.qpos, steps.qvel, steps.tau, fell_flags)
         metrics.update(steps, sensing, relative, reward)
+        if log is not None or drawing:
+            rows = table.rows(steps, sensing, metrics, relative, reward)
+            last_row, last_step = rows[-1], int(steps.step[-1])
         if log is not None:
             for event in events:
                 log.add_event(event.to_dict())
-            log.add_rows(table.rows(steps, sensing, metrics, relative, reward))
+            log.add_rows(rows)
+
+    def frame_values(t: float):
+        """What a frame of the current state (time ``t``, s) shows (:mod:`wbsim.scene`): the
+        last step's row with the events so far, or the reset state before any step."""
+        planned = env.plan.at(t).contact_set
+        if last_row is None:
+            return FrameValues.at_reset(robot, sim.sensing(), sim.data.qpos, t, planned)
+        return step_rows.values(last_row, planned, *frame_events(
+            (vars(e) for e in detector.events), robot, last_step, t))
 
     wall0 = time.perf_counter()
     pending: BaseException | None = None  # the exception in flight, for the finally clause
     try:
+        env.reset(seed=cfg.seed)
         if cfg.log:
+            from wbsim import provenance
             from wbsim.episode_log import EpisodeLog
 
             config = {"env": cfg.env, "controller": cfg.controller, "seconds": cfg.seconds,
                       "seed": cfg.seed, "controller_options": dict(cfg.controller_options),
                       "env_options": dict(cfg.env_options), "video": str(cfg.video or ""),
-                      "low_level": cfg.low_level, "robot": robot.name,
-                      "robot_config": robot.config.to_dict(),
-                      "timestep": sim.timestep, "tolerances": detector.tolerances.to_dict(),
-                      "versions": {"wbsim": wbsim.__version__, "mujoco": mujoco.__version__,
-                                   "python": platform.python_version()}}
+                      "fps": cfg.fps, "width": cfg.width, "height": cfg.height,
+                      "low_level": cfg.low_level, **provenance.scene(env),
+                      "tolerances": detector.tolerances.to_dict(),
+                      "versions": provenance.software_versions(), "git": provenance.git_commit()}
             log = EpisodeLog(cfg.log, table.columns, table.units, config,
                              overwrite=cfg.overwrite)
         if cfg.video:
             from wbsim.render import VideoWriter
 
             video = VideoWriter(cfg.video, fps=cfg.fps)
-        env.reset(seed=cfg.seed)
+        if cfg.video or cfg.web is not None:
+            scene = Scene(robot, cfg.width, cfg.height, reset_qpos=sim.data.qpos)
+        if cfg.web is not None:
+            cfg.web.load(robot)
+            cfg.web.look_at(sim.data.subtree_com[1])
         metrics = EpisodeMetrics(robot, sim.data.qpos)
         state = sim.state()
         controller.reset(state)
-        frame_period = 1.0 / (60.0 if cfg.viewer else cfg.fps)
-        next_frame = 0.0
+        clock = FrameClock(1.0 / (60.0 if cfg.viewer else cfg.fps))
         if cfg.progress and sys.stderr.isatty():
             from tqdm import tqdm
 
@@ -250,12 +274,11 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
         for step in range(n_steps):
             state = sim.state()
             schedule = env.plan.at(state.t)
-            if render_mode is not None and state.t + 1e-9 >= next_frame:
+            if drawing and clock.due(state.t):
                 process()  # the overlay's status line counts the events up to this frame
-                if not _frame(env, video, detector, schedule, state.t):
+                if not _frame(env, scene, video, cfg.web, frame_values(state.t)):
                     summary["stopped_reason"] = "viewer closed"
                     break
-                next_frame += frame_period
             c0 = time.perf_counter()
             cmd = controller.compute(state, schedule)
             c_time = time.perf_counter() - c0
@@ -300,8 +323,8 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
         process()
         summary["loop_wall_seconds"] = time.perf_counter() - loop0
         summary["loop_cpu_seconds"] = time.process_time() - loop_cpu0
-        if video is not None and metrics.steps and summary["status"] == "running":
-            video.append(env.render())
+        if scene is not None and metrics.steps and summary["status"] == "running":
+            _frame(env, scene, video, cfg.web, frame_values(sim.time))  # the state it ended in
         if summary["status"] == "running":
             summary["status"] = "fell" if summary["fell"] else "completed"
     except KeyboardInterrupt as exc:
@@ -333,39 +356,26 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
                              for t_push, f in sim.pushes_done]
         summary["wall_seconds"] = wall
         summary["realtime_factor"] = summary["seconds"] / wall if wall > 0 else float("nan")
+        if scene is not None:
+            scene.close()
         _close(summary, pending, video, bar, log, env, cfg, detector, own_events)
     return summary
 
 
-def _frame(env, video, detector, schedule, t: float) -> bool:
-    """Draw one frame (video or viewer) with the overlay; ``False`` if the viewer was closed."""
-    counts = detector.counts()
-    env.overlay_status = (
-        f"t {t:5.2f} s   planned {'+'.join(sorted(schedule.contact_set)) or 'none'}   "
-        f"sensed {'+'.join(sorted(env.sensed_feet())) or 'none'}   "
-        f"switches {counts['mode_switch']}   violations {detector.n_violations}")
-    env.overlay_violating = _violating(env, detector, t)
-    frame = env.render()
+def _frame(env, scene, video, web, values) -> bool:
+    """Draw one frame of ``values`` (:class:`wbsim.scene.FrameValues`) into the video and the
+    web viewer, or into MuJoCo's viewer; ``False`` if that viewer was closed."""
+    from wbsim.scene import status_line
+
+    if web is not None:
+        web.show(scene.data, scene.show(values), values.t)
     if video is not None:
-        video.append(frame)
+        video.append(scene.frame(values))
+    if scene is not None:
         return True
+    env.overlay_status, env.overlay_violating = status_line(values), values.violating
+    env.render()
     return env.viewer_is_open
-
-
-def _violating(env, detector, t: float, linger: float = 0.25) -> np.ndarray:
-    """``(n_points,)`` the points (or the points of a foot) in a violation event that held within
-    ``linger`` s before ``t``: drawn red."""
-    names = env.robot.contact_point_names
-    out = np.zeros(len(names), dtype=bool)
-    for e in detector.events:
-        if e.kind == "mode_switch" or e.end_t + linger < t:
-            continue
-        for where in e.where.split(","):
-            for i, p in enumerate(names):
-                if p == where or (where in env.robot.foot_names
-                                  and p in env.robot.foot(where).point_names):
-                    out[i] = True
-    return out
 
 
 def _close(summary, pending, video, bar, log, env, cfg, detector, own_events) -> None:
@@ -392,7 +402,10 @@ def _close(summary, pending, video, bar, log, env, cfg, detector, own_events) ->
     if log is not None:
         summary["log"] = str(cfg.log)
         try:
-            log.close()
+            log.close()  # and steps.parquet: a failure there still rewrites the events below
+        except (WbsimError, OSError) as exc:
+            failed(exc)
+        try:
             # the final form of every event (worst magnitude, duration), replacing the
             # start-of-event lines written as they happened
             log.rewrite_events([e.to_dict() for e in detector.events + own_events])

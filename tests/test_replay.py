@@ -1,0 +1,151 @@
+"""``wbsim replay`` draws a logged run frame for frame as its live video was drawn."""
+
+import imageio.v3 as iio
+import numpy as np
+import pytest
+
+from wbsim.errors import WbsimError
+from wbsim.render import VideoWriter
+from wbsim.replay import LoggedRun, replay_video
+from wbsim.rollout import EpisodeConfig, run_episode
+
+RUNS = {
+    # falls at ~1.9 s: mode switches, slips and red points while it falls; the final frame
+    "pd_fall": {"controller": "pd", "seconds": 2.5},
+    # wrench commands (drawn at the centre of pressure), two physics steps per control step,
+    # pushes, debounced switches (counted when confirmed)
+    "wrench_fs2": {"controller": "gravity_qp", "seconds": 0.6,
+                   "controller_options": {"contact_model": "wrench"},
+                   "env_options": {"frame_skip": 2, "push_magnitude": 60.0, "push_interval": 0.2},
+                   "tolerances": {"switch_debounce": 0.01}},
+}
+
+
+@pytest.fixture(scope="module", params=sorted(RUNS))
+def live(request, tmp_path_factory):
+    """A run with its log, its MP4 and the frames handed to the video writer (before encoding)."""
+    d = tmp_path_factory.mktemp(request.param)
+    frames = []
+    append = VideoWriter.append
+
+    def keep(self, frame):
+        frames.append(np.array(frame))
+        append(self, frame)
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(VideoWriter, "append", keep)
+    try:
+        summary = run_episode(EpisodeConfig(**RUNS[request.param], log=d / "run",
+                                            video=d / "live.mp4", width=240, height=180,
+                                            progress=False))
+    finally:
+        mp.undo()
+    return d, summary, frames
+
+
+def test_replayed_frames_equal_the_live_frames(live):
+    d, summary, live_frames = live
+    logged = LoggedRun(d / "run")
+    states = logged.frame_states()
+    replayed = list(logged.frames(states))
+    assert len(replayed) == len(live_frames) == summary["video_frames"]
+    diff = max(int(np.abs(a.astype(int) - b.astype(int)).max())
+               for a, b in zip(live_frames, replayed))
+    print(f"{d.name}: {len(replayed)} frames, max pixel difference {diff}")
+    assert diff == 0
+    if summary["fell"]:  # the overlay had something to show: violations in red, counts
+        assert summary["status"] == "fell" and sum(summary["events"].values()) > 10
+        assert logged.values(states[-1]).violations > 0
+        assert any(logged.values(s).violating.any() for s in states)  # red points drawn
+
+
+def test_replayed_video_decodes_to_the_live_video(live):
+    d, summary, _ = live
+    out = replay_video(d / "run", d / "replay.mp4")
+    a, b = iio.imread(d / "live.mp4"), iio.imread(d / "replay.mp4")
+    assert out["frames"] == len(a) == len(b) == summary["video_frames"]
+    diff = int(np.abs(a.astype(int) - b.astype(int)).max())
+    print(f"{d.name}: decoded MP4s, max pixel difference {diff}")
+    assert diff == 0
+
+
+def test_a_window_replays_the_live_frames_of_that_time(live):
+    d, _, live_frames = live
+    logged = LoggedRun(d / "run")
+    every = logged.frame_states()
+    end = float(logged.times[every[-1]])
+    window = logged.frame_states(start=0.2, end=end / 2)
+    first = every.index(window[0])
+    assert window == every[first:first + len(window)] and logged.times[window[0]] >= 0.2 - 1e-9
+    for frame, k in zip(logged.frames(window), range(first, first + len(window))):
+        np.testing.assert_array_equal(frame, live_frames[k])
+
+
+def test_bad_requests_are_refused_before_any_file(live, tmp_path):
+    d, _, _ = live
+    run = d / "run"
+    out = tmp_path / "r.mp4"
+    for kwargs, match in (({"fps": 0.0}, "fps = 0.0"), ({"fps": 1e6}, "at most once a control"),
+                          ({"start": 0.5, "end": 0.2}, "must be before"),
+                          ({"end": 99.0}, "the run lasts"),
+                          ({"camera": "nope"}, "unknown camera 'nope'")):
+        with pytest.raises(WbsimError, match=match):
+            replay_video(run, out, **kwargs)
+        assert not out.exists()
+    with pytest.raises(WbsimError, match="exists"):
+        replay_video(run, d / "live.mp4")
+    with pytest.raises(WbsimError, match="not a wbsim run folder"):
+        replay_video(tmp_path, out)
+
+
+def test_a_log_without_mujocos_state_says_it_cannot_be_drawn(live, tmp_path):
+    import json
+    import shutil
+
+    from wbsim.episode_log import load_run
+
+    d, _, _ = live
+    old = tmp_path / "old"
+    shutil.copytree(d / "run", old)
+    run = load_run(old)
+    keep = [i for i, c in enumerate(run.columns) if not c.startswith(("qpos/", "qvel/"))]
+    schema = json.loads((old / "columns.json").read_text())
+    schema["columns"] = [run.columns[i] for i in keep]
+    (old / "columns.json").write_text(json.dumps(schema))
+    run.steps[:, keep].astype("<f8").tofile(old / "steps.f64")
+    with pytest.raises(WbsimError, match="older wbsim, before it logged MuJoCo's state"):
+        replay_video(old, tmp_path / "r.mp4")
+
+
+def test_cli_replay(live, tmp_path, capsys):
+    from wbsim.cli import main
+
+    d, _, _ = live
+    assert main(["replay", str(d / "run"), "--video", str(tmp_path / "c.mp4"), "--start", "0.1",
+                 "--end", "0.3", "--camera", "side"]) == 0
+    assert "frames (0.1" in capsys.readouterr().out
+    assert len(iio.imread(tmp_path / "c.mp4")) == 7  # 0.1, 0.133, ..., 0.3 s at 30 fps
+
+
+def test_frame_events_count_an_event_from_when_it_was_emitted(g1):
+    """Live, a frame counts the events the detector has emitted: a contact mismatch (or a
+    debounced switch) from its confirmation, not its first step; a violation's points stay red
+    for LINGER s after its last step; the loop's own events (a fall) are not counted."""
+    from wbsim.scene import LINGER, frame_events
+
+    p = g1.contact_point_names
+    events = [
+        {"kind": "contact_mismatch", "step": 5, "t": 0.01, "end_t": 0.06, "where": "left_foot",
+         "detail": {"confirmed_step": 15}},
+        {"kind": "mode_switch", "step": 8, "t": 0.016, "end_t": 0.016, "where": "right_foot",
+         "detail": {"confirmed_step": 13}},
+        {"kind": "force_sign", "step": 9, "t": 0.018, "end_t": 0.02, "where": p[5],
+         "detail": {}},
+        {"kind": "fall", "step": 9, "t": 0.018, "end_t": 0.018, "where": "", "detail": {}},
+    ]
+    counts = {k: frame_events(events, g1, k, 0.002 * (k + 1))[:2] for k in (10, 14, 15)}
+    assert counts == {10: (0, 1), 14: (1, 1), 15: (1, 2)}
+    _, _, red = frame_events(events, g1, 15, 0.032)
+    assert red.tolist() == [True] * 4 + [False, True, False, False]
+    _, _, red = frame_events(events, g1, 200, 0.06 + LINGER + 0.01)
+    assert not red.any()

@@ -1,0 +1,93 @@
+"""``wbsim report``: the overview plot (CoM, joint errors, torques against limits, contact modes,
+events, pushes) and the self-contained HTML page."""
+
+import base64
+from html.parser import HTMLParser
+
+import numpy as np
+import pytest
+
+from wbsim.cli import main
+from wbsim.episode_log import load_run
+from wbsim.plots import plot_overview, push_spans
+from wbsim.rollout import EpisodeConfig, run_episode
+
+
+@pytest.fixture(scope="module")
+def pushed(tmp_path_factory):
+    """0.5 s of the G1 standing, pushed every 0.15 s for 0.1 s, with its video."""
+    d = tmp_path_factory.mktemp("report")
+    summary = run_episode(EpisodeConfig(seconds=0.5, log=d / "run", video=d / "run.mp4",
+                                        width=160, height=120, progress=False,
+                                        env_options={"push_magnitude": 40.0,
+                                                     "push_interval": 0.15}))
+    return d, summary
+
+
+class _Sources(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.tags: list[tuple[str, str]] = []
+
+    def handle_starttag(self, tag, attrs):
+        for name, value in attrs:
+            if name in ("src", "href"):
+                self.tags.append((tag, value))
+
+
+def test_push_spans_are_the_pushes_of_the_summary(pushed):
+    d, summary = pushed
+    spans = push_spans(load_run(d / "run"))
+    assert [round(a, 6) for a, _ in spans] == [round(p["t"], 6) for p in summary["pushes"]]
+    assert len(spans) == 3
+    # 0.1 s each, the last one cut by the end of the run at 0.5 s
+    np.testing.assert_allclose([b - a for a, b in spans], [0.1, 0.1, 0.05], atol=1e-9)
+
+
+def test_report_writes_the_normal_force_and_overview_plots(pushed, capsys):
+    from PIL import Image
+
+    d, _ = pushed
+    assert main(["report", str(d / "run")]) == 0
+    out = capsys.readouterr().out
+    for name in ("normal_forces.png", "overview.png"):
+        assert f"plot: {d / 'run' / name}" in out
+    w, h = Image.open(d / "run" / "overview.png").size
+    assert (w, h) == (990, 1350)
+
+
+def test_overview_without_limits_or_events_still_draws(pushed, tmp_path):
+    d, _ = pushed
+    run = load_run(d / "run")
+    run.config.pop("joints")  # a log from before the limits were recorded
+    run.events.clear()
+    assert plot_overview(run, tmp_path / "o.png").stat().st_size > 10_000
+
+
+def test_html_page_is_one_self_contained_file(pushed, capsys):
+    d, _ = pushed
+    assert main(["report", str(d / "run"), "--html"]) == 0
+    page_path = d / "run" / "report.html"
+    assert f"page: {page_path}" in capsys.readouterr().out
+    page = page_path.read_text()
+    sources = _Sources()
+    sources.feed(page)
+    assert [t for t, _ in sources.tags] == ["video", "img", "img"]
+    assert all(v.startswith("data:") for _, v in sources.tags)  # nothing to fetch
+    video = next(v for t, v in sources.tags if t == "video")
+    assert base64.b64decode(video.split(",", 1)[1]) == (d / "run.mp4").read_bytes()
+    assert "completed" in page and "did not fall" in page and "wbsim/G1Stand-v0" in page
+    assert page.count("<tr>") > 15  # key figures, events, setup
+
+
+def test_html_page_without_a_video_says_how_to_make_one(pushed, tmp_path):
+    import shutil
+
+    from wbsim.html_report import write_html
+
+    d, _ = pushed
+    shutil.copytree(d / "run", tmp_path / "run")
+    cfg = tmp_path / "run" / "config.json"
+    cfg.write_text(cfg.read_text().replace(str(d / "run.mp4"), str(tmp_path / "gone.mp4")))
+    page = write_html(tmp_path / "run").read_text()
+    assert "<video" not in page and "wbsim replay" in page
