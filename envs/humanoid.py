@@ -559,7 +559,8 @@ class HumanoidEnv(gym.Env):
         sensing = self.sensing
         sensed = sensing.feet_in_contact
         planned = sched.contact_set
-        centre = self._support_weights(planned or FEET_SET) @ sensing.position_world[:, 0:2]
+        centre = (self._support_weights((planned & FEET_SET) or FEET_SET)
+                  @ sensing.position_world[:, 0:2])
         com = self.data.subtree_com[1]
         duration = sched.phase_duration
         obs = np.concatenate([

@@ -275,7 +275,7 @@ class StepTable:
     """
 
     def __init__(self, robot):
-        feet = robot.foot_names
+        feet = robot.contact_names  # the feet, then the hands
         cols = ["t", "base_x", "base_y", "base_z", "base_qw", "base_qx", "base_qy", "base_qz",
                 "base_tilt_deg", "com_x", "com_y", "com_z", "com_ref_x", "com_ref_y", "com_ref_z",
                 "phase_index", "controller_time_s", "feasible",

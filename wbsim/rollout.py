@@ -362,8 +362,8 @@ def _violating(env, detector, t: float, linger: float = 0.25) -> np.ndarray:
             continue
         for where in e.where.split(","):
             for i, p in enumerate(names):
-                if p == where or (where in env.robot.foot_names
-                                  and p in env.robot.foot(where).point_names):
+                if p == where or (where in env.robot.contact_names
+                                  and p in env.robot.contact(where).point_names):
                     out[i] = True
     return out
 
