@@ -35,7 +35,7 @@ ENV_IDS: dict[str, dict[str, Any]] = {
     "wbsim/RomeoStand-v0": {"robot": "romeo"},
     # the G1 with hands leans on a wall with its right hand and lifts its right foot
     "wbsim/G1HandWall-v0": {"robot": g1_hand_wall_config(), "plan": hand_wall_plan,
-                            "pose": "lean", "max_seconds": 8.5},
+                            "pose": "lean", "max_seconds": 8.5, "render_azimuth": 180.0},
 }
 
 
