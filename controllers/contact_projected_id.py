@@ -1,14 +1,14 @@
 """Contact-projected inverse dynamics (controller ``"projected_id"``): tasks -> ``qdd_des`` ->
 projection onto the contact manifold -> ``qdd*`` -> inverse dynamics for ``tau`` and the forces.
 
-Owns the contact layout and kinematics of a contact set (``J_c``, ``Jcdot_c v``, the grasp map
-``G`` of the sole points), the dynamically consistent projection (:func:`contact_projection`; seed
+Owns the contact layout and kinematics of a contact set (feet, and hands on a surface of the scene:
+``J_c`` stacked over them, ``Jcdot_c v``, the grasp map ``G`` of their points), the dynamically consistent projection (:func:`contact_projection`; seed
 "contact-consistent-control", Sections 2-3), the two inverse dynamics (:func:`inverse_dynamics_pinv`;
 the QP built by :func:`build_contact_qp` as a ``qpsolvers.Problem``) and :class:`ContactProjectedID`.
 Conventions: Jacobians LOCAL_WORLD_ALIGNED; foot wrenches ``[force (N); moment (N·m)]`` at the foot
 frame origin, world-aligned; point forces world frame, N; ``tau`` in ``robot.joint_names`` order;
 ``h`` includes the joints' viscous damping; friction rows from :mod:`~wbsim.controllers.friction`
-(floor normal world z). With ``fast=True`` (default) a step runs in
+in each contact's frame (the floor's is the world's; a wall's normal is horizontal). With ``fast=True`` (default) a step runs in
 :mod:`~wbsim.controllers._projected_id_fast`. Derivations: docs/controllers.md.
 """
 
@@ -83,15 +83,17 @@ PINV_FORCES = ("points", "wrench")
 # ------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ContactLayout:
-    """The structure of a contact set (rebuilt only when the set changes).
+    """The structure of a contact set (rebuilt only when the set changes). A contact is a foot or
+    a hand (:attr:`wbsim.Robot.contacts`); "foot" below means either.
 
     Attributes:
-        feet: feet in contact, in ``robot.feet`` order.
-        frame_ids: Pinocchio frame id of each foot link.
-        point_names: the sole point names of those feet, 4 per foot.
-        points_in_foot: ``(n_feet, 4, 3)`` sole points in the foot link frame, m.
+        feet: contacts in the set, in ``robot.contacts`` order (the feet, then the hands).
+        frame_ids: Pinocchio frame id of each contact's link.
+        point_names: the contact point names of those contacts, 4 per contact.
+        points_in_foot: ``(n_feet, 4, 3)`` contact points in their link frame, m.
         friction: ``(5 n_points, 3 n_points)`` and friction_rhs ``(5 n_points,)``: the cone rows
-            ``C f <= d`` of the point forces (world-frame forces, floor normal world z;
+            ``C f <= d`` of the point forces (world-frame forces; each point's cone in the frame
+            of its contact's surface, :attr:`wbsim.robot.Contact.surface_rotation`;
             :func:`~wbsim.controllers.friction.stacked_cone_rows`).
         distribution: ``(n_feet, 12, 6)`` least-norm map from a foot wrench to its 4 point forces,
             both in the foot frame (``np.linalg.pinv`` of the grasp map in that frame).
@@ -127,24 +129,33 @@ def _grasp_foot(rel: np.ndarray) -> np.ndarray:
 
 
 def build_contact_layout(robot, contact_set: Iterable[str], friction: ContactFriction | None = None,
-                         min_normal_force: float = 0.0) -> ContactLayout:
-    """:class:`ContactLayout` of ``contact_set`` (foot names), its friction rows in the floor's
-    frame (the world's) with each foot's ``mu`` and the cone type of ``friction`` (default: the
-    robot's MuJoCo model, :func:`~wbsim.controllers.friction.model_friction`, times
-    :data:`~wbsim.controllers.friction.FRICTION_MARGIN`).
+                         min_normal_force: float | Mapping[str, float] = 0.0) -> ContactLayout:
+    """:class:`ContactLayout` of ``contact_set`` (contact names: feet and hands), its friction
+    rows in each contact's frame (the floor's is the world's) with each contact's ``mu`` and the
+    cone type of ``friction`` (default: the robot's MuJoCo model,
+    :func:`~wbsim.controllers.friction.model_friction`, times
+    :data:`~wbsim.controllers.friction.FRICTION_MARGIN`), each point's normal force at least
+    ``min_normal_force`` (N; one value, or one per contact name, 0 for a contact not named).
 
     Raises:
-        UnknownNameError: a name that is not a foot of ``robot``.
+        UnknownNameError: a name that is not a contact of ``robot``.
     """
     contact_set = frozenset(contact_set)
     for name in contact_set:
-        robot.foot(name)  # raises UnknownNameError / NoFeetError
-    feet = tuple(f for f in robot.feet if f in contact_set)
-    objs = [robot.feet[f] for f in feet]
+        robot.contact(name)  # raises UnknownNameError / NoFeetError
+    feet = tuple(f for f in robot.contacts if f in contact_set)
+    objs = [robot.contacts[f] for f in feet]
     if friction is None:
         friction = simulator_friction(None, None, feet, model_friction(robot))
-    mu = np.repeat([friction.mu[f] for f in feet], [len(f.point_names) for f in objs])
-    C, d = stacked_cone_rows(len(mu), mu, None, min_normal_force, friction.cone)
+    per = [len(f.point_names) for f in objs]
+    mu = np.repeat([friction.mu[f] for f in feet], per)
+    rot = (None if all(np.array_equal(f.surface_rotation, np.eye(3)) for f in objs)
+           else np.repeat(np.array([f.surface_rotation for f in objs]), per, axis=0))
+    C, d = stacked_cone_rows(len(mu), mu, rot, 0.0, friction.cone)
+    if isinstance(min_normal_force, Mapping):
+        d[0::5] = -np.repeat([float(min_normal_force.get(f, 0.0)) for f in feet], per)
+    else:
+        d[0::5] = -float(min_normal_force)
     return ContactLayout(
         feet=feet,
         frame_ids=tuple(f.pin_frame_id for f in objs),
@@ -595,7 +606,10 @@ class ContactProjectedID:
         transition_time: s, the load ramps of the contact transitions (module docstring; 0: none).
         transition_force: N per sole point, the load a transitioning foot keeps (4 N: 8x the 0.5 N
             at which :class:`wbsim.contacts.SensingThresholds` counts a point as loaded; with 2 N
-            the lightly pressed foot slipped at the G1's touch-down).
+            the lightly pressed foot slipped at the G1's touch-down). Each point of a hand in
+            contact keeps it too (at least ``min_normal_force``): nothing else loads a hand
+            when the statics do not need it, and an unloaded hand's contact opens (G1HandWall's
+            hand came off the wall for 0.86 s while the CoM moved away from it).
         release_time: s, the final release of a lifting foot's last ``4 transition_force`` N. The
             sensed lift-off (every point below 0.5 N) comes ``release_time * 0.5 /
             transition_force`` before the planned switch: 2.5 ms with the defaults.
@@ -688,8 +702,8 @@ class ContactProjectedID:
         #: the simulator's friction where a state gives none: the robot's MuJoCo model, now
         self.model_friction = model_friction(robot)
         check_friction_option(mu, friction_margin, self.model_friction)
-        self._friction = simulator_friction(None, None, robot.foot_names, self.model_friction,
-                                            self.mu, friction_margin)
+        self._friction = simulator_friction(None, None, robot.contact_names,
+                                            self.model_friction, self.mu, friction_margin)
         self.force_weight = float(force_weight)
         self.relax_weight = float(relax_weight)
         self.min_normal_force = float(min_normal_force)
@@ -832,9 +846,9 @@ class ContactProjectedID:
         else the simulator's times ``friction_margin``
         (:func:`~wbsim.controllers.friction.simulator_friction`)."""
         if state is None:
-            return simulator_friction(None, None, self.robot.foot_names, self.model_friction,
+            return simulator_friction(None, None, self.robot.contact_names, self.model_friction,
                                       self.mu, self.friction_margin)
-        return simulator_friction(state.friction, state.cone, self.robot.foot_names,
+        return simulator_friction(state.friction, state.cone, self.robot.contact_names,
                                   self.model_friction, self.mu, self.friction_margin)
 
     def _contact_set_of(self, state: RobotState, schedule: ContactSchedule) -> frozenset[str]:
@@ -848,8 +862,10 @@ class ContactProjectedID:
                      t: float) -> None:
         """Rebuild the contact structures for a new contact set (seed, Problem 5) at the snapshot
         ``s`` of this step."""
-        layout = build_contact_layout(self.robot, contact_set, self._friction,
-                                      self.min_normal_force)
+        preload = max(self.min_normal_force, self.transition_force)  # a hand is kept pressed
+        layout = build_contact_layout(self.robot, contact_set, self._friction, {
+            f: preload if f in self.robot.hands else self.min_normal_force
+            for f in self.robot.contacts})
         if self._contact_set is not None and contact_set != self._contact_set:
             info["mode_switch"] = {"from": sorted(self._contact_set), "to": sorted(contact_set)}
             for f in contact_set - self._contact_set:

@@ -178,10 +178,11 @@ def check_friction_option(mu: float | None, margin: float, model: ContactFrictio
 
 
 def model_friction(robot) -> ContactFriction:
-    """The simulator's ``mu`` per foot (the least over its sole points) and cone, by MuJoCo's
-    name, read from the robot's MuJoCo model now (:func:`wbsim.contacts.pair_friction`): what a
-    controller assumes for a state that carries none."""
+    """The simulator's ``mu`` per contact (a foot or a hand: the least over its points, with its
+    surface) and cone, by MuJoCo's name, read from the robot's MuJoCo model now
+    (:func:`wbsim.contacts.pair_friction`): what a controller assumes for a state that carries
+    none."""
     m = robot.mj_model
-    mu = {name: float(pair_friction(m, foot.mj_geom_ids, robot.floor_geom_id).min())
-          for name, foot in robot.feet.items()}
+    mu = {name: float(pair_friction(m, foot.mj_geom_ids, foot.mj_surface_geom_id).min())
+          for name, foot in robot.contacts.items()}
     return ContactFriction(mu, CONE_NAMES[int(m.opt.cone)])

@@ -2,13 +2,15 @@
 joint PD (controller ``"gravity_qp"``).
 
 Owns the floating-base statics ``g(q) = [0_6; tau] + sum_i J_i^T f_i`` at ``v = 0`` (seed
-"gravity-compensation-humanoid", eq. 3) for two contact models (:data:`CONTACT_MODELS`: a force
-per sole corner, or a wrench per foot), solved by four methods (:data:`METHODS`: the QP, the unique
+"gravity-compensation-humanoid", eq. 3) over any number of contacts (feet, and hands on a surface
+of the scene: :attr:`wbsim.Robot.contacts`) for two contact models (:data:`CONTACT_MODELS`: a force
+per contact point, or a wrench per foot), solved by four methods (:data:`METHODS`: the QP, the unique
 single-support wrench, least force, least torque); the pure builder of its QP
 (:func:`build_statics_qp`), the physical checks of a solution, and :class:`GravityCompensationQP`.
 Conventions: ``J_i`` are LOCAL_WORLD_ALIGNED (Pinocchio), forces are on the robot, world frame, N;
 wrenches ``[force; moment]`` at the foot frame origin; ``tau`` in ``robot.joint_names`` order. The
-friction rows are the simulator's cone in the floor's contact frame (the world's;
+friction rows are the simulator's cone in each contact's own frame (the floor's is the world's, a
+wall's has its normal horizontal: :attr:`wbsim.robot.Contact.surface_rotation`,
 :mod:`wbsim.controllers.friction`), the CoP rows live in the sole frame. With ``fast=True``
 (default) the default QP is solved by :mod:`wbsim.controllers._gravity_qp_fast`. Derivations and
 the choice of ``eps``: docs/controllers.md, "Gravity compensation".
@@ -266,17 +268,18 @@ def _statics_info(solve_time: float, total_time: float, residual: float, active:
 
 
 class _Support:
-    """The constant data of one support set under one friction: its contacts (names, Pinocchio
-    frames, the sole frame of each: the orientation of its foot's first contact frame), their
-    inequality rows ``G_loc (nc, k, d)`` (5 cone rows in the floor's frame, the world's; then CoP
-    rows in the sole frame for the wrench model) with ``h_loc`` and the rows' names, and each
-    contact's ``mu``."""
+    """The constant data of one support set (feet and hands) under one friction: its contacts
+    (names, Pinocchio frames, the sole frame of each: the orientation of its foot's first contact
+    frame, and the frame of the surface it touches, ``surface_rot (nc, 3, 3)``), their inequality
+    rows ``G_loc (nc, k, d)`` (5 cone rows in the world frame: the cone of the surface's contact
+    frame; then CoP rows in the sole frame for the wrench model) with ``h_loc`` and the rows'
+    names, and each contact's ``mu``."""
 
     def __init__(self, robot, feet: tuple[str, ...], contact_model: str,
                  friction: ContactFriction, f_min: float, soles: Mapping[str, tuple]):
         model = robot.pin_model
         self.feet, self.support = feet, frozenset(feet)
-        feet_objs = [robot.feet[f] for f in feet]
+        feet_objs = [robot.contacts[f] for f in feet]
         if contact_model == "points":
             self.dim = 3
             self.names = tuple(p for f in feet_objs for p in f.point_names)
@@ -294,9 +297,13 @@ class _Support:
         self.sole_rel = tuple(model.frames[int(f)].placement.rotation.copy() for f in sole_frames)
         self.cone = friction.cone
         self.mu = np.repeat([friction.mu[f] for f in feet], per_foot)
+        self.surface_rot = np.repeat(np.array([f.surface_rotation for f in feet_objs]).reshape(
+            -1, 3, 3), per_foot, axis=0)
         blocks, names = [], []
-        for name, mu in zip(self.names, self.mu.tolist()):
-            C, d = cone_rows(mu, None, f_min, friction.cone, dim=self.dim)
+        for name, mu, R in zip(self.names, self.mu.tolist(), self.surface_rot):
+            # the floor's frame is the world's: its rows as they are (rotation None)
+            C, d = cone_rows(mu, None if np.array_equal(R, np.eye(3)) else R, f_min,
+                             friction.cone, dim=self.dim)
             rows, row_names = [C], list(CONE_ROWS)
             if self.dim == 6:
                 poly, zs, edge_names = soles[name]
@@ -471,7 +478,7 @@ class GravityCompensationQP:
         #: the QP is solved by the statics kernel (see ``fast``)
         self.uses_kernel = bool(fast and self.floating and method == "qp"
                                 and contact_model == "points" and solver == "daqp"
-                                and kernel_applies(self.model, robot.feet.values()))
+                                and kernel_applies(self.model, robot.contacts.values()))
         self._supports: dict[tuple, _Support] = {}
         self._kernels: dict[tuple, StaticsKernel] = {}
         self._support_cache: dict[Any, tuple[str, ...]] = {}
@@ -494,11 +501,16 @@ class GravityCompensationQP:
                     "a fixed-base robot is held by its base: pass an empty support (tau = g(q))")
             feet: tuple[str, ...] = ()
         else:
-            known = self.robot.feet
+            known = self.robot.contacts
             for f in wanted:
                 if f not in known:
-                    raise UnknownNameError("foot", f, known)
+                    raise UnknownNameError("contact", f, known)
             feet = tuple(f for f in known if f in wanted)
+            if self.contact_model == "wrench" and any(f not in self.robot.feet for f in feet):
+                raise GravityCompensationError(
+                    f"the wrench model bounds a foot's centre of pressure in its sole: a hand "
+                    f"({', '.join(f for f in feet if f not in self.robot.feet)}) needs "
+                    "contact_model='points'")
         if isinstance(support, (frozenset, tuple, str)):
             self._support_cache[support] = feet
         return feet
@@ -511,9 +523,9 @@ class GravityCompensationQP:
         if not self.floating:
             return self.model_friction
         if state is None:
-            return simulator_friction(None, None, self.robot.foot_names, self.model_friction,
+            return simulator_friction(None, None, self.robot.contact_names, self.model_friction,
                                       self.mu, self.friction_margin)
-        return simulator_friction(state.friction, state.cone, self.robot.foot_names,
+        return simulator_friction(state.friction, state.cone, self.robot.contact_names,
                                   self.model_friction, self.mu, self.friction_margin)
 
     def _contacts(self, feet: tuple[str, ...], friction: ContactFriction) -> _Support:
@@ -528,7 +540,7 @@ class GravityCompensationQP:
         key = (feet, tuple(sup.mu.tolist()), sup.cone)
         kernel = self._kernels.get(key)
         if kernel is None:
-            objs = [self.robot.feet[f] for f in feet]
+            objs = [self.robot.contacts[f] for f in feet]
             offsets = np.array([[self.model.frames[int(f.pin_frame_id)].placement.actInv(
                 self.model.frames[int(p)].placement).translation for p in f.pin_point_frame_ids]
                 for f in objs])
@@ -545,7 +557,8 @@ class GravityCompensationQP:
 
         Args:
             q: ``(nq,)`` Pinocchio configuration (``v`` is taken as 0).
-            support: feet in contact (``"left_foot"``, ``"right_foot"``); order does not matter.
+            support: contacts (:attr:`wbsim.Robot.contacts`: ``"left_foot"``, ``"right_foot"``,
+                and hands such as ``"right_hand"``); order does not matter.
             friction: ``mu`` per foot and cone type; ``None``: :meth:`friction` of the robot's
                 model.
 
@@ -708,11 +721,13 @@ class GravityCompensationQP:
         """Reasons (empty if none) why ``(tau, world-frame forces (nc, d), the same in the sole
         frame)`` is not physically possible: unilaterality, the simulator's friction cone with the
         ``mu`` assumed (pyramidal: ``|f_x| + |f_y| <= mu f_z``, elliptic: ``|f_t| <= mu f_z``, in
-        the floor's frame), CoP in the sole (wrench model), torque limits (if enabled)."""
+        each contact's frame: the floor's, a wall's), CoP in the sole (wrench model), torque
+        limits (if enabled)."""
         tol, mu = self.feasibility_tol, sup.mu
-        fn = forces[:, 2]
-        ft = (np.abs(forces[:, 0]) + np.abs(forces[:, 1]) if sup.cone == "pyramidal"
-              else np.hypot(forces[:, 0], forces[:, 1]))
+        local = np.einsum("cj,cji->ci", forces[:, :3], sup.surface_rot)   # R^T f per contact
+        fn = local[:, 2]
+        ft = (np.abs(local[:, 0]) + np.abs(local[:, 1]) if sup.cone == "pyramidal"
+              else np.hypot(local[:, 0], local[:, 1]))
         bad_n = fn < self.f_min - tol
         bad_t = (ft > mu * fn + tol) & ~bad_n          # friction is moot where the contact pulls
         if sup.dim == 6:

@@ -15,6 +15,7 @@ from typing import Any
 
 import gymnasium as gym
 
+from wbsim.envs.hand_wall import g1_hand_wall_config, hand_wall_plan
 from wbsim.envs.schedules import one_leg_plan, step_in_place_plan
 
 __all__ = ["ENV_IDS", "register_envs", "register_robot_env", "make", "make_humanoid"]
@@ -32,6 +33,9 @@ ENV_IDS: dict[str, dict[str, Any]] = {
     "wbsim/G1StepInPlace-v0": {"robot": "g1", "plan": step_in_place_plan},
     "wbsim/ICubStand-v0": {"robot": "icub"},
     "wbsim/RomeoStand-v0": {"robot": "romeo"},
+    # the G1 with hands leans on a wall with its right hand and lifts its right foot
+    "wbsim/G1HandWall-v0": {"robot": g1_hand_wall_config(), "plan": hand_wall_plan,
+                            "pose": "lean", "max_seconds": 8.5, "render_azimuth": 180.0},
 }
 
 

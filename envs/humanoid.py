@@ -160,6 +160,8 @@ class HumanoidEnv(gym.Env):
         joint_position_scale: rad per unit action in ``joint_position`` mode.
         pd_frequency_hz: natural frequency of the inner PD in ``joint_position`` mode.
         info_mode: ``"full"`` (default) or ``"lean"`` (see the module docstring, ``info``).
+        render_azimuth: azimuth (deg) of the camera that follows the robot in rendered frames
+            (:class:`wbsim.render.FrameRenderer`; 135: from the robot's front right).
 
     Attributes:
         sim: the :class:`wbsim.sim.Simulation` it steps (the rollout drives the same object).
@@ -175,7 +177,7 @@ class HumanoidEnv(gym.Env):
                  reward_weights: Mapping[str, float] | None = None, env_id: str = "wbsim env",
                  push_magnitude: float = 0.0, push_interval: float = 2.0, push_duration: float = 0.1,
                  joint_position_scale: float = 0.5, pd_frequency_hz: float = 5.0,
-                 info_mode: str = "full"):
+                 info_mode: str = "full", render_azimuth: float = 135.0):
         self._init_kwargs = {k: v for k, v in locals().items() if k not in ("self", "__class__")}
         self.robot = robot if isinstance(robot, wbsim.Robot) else wbsim.load_robot(robot)
         if action_mode not in ("torque", "joint_position"):
@@ -216,7 +218,9 @@ class HumanoidEnv(gym.Env):
                 ("joint_position_scale", joint_position_scale, False, lambda x: 0 < x < inf,
                  "a finite number > 0 (rad per unit action)"),
                 ("pd_frequency_hz", pd_frequency_hz, False, lambda x: 0 < x < inf,
-                 "a finite number > 0 (Hz)")):
+                 "a finite number > 0 (Hz)"),
+                ("render_azimuth", render_azimuth, False, lambda x: -inf < x < inf,
+                 "a finite number (deg)")):
             if not (is_real(value) and (isinstance(value, numbers.Integral) or not integer)
                     and ok(value)):
                 raise WbsimError(f"{env_id}: {name} must be {expected}, got {value!r}")
@@ -229,6 +233,7 @@ class HumanoidEnv(gym.Env):
         self.action_mode = action_mode
         self.render_mode = render_mode
         self.width, self.height = width, height
+        self.render_azimuth = float(render_azimuth)
         self.reset_noise_scale = reset_noise_scale
         self.fall_height = fall_height
         self.fall_tilt = float(fall_tilt)
@@ -476,7 +481,8 @@ class HumanoidEnv(gym.Env):
         if self._frame_renderer is None:
             from wbsim.render import FrameRenderer
 
-            self._frame_renderer = FrameRenderer(self.model, self.width, self.height)
+            self._frame_renderer = FrameRenderer(self.model, self.width, self.height,
+                                                 azimuth=self.render_azimuth)
         return self._frame_renderer
 
     def action_to_torque(self, action: np.ndarray) -> np.ndarray:
@@ -531,7 +537,8 @@ class HumanoidEnv(gym.Env):
         sensing = self.sensing
         sensed = sensing.feet_in_contact
         planned = sched.contact_set
-        centre = self._support_weights(planned or FEET_SET) @ sensing.position_world[:, 0:2]
+        centre = (self._support_weights((planned & FEET_SET) or FEET_SET)
+                  @ sensing.position_world[:, 0:2])
         com = self.data.subtree_com[1]
         duration = sched.phase_duration
         obs = np.concatenate([

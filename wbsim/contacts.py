@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -44,7 +45,9 @@ __all__ = [
     "SensorLayout",
     "CONE_NAMES",
     "add_contact_sensors",
+    "contact_frame",
     "convex_hull",
+    "surface_frame",
     "pair_friction",
     "point_in_polygon",
     "sole_points_in_world",
@@ -98,16 +101,67 @@ def point_in_polygon(polygon_ccw: np.ndarray, p: np.ndarray, margin: float = 0.0
 
 
 def sole_points_in_world(robot, data: mujoco.MjData, feet: Iterable[str] | None = None) -> np.ndarray:
-    """World positions ``(4 * n_feet, 3)`` of the sole points of ``feet`` (default: all), m, read
-    from MuJoCo's sites (``mj_kinematics`` must have run)."""
+    """World positions ``(4 * n, 3)`` of the contact points of ``feet`` (contact names: feet or
+    hands; default: every foot), m, read from MuJoCo's sites (``mj_kinematics`` must have run)."""
     names = robot.feet if feet is None else feet
-    return np.array([data.site_xpos[s] for f in names for s in robot.foot(f).mj_site_ids])
+    return np.array([data.site_xpos[s] for f in names for s in robot.contact(f).mj_site_ids])
 
 
 def support_polygon(robot, data: mujoco.MjData, feet: Iterable[str] | None = None) -> np.ndarray:
-    """Support polygon ``(k, 2)``, world x-y, counter-clockwise: the convex hull of the sole points
-    of ``feet`` (default: all)."""
+    """Support polygon ``(k, 2)``, world x-y, counter-clockwise: the convex hull of the contact
+    points of ``feet`` (contact names; default: every foot), projected on the floor."""
     return convex_hull(sole_points_in_world(robot, data, feet)[:, :2])
+
+
+# ------------------------------------------------------------------------------------------------
+# contact frames
+# ------------------------------------------------------------------------------------------------
+def contact_frame(normal: np.ndarray) -> np.ndarray:
+    """``(3, 3)`` the contact frame wbsim uses for a contact whose normal is ``normal`` ``(3,)``
+    (world, made unit): columns ``x, y, z`` with ``z`` the normal and ``x``, ``y`` along the
+    axes of MuJoCo's pyramidal friction cone for that normal.
+
+    MuJoCo completes a contact frame from its normal ``n`` (``mju_makeFrame``): the first tangent
+    is ``(0, 1, 0)``, or ``(0, 0, 1)`` when ``|n_y| >= 0.5``, made orthogonal to ``n``; the second
+    is ``n x t1``. Its pyramid bounds ``|f . t1| + |f . t2|``, a diamond that only depends on the
+    lines of ``t1``, ``t2``: it is the same for ``-n``, whichever side the contact's first geom
+    is. wbsim turns that frame by 90 degrees about ``n`` (``x = -t2``, ``y = t1``): the same
+    diamond, and for the floor's normal ``(0, 0, 1)`` the world's own axes
+    (``tests/test_contacts.py`` checks the rule against MuJoCo's contacts).
+
+    Raises:
+        WbsimError: a zero or non-finite normal.
+    """
+    n = np.asarray(normal, dtype=float)
+    norm = float(np.linalg.norm(n)) if n.shape == (3,) else 0.0
+    if not (math.isfinite(norm) and norm > 1e-12):
+        raise WbsimError(f"a contact normal must be a finite non-zero (3,) vector, got {normal!r}")
+    n = n / norm
+    t1 = np.array([0.0, 0.0, 1.0]) if abs(n[1]) >= 0.5 else np.array([0.0, 1.0, 0.0])
+    t1 -= n * (n @ t1)
+    t1 /= np.linalg.norm(t1)
+    t2 = np.cross(n, t1)
+    return np.column_stack([-t2, t1, n])
+
+
+def surface_frame(model: mujoco.MjModel, geom_id: int) -> tuple[np.ndarray, float]:
+    """The contact frame (:func:`contact_frame`) of a static geom's contact surface and the
+    offset ``c`` of the surface ``{p : p . n = c}`` (m): a plane's own ``z`` side, or a box's
+    top face (its ``+z`` face).
+
+    Raises:
+        WbsimError: the geom is neither a plane nor a box.
+    """
+    gtype = int(model.geom_type[geom_id])
+    if gtype not in (int(mujoco.mjtGeom.mjGEOM_PLANE), int(mujoco.mjtGeom.mjGEOM_BOX)):
+        name = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_GEOM, geom_id)
+        raise WbsimError(f"a contact surface must be a plane or a box (its top face), geom "
+                         f"{name!r} is a {mujoco.mjtGeom(gtype).name}")
+    d = mujoco.MjData(model)
+    mujoco.mj_kinematics(model, d)
+    normal = d.geom_xmat[geom_id].reshape(3, 3)[:, 2].copy()
+    top = float(model.geom_size[geom_id, 2]) if gtype == int(mujoco.mjtGeom.mjGEOM_BOX) else 0.0
+    return contact_frame(normal), float(d.geom_xpos[geom_id] @ normal) + top
 
 
 # ------------------------------------------------------------------------------------------------
@@ -124,9 +178,9 @@ CONE_NAMES = ("pyramidal", "elliptic")
 
 
 def pair_friction(model: mujoco.MjModel, geoms: Sequence[int] | np.ndarray,
-                  other: int) -> np.ndarray:
+                  other: int | Sequence[int] | np.ndarray) -> np.ndarray:
     """``(len(geoms),)`` the sliding friction ``mu`` MuJoCo gives a contact of each geom with geom
-    ``other``, from the model's current values: the higher ``geom_priority``'s friction, else the
+    ``other`` (one id, or one per geom), from the model's current values: the higher ``geom_priority``'s friction, else the
     larger of the two (MuJoCo's "Contact parameters" rule; explicit ``<pair>`` elements are read
     from ``data.contact`` instead, :meth:`ContactSensor.friction`)."""
     ids = np.asarray(geoms, dtype=int)
@@ -183,22 +237,25 @@ def _data_bits(fields: Sequence[tuple[str, int]]) -> int:
                for name, _ in fields)
 
 
-def add_contact_sensors(spec: mujoco.MjSpec, points: Sequence[tuple[str, str]], floor: str,
+def add_contact_sensors(spec: mujoco.MjSpec, points: Sequence[tuple[str, ...]], floor: str,
                         robot_root: str) -> None:
     """Add wbsim's sensors to a model spec before it is compiled (see the module docstring).
 
     Args:
         spec: the ``mujoco.MjSpec`` of the scene with the robot.
         points: ``(geom name, site name)`` of each contact point: a sphere geom and a site at its
-            lowest point.
+            outermost point; or ``(geom name, site name, surface geom name)`` for a point that
+            touches another geom of the scene than the floor (e.g. a hand on a wall).
         floor: the floor geom's name.
         robot_root: the name of the robot's root body (its whole tree is "the robot").
     """
     ctype = mujoco.mjtSensor.mjSENS_CONTACT
-    for geom, site in points:
+    for point in points:
+        geom, site = point[0], point[1]
+        surface = point[2] if len(point) > 2 else floor
         spec.add_sensor(name=f"{SENSOR_PREFIX}contact/{geom}", type=ctype,
                         objtype=mujoco.mjtObj.mjOBJ_GEOM, objname=geom,
-                        reftype=mujoco.mjtObj.mjOBJ_GEOM, refname=floor,
+                        reftype=mujoco.mjtObj.mjOBJ_GEOM, refname=surface,
                         intprm=[_data_bits(_POINT_FIELDS), _REDUCE_MINDIST, 1])
         spec.add_sensor(name=f"{SENSOR_PREFIX}site/{geom}", type=mujoco.mjtSensor.mjSENS_FRAMEPOS,
                         objtype=mujoco.mjtObj.mjOBJ_SITE, objname=site)
@@ -216,7 +273,8 @@ class SensorLayout:
 
     Attributes:
         names: ``(n,)`` point names.
-        point_foot: ``(n,)`` foot of each point (``""`` if none).
+        point_foot: ``(n,)`` foot (more generally the contact: a foot or a hand) of each point
+            (``""`` if none); every "foot" of the sensing is such a contact.
         contact: ``(n, 14)`` sensordata indices per point: found, force (3), dist, normal (3),
             tangent (3), linvel (3) of its contact sensor.
         site: ``(n, 3)`` sensordata indices of each point's site position.
@@ -227,10 +285,16 @@ class SensorLayout:
         floor_tangents: ``(2, 3)`` the floor geom's x and y axes (world): the tangent axes of a
             point that does not touch (a touching point has its contact's own).
         floor_offset: ``c`` of the floor surface ``{p : p . floor_normal = c}``, m.
-        friction: ``(n,)`` friction coefficient ``mu`` of each point-floor pair in the model when
-            the sensor was made (the sensing of a step has the step's own,
+        friction: ``(n,)`` friction coefficient ``mu`` of each point-surface pair in the model
+            when the sensor was made (the sensing of a step has the step's own,
             :meth:`ContactSensor.friction`).
         thresholds: the :class:`SensingThresholds` of the contact modes.
+        surface_normal: ``(n, 3)`` the unit normal (world) of the surface each point touches
+            (the floor's for a sole point, a wall's for a hand's), pointing towards the robot.
+        surface_tangents: ``(n, 2, 3)`` the tangent axes (world) of each point's contact frame
+            when it does not touch (:func:`contact_frame` of its surface's normal; a touching
+            point has its contact's own).
+        surface_offset: ``(n,)`` ``c`` of each point's surface ``{p : p . normal = c}``, m.
     """
 
     names: tuple[str, ...]
@@ -244,6 +308,9 @@ class SensorLayout:
     floor_offset: float
     friction: np.ndarray
     thresholds: SensingThresholds
+    surface_normal: np.ndarray
+    surface_tangents: np.ndarray
+    surface_offset: np.ndarray
 
     @functools.cached_property
     def foot_names(self) -> tuple[str, ...]:
@@ -330,9 +397,12 @@ class ContactSensing:
 
     @functools.cached_property
     def gap(self) -> np.ndarray:
-        """``(n,)`` distance ``h`` to the floor, m: the contact's distance where the sphere touches,
-        else the point's height above the floor. Negative: penetration."""
-        height = self.position_world @ self.layout.floor_normal - self.layout.floor_offset
+        """``(n,)`` distance ``h`` to the point's surface (the floor, a wall), m: the contact's
+        distance where the sphere touches, else the point's height above the surface (along its
+        normal). Negative: penetration."""
+        layout = self.layout
+        height = (np.einsum("...j,...j->...", self.position_world, layout.surface_normal)
+                  - layout.surface_offset)
         return np.where(self.found, self._contact[..., 4], height)
 
     @property
@@ -389,10 +459,11 @@ class ContactSensing:
     @functools.cached_property
     def tangents(self) -> np.ndarray:
         """``(n, 2, 3)`` the two tangent axes (world) of each point's contact frame, MuJoCo's for a
-        touching point (the friction pyramid's axes), the floor's axes otherwise."""
+        touching point (the friction pyramid's axes), its surface's (:attr:`SensorLayout.
+        surface_tangents`) otherwise."""
         _, tangent, binormal = self._frame
         frame = np.stack([tangent, binormal], axis=-2)
-        return np.where(self.found[..., None, None], frame, self.layout.floor_tangents)
+        return np.where(self.found[..., None, None], frame, self.layout.surface_tangents)
 
     @property
     def friction_components(self) -> np.ndarray:
@@ -522,20 +593,24 @@ class ContactSensor:
             move.
         point_geom_ids: ``(n,)`` the points' sphere geoms.
         point_names: ``(n,)`` names (default: the geoms' names).
-        point_feet: ``(n,)`` foot of each point (default: none).
+        point_feet: ``(n,)`` foot (or hand: the contact) of each point (default: none).
         robot_geom_mask: ``(ngeom,)`` bool, the robot's geoms (default: every geom of the first
             point's kinematic tree).
         thresholds: :class:`SensingThresholds` (or a dict of its fields).
+        surface_geom_ids: ``(n,)`` the static geom (a plane, or a box: its top face) each point
+            touches, its sensor's other object (default: the floor for every point).
 
     Raises:
-        WbsimError: a floor that is not a plane or a box, a missing sensor, bad ids or sizes.
+        WbsimError: a floor or surface that is not a plane or a box, a missing sensor, bad ids
+            or sizes.
     """
 
     def __init__(self, model: mujoco.MjModel, floor_geom_id: int, point_geom_ids: Sequence[int], *,
                  point_names: Sequence[str] | None = None,
                  point_feet: Sequence[str] | None = None,
                  robot_geom_mask: np.ndarray | None = None,
-                 thresholds: SensingThresholds | Mapping[str, float] = SensingThresholds()):
+                 thresholds: SensingThresholds | Mapping[str, float] = SensingThresholds(),
+                 surface_geom_ids: Sequence[int] | None = None):
         m = self.model = model
         if not 0 <= int(floor_geom_id) < m.ngeom:
             raise WbsimError(f"floor_geom_id {floor_geom_id} is not a geom id (ngeom={m.ngeom})")
@@ -560,8 +635,16 @@ class ContactSensor:
         axes = d.geom_xmat[floor].reshape(3, 3)
         normal, tangents = axes[:, 2].copy(), axes[:, 0:2].T.copy()
         top = float(m.geom_size[floor, 2]) if ftype == int(mujoco.mjtGeom.mjGEOM_BOX) else 0.0
-        friction = pair_friction(m, ids, floor)
-        for a in (normal, tangents, friction):
+        surfaces = np.full(len(ids), floor) if surface_geom_ids is None else np.array(
+            [int(g) for g in surface_geom_ids])
+        if surfaces.shape != (len(ids),) or not np.all((surfaces >= 0) & (surfaces < m.ngeom)):
+            raise WbsimError(f"surface_geom_ids must be one geom id per point, in 0..{m.ngeom - 1}")
+        frames = {int(g): surface_frame(m, int(g)) for g in np.unique(surfaces)}
+        s_normal = np.array([frames[int(g)][0][:, 2] for g in surfaces])
+        s_tangents = np.array([frames[int(g)][0][:, 0:2].T for g in surfaces])
+        s_offset = np.array([frames[int(g)][1] for g in surfaces])
+        friction = pair_friction(m, ids, surfaces)
+        for a in (normal, tangents, friction, s_normal, s_tangents, s_offset):
             a.setflags(write=False)
         width = sum(size for _, size in _POINT_FIELDS)
         #: the :class:`SensorLayout` every :class:`ContactSensing` of this sensor is read with
@@ -572,15 +655,20 @@ class ContactSensor:
             external=_sensor_indices(m, "external", sum(s for _, s in _EXTERNAL_FIELDS)),
             com=_sensor_indices(m, "com", 3), floor_normal=normal, floor_tangents=tangents,
             floor_offset=float(d.geom_xpos[floor] @ normal) + top, friction=friction,
-            thresholds=thresholds)
+            thresholds=thresholds, surface_normal=s_normal, surface_tangents=s_tangents,
+            surface_offset=s_offset)
         self.floor_geom_id = floor
         self.point_geom_ids = np.array(ids)
+        #: ``(n,)`` the surface geom of each point
+        self.surface_geom_ids = surfaces
         if robot_geom_mask is None:
             root = m.body_rootid[m.geom_bodyid[ids[0]]]
             robot_geom_mask = m.body_rootid[m.geom_bodyid] == root
         self.robot_geom_mask = np.asarray(robot_geom_mask, dtype=bool)
         self._is_point = np.zeros(m.ngeom, dtype=bool)
         self._is_point[ids] = True
+        self._surface_of_geom = np.full(m.ngeom, -1)
+        self._surface_of_geom[ids] = surfaces
         self._point_of_geom = np.full(m.ngeom, -1)
         self._point_of_geom[ids] = np.arange(len(ids))
         self._found = self.layout.contact[:, 0]
@@ -595,14 +683,18 @@ class ContactSensor:
     @classmethod
     def for_robot(cls, robot, thresholds: SensingThresholds | Mapping[str, float] = SensingThresholds()
                   ) -> ContactSensor:
-        """The sensor of a :class:`wbsim.Robot`'s sole points (``robot.contact_point_names``
-        order, left foot first). Raises :class:`~wbsim.errors.NoFeetError` without feet."""
-        feet = robot.feet
+        """The sensor of a :class:`wbsim.Robot`'s contact points (``robot.contact_point_names``
+        order: the soles, left foot first, then the hands'), each against its surface. Raises
+        :class:`~wbsim.errors.NoFeetError` without feet."""
+        robot.feet  # noqa: B018  (raises NoFeetError)
+        contacts = robot.contacts.values()
         return cls(robot.mj_model, robot.floor_geom_id,
-                   [g for f in feet.values() for g in f.mj_geom_ids],
+                   [g for f in contacts for g in f.mj_geom_ids],
                    point_names=robot.contact_point_names,
-                   point_feet=[f.name for f in feet.values() for _ in f.mj_geom_ids],
-                   thresholds=thresholds)
+                   point_feet=[f.name for f in contacts for _ in f.mj_geom_ids],
+                   thresholds=thresholds,
+                   surface_geom_ids=[f.mj_surface_geom_id for f in contacts
+                                     for _ in f.mj_geom_ids])
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -631,43 +723,43 @@ class ContactSensor:
                               cone)
 
     def friction(self, data: mujoco.MjData) -> np.ndarray:
-        """``(n,)`` the sliding friction coefficient MuJoCo gives each point-floor pair now: its
+        """``(n,)`` the sliding friction coefficient MuJoCo gives each point-surface pair now: its
         contact's (``data.contact.friction``) where the pair is listed, else the rule MuJoCo
         applies to the model's current values (the higher ``geom_priority``'s friction, else the
         larger of the two), so a friction changed at run time is the one read."""
-        floor = self.floor_geom_id
-        mu = pair_friction(self.model, self.point_geom_ids, floor)
+        surfaces = self.surface_geom_ids
+        mu = pair_friction(self.model, self.point_geom_ids, surfaces)
         if data.ncon:
             con = data.contact
             geom = con.geom
-            floor_pair = (geom[:, 0] == floor) | (geom[:, 1] == floor)
             point = np.maximum(self._point_of_geom[geom[:, 0]], self._point_of_geom[geom[:, 1]])
-            rows = np.flatnonzero(floor_pair & (point >= 0))
+            surface = surfaces[point]          # (point -1: the last one's, dropped below)
+            pair = (geom[:, 0] == surface) | (geom[:, 1] == surface)
+            rows = np.flatnonzero(pair & (point >= 0))
             mu[point[rows]] = con.friction[rows, 0]
         return mu
 
     def non_sole_contacts(self, data: mujoco.MjData) -> dict[str, float]:
-        """Name -> normal force (N, on the robot, along the floor normal) of every robot geom other
-        than the points that touches the environment now: an active contact (``efc_address >=
-        0``) with ``dist <= 0`` or a normal force above the loaded threshold. From
-        ``data.contact`` and ``mujoco.mj_contactForce``."""
+        """Name -> normal force (N, on the robot, along the contact's normal) of every robot geom
+        that touches the environment now, other than a point on its own surface (a sole point
+        on the floor, a hand's point on its wall; a point touching anything else counts): an
+        active contact (``efc_address >= 0``) with ``dist <= 0`` or a normal force above the
+        loaded threshold. From ``data.contact`` and ``mujoco.mj_contactForce``."""
         out: dict[str, float] = {}
         if not data.ncon:
             return out
         con = data.contact
         robot = self.robot_geom_mask[con.geom]                  # (ncon, 2)
         geom = np.where(robot[:, 0], con.geom[:, 0], con.geom[:, 1])
-        candidates = np.flatnonzero((robot[:, 0] != robot[:, 1]) & ~self._is_point[geom]
+        other = np.where(robot[:, 0], con.geom[:, 1], con.geom[:, 0])
+        own = self._is_point[geom] & (self._surface_of_geom[geom] == other)
+        candidates = np.flatnonzero((robot[:, 0] != robot[:, 1]) & ~own
                                     & (con.efc_address >= 0))
         f6 = np.zeros(6)
-        f = np.empty((len(candidates), 3))
+        fn = np.empty(len(candidates))
         for j, i in enumerate(candidates.tolist()):
             mujoco.mj_contactForce(self.model, data, i, f6)
-            f[j] = f6[:3]
-        # frame rows are the contact axes: frame.T @ f is geom1's force on geom2, in the world
-        frames = con.frame[candidates].reshape(-1, 3, 3)
-        sign = np.where(robot[candidates, 1], 1.0, -1.0)
-        fn = sign * (np.einsum("kji,kj->ki", frames, f) @ self.layout.floor_normal)
+            fn[j] = f6[0]  # the normal component, in the contact frame: it pushes them apart
         touching = (con.dist[candidates] <= 0) | (fn > self.thresholds.normal_force)
         for g, value in zip(geom[candidates][touching].tolist(), fn[touching].tolist()):
             name = self._geom_names[g]

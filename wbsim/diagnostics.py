@@ -8,7 +8,8 @@ sensed and what the controller commanded), and the documented tolerances of thos
 
 Events (``Event.kind``, see :data:`EVENT_KINDS`), with the seed's conditions (after the project's
 seed text "dynamic-complementarity-conditions", not shipped with the package). World frame; ``n``
-the floor normal; for a force ``f`` on the robot ``f_n = f . n`` and ``f_t = |f - f_n n|``; ``h``
+the normal of the point's surface (``StepChunk.normals``: the floor's for a sole point, a wall's
+for a hand's point; a "foot" below is any contact, a foot or a hand); for a force ``f`` on the robot ``f_n = f . n`` and ``f_t = |f - f_n n|``; ``h``
 the simulated gap of the point; ``mu`` its friction coefficient; ``v_t`` its slip speed:
 
 =========================  =======================================================  ================
@@ -337,9 +338,9 @@ class EventDetector:
         if k == 0:
             return []
         self._check(chunk)
-        normal = np.asarray(chunk.floor_normal, dtype=float)
+        normal, foot_normal = self._normals(chunk)
         wrench_forces = np.ascontiguousarray(chunk.foot_wrenches[..., :3])  # (k, m, 3)
-        point_fn, foot_fn = chunk.point_forces @ normal, wrench_forces @ normal  # NaN: none
+        point_fn, foot_fn = _along(chunk.point_forces, normal), _along(wrench_forces, foot_normal)
         previous = self._previous
         if previous is None:  # the very first step is the reference of the contact sets
             previous = _Step.of(chunk, 0, point_fn, foot_fn)
@@ -348,7 +349,7 @@ class EventDetector:
         new: list[tuple[_Rank, Event]] = []  # (rank, event), the rank starting with the row
         self._simulated_switches(chunk, previous, new)
         self._assumed_switches(chunk, previous, point_fn, foot_fn, new)
-        for hits in self._hits(chunk, normal, point_fn, wrench_forces, foot_fn):
+        for hits in self._hits(chunk, (normal, foot_normal), point_fn, wrench_forces, foot_fn):
             n_true = int(np.count_nonzero(hits.holds))
             if n_true:
                 self._steps_in_violation[hits.kind] += n_true
@@ -380,14 +381,28 @@ class EventDetector:
             by_name = sorted(range(m), key=lambda j: chunk.foot_names[j])
             self._foot_rank = [by_name.index(j) for j in range(m)]
 
+    def _normals(self, chunk: StepChunk) -> tuple[np.ndarray, np.ndarray]:
+        """The surface normals of the points (``(n, 3)``) and of the feet (their first point's,
+        ``(m, 3)``), or the floor's ``(3,)`` for both when every point is on the floor."""
+        floor = np.asarray(chunk.floor_normal, dtype=float)
+        normals = chunk.normals
+        if normals is None or np.array_equal(normals, np.broadcast_to(floor, np.shape(normals))):
+            return floor, floor
+        normals = np.asarray(normals, dtype=float)
+        first = [points[0] if len(points) else 0 for points in self._foot_points]
+        return normals, normals[first]
+
     # ------------------------------------------------------------------------------------------
-    def _hits(self, chunk: StepChunk, normal: np.ndarray, point_fn: np.ndarray,
-              wrench_forces: np.ndarray, foot_fn: np.ndarray) -> list[_Hits]:
-        """Every violation condition over the chunk, on the floor ``normal`` ``(3,)``; the
-        commanded ``f_n`` (N) of the points ``(k, n)`` and of the foot wrenches ``(k, m)``, whose
-        forces are ``wrench_forces`` ``(k, m, 3)``, N."""
+    def _hits(self, chunk: StepChunk, normals: tuple[np.ndarray, np.ndarray],
+              point_fn: np.ndarray, wrench_forces: np.ndarray, foot_fn: np.ndarray
+              ) -> list[_Hits]:
+        """Every violation condition over the chunk, with the surface normals ``(point normals,
+        foot normals)`` (:meth:`_normals`); the commanded ``f_n`` (N) of the points ``(k, n)``
+        and of the foot wrenches ``(k, m)``, whose forces are ``wrench_forces`` ``(k, m, 3)``,
+        N."""
         tol = self.tolerances
         hits = []
+        normal, foot_normal = normals
         pyramid = np.asarray(chunk.cone) == 0  # (k,): mjCONE_PYRAMIDAL
         if not np.isnan(point_fn).all():  # (a NaN f_n holds no condition)
             hits += self._commanded(0, chunk.point_names, point_fn, _cone_tangential(
@@ -396,7 +411,7 @@ class EventDetector:
         if not np.isnan(foot_fn).all():
             first = [points[0] for points in self._foot_points]  # a foot's contact frame
             hits += self._commanded(1, chunk.foot_names, foot_fn, _cone_tangential(
-                wrench_forces, foot_fn, normal, chunk.tangents[:, first], pyramid),
+                wrench_forces, foot_fn, foot_normal, chunk.tangents[:, first], pyramid),
                                     self._foot_min(chunk.gap), self._foot_min(chunk.friction))
 
         # simulated forces at loaded points, in MuJoCo's cone
@@ -678,9 +693,21 @@ class EventDetector:
 _DURATION_KINDS = frozenset({"contact_mismatch", "fallback", "solver_failure"})
 
 
+def _along(force: np.ndarray, normal: np.ndarray) -> np.ndarray:
+    """``f . n`` ``(k, c)`` of forces ``(k, c, 3)`` with one unit normal ``(3,)`` or one per
+    column ``(c, 3)``."""
+    if normal.ndim == 1:
+        return force @ normal
+    return np.einsum("kcj,cj->kc", force, normal)
+
+
 def _tangential(force: np.ndarray, f_n: np.ndarray, normal: np.ndarray) -> np.ndarray:
-    """``f_t = |f - f_n n|`` (N), shape ``(...)``, of forces ``(..., 3)`` (N) with normal
-    components ``f_n`` ``(...)`` (N) along the unit normal ``n`` ``(3,)``."""
+    """``f_t = |f - f_n n|`` (N), shape ``(k, c)``, of forces ``(k, c, 3)`` (N) with normal
+    components ``f_n`` ``(k, c)`` (N) along the unit normal ``n`` ``(3,)`` (or one per column,
+    ``(c, 3)``)."""
+    if normal.ndim == 2:
+        across = force - f_n[..., None] * normal
+        return np.sqrt(np.einsum("kcj,kcj->kc", across, across))
     nx, ny, nz = normal.tolist()
     fx, fy, fz = force[..., 0], force[..., 1], force[..., 2]  # per component: fast for long k n
     across_x, across_y, across_z = fx - f_n * nx, fy - f_n * ny, fz - f_n * nz
@@ -692,7 +719,7 @@ def _cone_tangential(force: np.ndarray, f_n: np.ndarray, normal: np.ndarray,
     """The tangential force ``(k, c)`` (N) that MuJoCo's cone bounds by ``mu f_n``, of forces
     ``(k, c, 3)`` (N) with normal components ``f_n`` ``(k, c)``: ``|f . t1| + |f . t2|`` with the
     contact frame's tangents ``tangents`` ``(k, c, 2, 3)`` where ``pyramid`` ``(k,)``, else the
-    norm of the force across the unit ``normal`` ``(3,)``."""
+    norm of the force across the unit ``normal`` ``(3,)`` (or one per column, ``(c, 3)``)."""
     along = np.abs(np.einsum("kcj,kcij->kci", force, tangents)).sum(axis=-1)
     return np.where(pyramid[:, None], along, _tangential(force, f_n, normal))
 

@@ -338,7 +338,7 @@ class StepTable:
     """
 
     def __init__(self, robot):
-        feet = robot.foot_names
+        feet = robot.contact_names  # the feet, then the hands
         cols = ["t", "t_after", "base_x", "base_y", "base_z", "base_qw", "base_qx", "base_qy",
                 "base_qz", "base_tilt_deg", "com_x", "com_y", "com_z", "com_ref_x", "com_ref_y",
                 "com_ref_z", "phase_index", "controller_time_s", "feasible",

@@ -28,7 +28,7 @@ class EpisodeMetrics:
         self.base0 = np.array(qpos0[0:3], dtype=float)
         self.q_ref = np.array(qpos0[robot.converter.mj_qadr], dtype=float)
         self._qadr = robot.converter.mj_qadr
-        self.feet = robot.foot_names
+        self.feet = robot.contact_names  # the feet, then the hands
         self.steps = 0
         self.ret = 0.0
         self.tilt = self.drift = self.drop = self.momentum = 0.0
@@ -74,7 +74,7 @@ class EpisodeMetrics:
                 self.hold_min = min(self.hold_min, float(sole_z[hold].min()))
 
     def sole_min_z(self, sensing: ContactSensing) -> np.ndarray:
-        """``(k, m)`` height of the lowest sole point of each foot, m."""
+        """``(k, m)`` height of the lowest point of each contact (a foot's sole, a hand), m."""
         z = sensing.position_world[..., 2]
         return np.stack([z[:, sensing.points_of_foot(f)].min(axis=1) for f in self.feet], axis=1)
 

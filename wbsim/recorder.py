@@ -45,12 +45,13 @@ class RecordedSteps:
         push_point: ``(k, 3)`` where it acts (the pushed body's centre of mass at ``qpos0``), m.
         controller_time: ``(k,)`` the controller's wall time, s.
         point_forces: ``(k, p, 3)`` commanded point forces (NaN: not commanded as points).
-        foot_wrenches: ``(k, m, 6)`` commanded foot wrenches (NaN: not commanded as wrenches).
-        assumed: ``(k, m)`` feet the command assumed in contact (the schedule's when it states
-            neither a contact set nor a force).
+        foot_wrenches: ``(k, m, 6)`` commanded foot wrenches (NaN: not commanded as wrenches;
+            always for a hand), ``m`` the robot's contacts (``robot.contact_names``).
+        assumed: ``(k, m)`` contacts the command assumed (the schedule's when it states neither a
+            contact set nor a force).
         status: ``(k,)`` int8 ``CommandStatus``.
         fallback, message: ``(k,)`` the command's fallback and message.
-        planned: ``(k, m)`` feet the schedule plans in contact.
+        planned: ``(k, m)`` contacts the schedule plans.
         phase_index: ``(k,)`` the schedule's phase.
         hold: ``(k,)`` the schedule's phase is named ``"hold"``.
         com_ref: ``(k, 3)`` the schedule's CoM target (NaN without one), m.
@@ -99,7 +100,7 @@ class RecordedSteps:
             tangential_force=sensing.tangential_force, slip_velocity=sensing.slip_velocity,
             friction=sensing.friction, cone=self.cone, tangents=sensing.tangents,
             friction_components=sensing.friction_components, mode=sensing.mode,
-            sensed_feet=sensing.feet_loaded,
+            sensed_feet=sensing.feet_loaded, normals=sensing.layout.surface_normal,
             non_sole=self.non_sole, point_forces=self.point_forces,
             foot_wrenches=self.foot_wrenches, assumed=self.assumed, status=self.status,
             fallback=tuple(self.fallback), message=tuple(self.message),
@@ -122,7 +123,8 @@ class StepRecorder:
         robot = sim.robot
         self.sim = sim
         self.capacity = int(capacity)
-        self.foot_names = robot.foot_names
+        self.foot_names = robot.contact_names  # the feet, then the hands
+        self._n_feet = len(robot.foot_names)
         m = sim.model
         n, p, f, k = robot.n_joints, len(robot.contact_point_names), len(self.foot_names), capacity
         self._arrays = {
@@ -163,8 +165,9 @@ class StepRecorder:
         a["push_point"][i] = d.xipos[self.sim.push_body]
         a["controller_time"][i] = controller_time
         a["point_forces"][i] = math.nan if command.point_forces is None else command.point_forces
-        a["foot_wrenches"][i] = (math.nan if command.foot_wrenches is None
-                                 else command.foot_wrenches)
+        a["foot_wrenches"][i] = math.nan                 # (a hand's row stays NaN)
+        if command.foot_wrenches is not None:
+            a["foot_wrenches"][i, :self._n_feet] = command.foot_wrenches
         states_a_set = (command.contact_set or command.point_forces is not None
                         or command.foot_wrenches is not None)
         assumed = command.contact_set if states_a_set else schedule.contact_set

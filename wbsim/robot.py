@@ -1,9 +1,10 @@
 """Loading a humanoid once for both MuJoCo (simulation) and Pinocchio (model), from one description.
 
 :func:`load_robot` resolves a name or a path, builds the MuJoCo model with ``mujoco.MjSpec`` (scene of
-``assets/scene.xml``, free joint, sole contact spheres, torque motors, armature and damping) and the
+``assets/scene.xml`` or the config's own scene, free joint, contact spheres at the sole points and at
+the points of any hand configured to touch the scene, torque motors, armature and damping) and the
 Pinocchio model from the same description (free-flyer, same inertias, same armature, a frame at every
-sole point), and returns a :class:`Robot`. State conversion is delegated to
+contact point), and returns a :class:`Robot`. State conversion is delegated to
 :class:`wbsim.conventions.StateConverter`.
 """
 
@@ -29,8 +30,7 @@ import mujoco
 import numpy as np
 import pinocchio as pin
 
-from wbsim.assets import SCENE_XML
-from wbsim.contacts import add_contact_sensors
+from wbsim.contacts import add_contact_sensors, surface_frame
 from wbsim.conventions import StateConverter, quat_wxyz_to_xyzw
 from wbsim.description import (
     Description,
@@ -39,12 +39,13 @@ from wbsim.description import (
     read_description,
     sole_corners,
 )
-from wbsim.errors import NoFeetError, RobotLoadError, UnknownNameError
+from wbsim.errors import NoFeetError, RobotLoadError, UnknownNameError, WbsimError
 from wbsim.parity import check_models
-from wbsim.robot_config import CORNER_NAMES, FOOT_NAMES, ROBOTS, FootConfig, RobotConfig
+from wbsim.robot_config import (CORNER_NAMES, FOOT_NAMES, HAND_NAMES, ROBOTS, ContactConfig,
+                                RobotConfig)
 
-__all__ = ["Robot", "Foot", "Pose", "load_robot", "example_robot_data_dir", "FREE_JOINT",
-           "resolve_config"]
+__all__ = ["Robot", "Contact", "Foot", "Pose", "load_robot", "example_robot_data_dir",
+           "FREE_JOINT", "resolve_config"]
 
 #: Name of the MuJoCo free joint at the robot's root.
 FREE_JOINT = "floating_base"
@@ -82,21 +83,28 @@ def example_robot_data_dir() -> Path:
 
 
 @dataclass(frozen=True)
-class Foot:
-    """A foot of a loaded robot.
+class Contact:
+    """A contact patch of a loaded robot: a foot's sole on the floor, or a hand on a surface of
+    the scene (:attr:`wbsim.robot_config.RobotConfig.hands`).
 
     Attributes:
-        name: ``"left_foot"`` or ``"right_foot"``.
-        link: the link (MuJoCo body, Pinocchio frame) the sole is attached to.
-        point_names: names of the 4 sole contact points (MuJoCo geom and site, Pinocchio frame),
+        name: ``"left_foot"``, ``"right_foot"``, ``"left_hand"`` or ``"right_hand"``.
+        link: the link (MuJoCo body, Pinocchio frame) the patch is attached to.
+        point_names: names of the 4 contact points (MuJoCo geom and site, Pinocchio frame),
             ``f"{name}_{corner}"`` in :data:`~wbsim.robot_config.CORNER_NAMES` order.
-        points_in_foot: ``(4, 3)`` contact point positions in the foot link frame, m.
+        points_in_foot: ``(4, 3)`` contact point positions in the link frame, m.
         sphere_radius: radius (m) of each point's collision sphere.
         mj_body_id: MuJoCo body id of ``link``.
         mj_geom_ids: ``(4,)`` MuJoCo geom ids of the contact spheres.
         mj_site_ids: ``(4,)`` MuJoCo site ids at the contact points.
         pin_frame_id: Pinocchio frame id of ``link``.
         pin_point_frame_ids: ``(4,)`` Pinocchio frame ids of the contact points.
+        surface: name of the scene geom the patch touches (``"floor"`` for a foot).
+        mj_surface_geom_id: its MuJoCo geom id.
+        surface_rotation: ``(3, 3)`` the contact frame of that surface, world (columns ``x, y,
+            z``; ``z`` its normal, towards the robot; ``x``, ``y`` the axes of MuJoCo's friction
+            pyramid there, :func:`wbsim.contacts.contact_frame`): the identity for the floor.
+            Read-only.
     """
 
     name: str
@@ -109,6 +117,13 @@ class Foot:
     mj_site_ids: tuple[int, ...]
     pin_frame_id: int
     pin_point_frame_ids: tuple[int, ...]
+    surface: str = "floor"
+    mj_surface_geom_id: int = -1
+    surface_rotation: np.ndarray = dataclasses.field(default_factory=lambda: np.eye(3))
+
+
+#: A foot's contact patch: the same class (the name the feet's users know).
+Foot = Contact
 
 
 @dataclass(frozen=True)
@@ -151,15 +166,18 @@ class Robot:
     """
 
     def __init__(self, config: RobotConfig, mj_model: mujoco.MjModel, pin_model: pin.Model,
-                 joint_names: tuple[str, ...], effort_limits: np.ndarray, feet: dict[str, Foot] | None,
-                 poses: dict[str, Pose]):
+                 joint_names: tuple[str, ...], effort_limits: np.ndarray,
+                 contacts: dict[str, Contact] | None, poses: dict[str, Pose]):
         self.name = config.name
         self.config = config
         self.mj_model = mj_model
         self.pin_model = pin_model
         self.joint_names = joint_names
         self.effort_limits = effort_limits
+        contacts = contacts or {}
+        feet = {n: c for n, c in contacts.items() if n in FOOT_NAMES}
         self._feet = MappingProxyType(feet) if feet else None
+        self._hands = MappingProxyType({n: c for n, c in contacts.items() if n in HAND_NAMES})
         self.poses = MappingProxyType(poses)
         self.converter = StateConverter(mj_model, pin_model, joint_names, FREE_JOINT)
         self.joint_limits = _joint_ranges(mj_model, joint_names)
@@ -177,31 +195,60 @@ class Robot:
         return self._feet is not None
 
     @property
-    def feet(self) -> Mapping[str, Foot]:
-        """``"left_foot"``, ``"right_foot"`` -> :class:`Foot`. Raises :class:`NoFeetError` if none."""
+    def feet(self) -> Mapping[str, Contact]:
+        """``"left_foot"``, ``"right_foot"`` -> :class:`Contact`. Raises :class:`NoFeetError` if
+        none."""
         if self._feet is None:
             raise NoFeetError(self.name)
         return self._feet
 
-    def foot(self, name: str) -> Foot:
-        """The :class:`Foot` called ``name``; raises :class:`UnknownNameError` or :class:`NoFeetError`."""
+    def foot(self, name: str) -> Contact:
+        """The foot called ``name``; raises :class:`UnknownNameError` or :class:`NoFeetError`."""
         feet = self.feet
         if name not in feet:
             raise UnknownNameError("foot", name, feet)
         return feet[name]
 
     @property
+    def hands(self) -> Mapping[str, Contact]:
+        """The hands configured to touch the scene (``"right_hand"``, ...) -> :class:`Contact`;
+        empty for most robots."""
+        return self._hands
+
+    @functools.cached_property
+    def contacts(self) -> Mapping[str, Contact]:
+        """Every contact patch: the feet, then the hands (:attr:`contact_names` order). Raises
+        :class:`NoFeetError` without feet."""
+        return MappingProxyType({**self.feet, **self._hands})
+
+    def contact(self, name: str) -> Contact:
+        """The foot or hand called ``name``; raises :class:`UnknownNameError` (listing the
+        contacts) or :class:`NoFeetError`."""
+        contacts = self.contacts
+        if name not in contacts:
+            raise UnknownNameError("contact", name, contacts)
+        return contacts[name]
+
+    @property
     def foot_names(self) -> tuple[str, ...]:
-        """The feet's names (``"left_foot"``, ``"right_foot"``): the order of every per-foot
-        array (e.g. :attr:`wbsim.types.Command.foot_wrenches`). Empty for a robot without feet."""
+        """The feet's names (``"left_foot"``, ``"right_foot"``). Empty for a robot without
+        feet."""
         return tuple(self._feet) if self._feet else ()
+
+    @property
+    def contact_names(self) -> tuple[str, ...]:
+        """The contacts' names, the feet first, then the hands: the order of every per-contact
+        array (e.g. :attr:`wbsim.types.Command.foot_wrenches`, the sensed and assumed contacts
+        of :class:`wbsim.types.StepChunk`). :attr:`foot_names` for a robot without hands; empty
+        for a robot without feet."""
+        return (*self.foot_names, *self._hands) if self._feet else ()
 
     @functools.cached_property
     def contact_point_names(self) -> tuple[str, ...]:
-        """All sole contact point names, left foot first: the order of every per-point array
-        (e.g. :attr:`wbsim.types.Command.point_forces`). Raises :class:`NoFeetError` without
-        feet."""
-        return tuple(n for f in self.feet.values() for n in f.point_names)
+        """All contact point names, the soles' first (left foot first), then the hands': the
+        order of every per-point array (e.g. :attr:`wbsim.types.Command.point_forces`). Raises
+        :class:`NoFeetError` without feet."""
+        return tuple(n for f in self.contacts.values() for n in f.point_names)
 
     # -- states ------------------------------------------------------------------------------------
     def mj_to_pin(self, qpos: np.ndarray, qvel: np.ndarray | None = None):
@@ -267,7 +314,7 @@ class Robot:
         return data
 
     def __repr__(self) -> str:
-        feet = ", ".join(self._feet) if self._feet else "no feet"
+        feet = ", ".join((*self._feet, *self._hands)) if self._feet else "no feet"
         return (f"Robot({self.name!r}, {self.n_joints} joints, {self.total_mass:.2f} kg, {feet})")
 
 
@@ -308,10 +355,11 @@ def _forward(placements: Mapping[str, pin.SE3], config: RobotConfig) -> np.ndarr
 
 
 def _check_feet(config: RobotConfig, pin_model: pin.Model) -> None:
-    for foot in config.feet.values():
+    for name, foot in config.contacts.items():
         if not pin_model.existFrame(foot.link):
             links = sorted(f.name for f in pin_model.frames if f.type == pin.FrameType.BODY)
-            raise RobotLoadError(f"{config.name}: foot link {foot.link!r} is not in the "
+            kind = "foot" if name in FOOT_NAMES else "hand"
+            raise RobotLoadError(f"{config.name}: {kind} link {foot.link!r} is not in the "
                                  f"description; its links: {', '.join(links)}")
 
 
@@ -343,7 +391,20 @@ def _build_mj_model(config: RobotConfig, robot_spec: mujoco.MjSpec, pin_model: p
     # Attach the robot to the scene with no prefix, so every name stays as in the description. MuJoCo
     # warns that such a spec may not save to XML correctly; wbsim never saves it (an XML round trip
     # would also round every inertia to 6 digits), so that one warning is silenced here and at compile.
-    spec = mujoco.MjSpec.from_file(str(SCENE_XML))
+    try:
+        spec = mujoco.MjSpec.from_file(str(config.scene_path()))
+    except ValueError as exc:
+        raise RobotLoadError(f"{config.name}: MuJoCo cannot read the scene "
+                             f"{config.scene_path()}: {exc}") from exc
+    scene_geoms = [g.name for g in spec.geoms]
+    if "" in scene_geoms:
+        raise RobotLoadError(f"{config.name}: every geom of the scene {config.scene_path()} needs "
+                             "a name (robot geoms are told from scene geoms by name)")
+    for name, patch in (("floor", ContactConfig("", surface="floor")), *config.contacts.items()):
+        if patch.surface not in scene_geoms:
+            raise UnknownNameError("scene geom", patch.surface, scene_geoms,
+                                   context=f"(the surface of {name} of {config.name}; scene "
+                                           f"{config.scene_path()})")
     with _quiet_empty_prefix_warning():
         spec.attach(robot_spec, frame=spec.worldbody.add_frame(), prefix="")
     root = spec.worldbody.first_body()
@@ -351,10 +412,10 @@ def _build_mj_model(config: RobotConfig, robot_spec: mujoco.MjSpec, pin_model: p
         root = spec.worldbody.next_body(root)
     spec.body(root.name).add_freejoint(name=FREE_JOINT)
 
-    sole_bodies = {b for f in config.feet.values() for b in _foot_bodies(pin_model, f.link)}
-    floor = spec.geom("floor")
+    sole_bodies = {b for f in config.contacts.values() for b in _foot_bodies(pin_model, f.link)}
+    scene = set(scene_geoms)
     for geom in list(spec.geoms):
-        if geom is floor or geom.name == "floor":
+        if geom.name in scene:
             continue
         if geom.contype == 0 and geom.conaffinity == 0:  # visual geom
             if config.visual_rgba is not None:
@@ -365,21 +426,24 @@ def _build_mj_model(config: RobotConfig, robot_spec: mujoco.MjSpec, pin_model: p
             continue
         geom.contype, geom.conaffinity, geom.group = ROBOT_CONTYPE, ROBOT_CONAFFINITY, COLLISION_GROUP
         geom.solref = CONTACT_SOLREF
-    for foot_name, foot in config.feet.items():
+    for foot_name, foot in config.contacts.items():
         body = spec.body(foot.link)
-        # the sphere's centre above its corner: upwards at the zero posture, in the link frame
-        up = placements[foot.link].rotation.T @ np.array([0.0, 0.0, 1.0])
+        # the sphere's centre inside its corner, against the patch's outward normal (link frame):
+        # for a sole without one, upwards at the zero posture
+        inward = (placements[foot.link].rotation.T @ np.array([0.0, 0.0, 1.0])
+                  if foot.normal is None else -np.asarray(foot.normal))
         assert foot.corners is not None  # found by _with_sole_corners
         for corner, p in zip(CORNER_NAMES, foot.corners):
             name = f"{foot_name}_{corner}"
             body.add_geom(
                 name=name, type=mujoco.mjtGeom.mjGEOM_SPHERE, size=[foot.sphere_radius, 0, 0],
-                pos=list(np.asarray(p) + foot.sphere_radius * up), contype=ROBOT_CONTYPE,
+                pos=list(np.asarray(p) + foot.sphere_radius * inward), contype=ROBOT_CONTYPE,
                 conaffinity=ROBOT_CONAFFINITY, group=COLLISION_GROUP, rgba=[0.9, 0.5, 0.1, 1],
                 mass=0.0, density=0.0, solref=CONTACT_SOLREF,
             )
             body.add_site(name=name, pos=list(p), size=[0.006, 0, 0], group=4)
-    points = [(f"{foot}_{c}",) * 2 for foot in config.feet for c in CORNER_NAMES]
+    points = [(f"{n}_{c}", f"{n}_{c}", patch.surface) for n, patch in config.contacts.items()
+              for c in CORNER_NAMES]
     add_contact_sensors(spec, points, floor="floor", robot_root=root.name)
 
     joint_names: list[str] = []
@@ -439,12 +503,12 @@ def _add_motors(spec: mujoco.MjSpec, joint_names: tuple[str, ...], effort: np.nd
 
 
 def _finish_pin_model(config: RobotConfig, model: pin.Model, joint_names: tuple[str, ...]) -> None:
-    """Set the armature of ``joint_names`` and add a frame at every sole point."""
+    """Set the armature of ``joint_names`` and add a frame at every contact point."""
     for name in joint_names:
         if not model.existJointName(name):
             raise RobotLoadError(f"{config.name}: joint {name!r} is missing from the Pinocchio model")
         model.armature[model.joints[model.getJointId(name)].idx_v] = config.dynamics_of(name).armature
-    for foot_name, foot in config.feet.items():
+    for foot_name, foot in config.contacts.items():
         parent = model.frames[model.getFrameId(foot.link)]
         assert foot.corners is not None  # found by _with_sole_corners
         for corner, p in zip(CORNER_NAMES, foot.corners):
@@ -479,7 +543,7 @@ def _lowest_point_height(model: pin.Model, data: pin.Data, q: np.ndarray,
 
 
 def _make_poses(config: RobotConfig, pin_model: pin.Model, joint_names: tuple[str, ...],
-                feet_cfg: Mapping[str, FootConfig], forward: np.ndarray) -> dict[str, Pose]:
+                feet_cfg: Mapping[str, ContactConfig], forward: np.ndarray) -> dict[str, Pose]:
     """The named poses: the base level, turned about z so that the robot faces +x (its
     ``forward`` direction at the zero posture; iCub's base frame faces -x), its lowest sole point
     on the floor."""
@@ -527,7 +591,7 @@ def _build_uncached(config: RobotConfig):
     desc = read_description(config.description, config.name, config.locked_joints)
     pin_model = pinocchio_model(desc, config.name)
     _check_feet(config, pin_model)
-    placements = _zero_posture_frames(pin_model, [f.link for f in config.feet.values()])
+    placements = _zero_posture_frames(pin_model, [f.link for f in config.contacts.values()])
     config = _with_sole_corners(config, desc, pin_model, placements)
     spec, joint_names = _build_mj_model(config, mujoco_spec(desc, config.name), pin_model,
                                         placements)
@@ -572,23 +636,35 @@ def _pin_q_to_mj_qpos_by_name(spec: mujoco.MjSpec, pin_model: pin.Model, q: np.n
     return qpos
 
 
-def _feet(config: RobotConfig, mj_model: mujoco.MjModel, pin_model: pin.Model) -> dict[str, Foot]:
-    feet = {}
-    for foot_name in FOOT_NAMES:
-        if foot_name not in config.feet:
+def _contacts(config: RobotConfig, mj_model: mujoco.MjModel,
+              pin_model: pin.Model) -> dict[str, Contact]:
+    """The :class:`Contact` of every foot and hand of ``config`` (feet first, in
+    :data:`FOOT_NAMES`, then :data:`HAND_NAMES` order)."""
+    out = {}
+    frames: dict[int, np.ndarray] = {}
+    for name in (*FOOT_NAMES, *HAND_NAMES):
+        fc = config.contacts.get(name)
+        if fc is None:
             continue
-        fc = config.feet[foot_name]
-        names = tuple(f"{foot_name}_{c}" for c in CORNER_NAMES)
-        feet[foot_name] = Foot(
-            name=foot_name, link=fc.link, point_names=names,
+        names = tuple(f"{name}_{c}" for c in CORNER_NAMES)
+        surface = mujoco.mj_name2id(mj_model, mujoco.mjtObj.mjOBJ_GEOM, fc.surface)
+        if surface not in frames:
+            try:
+                frames[surface] = surface_frame(mj_model, surface)[0]
+            except WbsimError as exc:
+                raise RobotLoadError(f"{config.name}: {name}: {exc}") from None
+            frames[surface].setflags(write=False)
+        out[name] = Contact(
+            name=name, link=fc.link, point_names=names,
             points_in_foot=np.array(fc.corners), sphere_radius=fc.sphere_radius,
             mj_body_id=mujoco.mj_name2id(mj_model, mujoco.mjtObj.mjOBJ_BODY, fc.link),
             mj_geom_ids=tuple(mujoco.mj_name2id(mj_model, mujoco.mjtObj.mjOBJ_GEOM, n) for n in names),
             mj_site_ids=tuple(mujoco.mj_name2id(mj_model, mujoco.mjtObj.mjOBJ_SITE, n) for n in names),
             pin_frame_id=pin_model.getFrameId(fc.link),
             pin_point_frame_ids=tuple(pin_model.getFrameId(n) for n in names),
+            surface=fc.surface, mj_surface_geom_id=surface, surface_rotation=frames[surface],
         )
-    return feet
+    return out
 
 
 def _read_description(config: RobotConfig) -> tuple[Path, str]:
@@ -721,5 +797,5 @@ def load_robot(name_or_path: str | os.PathLike | RobotConfig = "g1", *,
     cfg, mj_model, pin_model, joint_names, effort, poses = _build(cfg)
     mj_model = copy.deepcopy(mj_model)
     pin_model = pin_model.copy()
-    feet = _feet(cfg, mj_model, pin_model) if cfg.feet else None
-    return Robot(cfg, mj_model, pin_model, joint_names, effort.copy(), feet, dict(poses))
+    contacts = _contacts(cfg, mj_model, pin_model) if cfg.feet else None
+    return Robot(cfg, mj_model, pin_model, joint_names, effort.copy(), contacts, dict(poses))

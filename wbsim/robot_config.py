@@ -1,5 +1,6 @@
-"""Robot configurations: which description, which links are feet, where the sole points are, named
-poses, and the joint dynamics (armature, damping) that a URDF does not carry.
+"""Robot configurations: which description, which links are feet (and hands that touch the scene),
+where their contact points are, the scene, named poses, and the joint dynamics (armature, damping)
+that a URDF does not carry.
 
 The built-in robots are the registry :data:`ROBOTS`: the G1 and Talos written out here, iCub and
 Romeo read from the TOML files in ``wbsim/assets/robots``. Any other humanoid loads from a
@@ -27,11 +28,13 @@ from wbsim.errors import UnknownNameError, WbsimError, check_keys
 #: Folder of the built-in robots' TOML configs (iCub, Romeo, the G1 with hands).
 ROBOT_CONFIG_DIR = ASSETS_DIR / "robots"
 
-__all__ = ["FootConfig", "JointDynamics", "RobotConfig", "ROBOTS", "FOOT_NAMES", "CORNER_NAMES",
-           "ROBOT_CONFIG_DIR"]
+__all__ = ["ContactConfig", "FootConfig", "JointDynamics", "RobotConfig", "ROBOTS", "FOOT_NAMES",
+           "HAND_NAMES", "CORNER_NAMES", "ROBOT_CONFIG_DIR"]
 
 #: Public names of the two feet, for every robot.
 FOOT_NAMES = ("left_foot", "right_foot")
+#: Public names of the hands a robot may put on the scene (:attr:`RobotConfig.hands`).
+HAND_NAMES = ("left_hand", "right_hand")
 #: Names of the four sole corners, in counter-clockwise order seen from above (foot frame x forward,
 #: y left); contact point ``i`` of foot ``f`` is named ``f"{f}_{CORNER_NAMES[i]}"``.
 CORNER_NAMES = ("front_left", "back_left", "back_right", "front_right")
@@ -42,40 +45,63 @@ def _reject_unknown(cls, data: Mapping[str, Any]) -> None:
 
 
 @dataclass(frozen=True)
-class FootConfig:
-    """A foot: the link it is attached to and its four sole corner points.
+class ContactConfig:
+    """A contact patch: a link and four contact points on it, touching a geom of the scene (a
+    foot's sole on the floor, a hand on a wall).
 
     Attributes:
-        link: URDF link (MuJoCo body, Pinocchio frame) of the foot (a link fixed to the ankle,
+        link: URDF link (MuJoCo body, Pinocchio frame) of the patch (a link fixed to the ankle,
             such as iCub's ``l_sole``, works too).
-        corners: ``(4, 3)`` sole contact points in the foot link frame, metres, in the order of
-            :data:`CORNER_NAMES` (front-left, back-left, back-right, front-right), or ``None``: the
-            bottom face of the bounding box of the collision geoms of the link and the links fixed
-            to it (boxes, spheres, capsules, cylinders, meshes), axes as the world's at the zero
-            posture, front along the robot's forward direction (found at load).
-        sphere_radius: radius (m) of the collision sphere put at each corner; the sphere's centre sits
-            ``sphere_radius`` above the corner (upwards at the zero posture: the link's z axis for
-            a foot whose frame is level there), so its lowest point is the corner.
+        corners: ``(4, 3)`` contact points in the link frame, metres, in the order of
+            :data:`CORNER_NAMES` (for a foot: front-left, back-left, back-right, front-right), or
+            ``None`` (feet only): the bottom face of the bounding box of the collision geoms of
+            the link and the links fixed to it (boxes, spheres, capsules, cylinders, meshes), axes
+            as the world's at the zero posture, front along the robot's forward direction (found
+            at load).
+        sphere_radius: radius (m) of the collision sphere put at each corner; the sphere's centre
+            sits ``sphere_radius`` inside the patch, against ``normal``, so its outermost point is
+            the corner.
+        normal: ``(3,)`` the patch's outward normal in the link frame (unit after
+            normalisation), or ``None``: downwards at the zero posture (a foot's sole). A hand
+            needs one.
+        surface: the name of the scene geom (a plane, or a box: its top face) the patch touches:
+            ``"floor"`` (default) or e.g. ``"wall"`` (:attr:`RobotConfig.scene`).
     """
 
     link: str
     corners: tuple[tuple[float, float, float], ...] | None = None
     sphere_radius: float = 0.005
+    normal: tuple[float, float, float] | None = None
+    surface: str = "floor"
 
     def __post_init__(self):
         if self.sphere_radius <= 0:
-            raise WbsimError(f"foot {self.link!r}: sphere_radius must be > 0")
+            raise WbsimError(f"contact {self.link!r}: sphere_radius must be > 0")
+        if not isinstance(self.surface, str) or not self.surface:
+            raise WbsimError(f"contact {self.link!r}: surface must be a geom name, got "
+                             f"{self.surface!r}")
+        if self.normal is not None:
+            n = np.asarray(self.normal, dtype=float)
+            if n.shape != (3,) or not np.all(np.isfinite(n)) or np.linalg.norm(n) < 1e-9:
+                raise WbsimError(f"contact {self.link!r}: normal must be a non-zero (3,) vector, "
+                                 f"got {self.normal!r}")
+            object.__setattr__(self, "normal", tuple(float(x) for x in n / np.linalg.norm(n)))
         if self.corners is None:
             return
         arr = np.asarray(self.corners, dtype=float)
         if arr.shape != (4, 3):
-            raise WbsimError(f"foot {self.link!r}: corners must have shape (4, 3), got {arr.shape}")
+            raise WbsimError(f"contact {self.link!r}: corners must have shape (4, 3), got "
+                             f"{arr.shape}")
         object.__setattr__(self, "corners", tuple(tuple(float(x) for x in c) for c in arr))
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> FootConfig:
+    def from_dict(cls, data: Mapping[str, Any]) -> ContactConfig:
         _reject_unknown(cls, data)
         return cls(**data)
+
+
+#: The contact patch of a foot: the same class (the name the feet's users know).
+FootConfig = ContactConfig
 
 
 @dataclass(frozen=True)
@@ -111,8 +137,14 @@ class RobotConfig:
         name: short name (``"g1"``).
         description: path to a URDF (``.urdf``) or MJCF (``.xml``); relative paths are taken relative
             to example-robot-data's ``robots`` folder when they do not exist as given.
-        feet: foot name (``"left_foot"``, ``"right_foot"``) -> :class:`FootConfig`; empty for a robot
-            without feet (it loads, but :attr:`wbsim.Robot.feet` raises).
+        feet: foot name (``"left_foot"``, ``"right_foot"``) -> :class:`ContactConfig`; empty for a
+            robot without feet (it loads, but :attr:`wbsim.Robot.feet` raises).
+        hands: hand name (:data:`HAND_NAMES`) -> :class:`ContactConfig` (corners and normal
+            given) of a hand that may touch a geom of the scene (e.g. a wall); empty by default.
+            Its points are contact points like the soles' (:attr:`wbsim.Robot.contacts`).
+        scene: the MJCF scene the robot is attached to (floor, lights, options, and whatever the
+            hands touch): a path, absolute or relative to ``wbsim/assets``; ``""``: the floor
+            alone (``assets/scene.xml``). It must have a geom named ``"floor"``.
         poses: pose name -> joint name -> angle (rad). Joints not named are 0. The base of a pose is
             level, at x = y = 0, at the height that puts the lowest sole point on the floor. A
             robot with feet and no ``"stand"`` pose gets one found at load
@@ -133,7 +165,7 @@ class RobotConfig:
 
     name: str
     description: str
-    feet: Mapping[str, FootConfig] = field(default_factory=dict)
+    feet: Mapping[str, ContactConfig] = field(default_factory=dict)
     poses: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     joint_dynamics: JointDynamics = JointDynamics()
     joint_dynamics_overrides: Mapping[str, JointDynamics] = field(default_factory=dict)
@@ -143,15 +175,28 @@ class RobotConfig:
     locked_joints: Mapping[str, float] = field(default_factory=dict)
     stand_posture: Mapping[str, float] = field(default_factory=dict)
     visual_rgba: tuple[float, float, float, float] | None = None
+    hands: Mapping[str, ContactConfig] = field(default_factory=dict)
+    scene: str = ""
 
     def __post_init__(self):
         for foot in self.feet:
             if foot not in FOOT_NAMES:
                 raise WbsimError(f"robot {self.name!r}: foot names must be {FOOT_NAMES}, got {foot!r}")
+        for name, hand in self.hands.items():
+            if name not in HAND_NAMES:
+                raise WbsimError(f"robot {self.name!r}: hand names must be {HAND_NAMES}, got "
+                                 f"{name!r}")
+            if hand.corners is None or hand.normal is None:
+                raise WbsimError(f"robot {self.name!r}: hand {name!r} needs its corners and its "
+                                 "outward normal (in the link frame)")
+        if not isinstance(self.scene, str):
+            raise WbsimError(f"robot {self.name!r}: scene must be a path (str), got "
+                             f"{self.scene!r}")
         if not (isinstance(self.stand_crouch, (int, float)) and 0 <= self.stand_crouch < 1):
             raise WbsimError(f"robot {self.name!r}: stand_crouch must be a number in [0, 1), got "
                              f"{self.stand_crouch!r}")
         object.__setattr__(self, "feet", MappingProxyType(dict(self.feet)))
+        object.__setattr__(self, "hands", MappingProxyType(dict(self.hands)))
         object.__setattr__(
             self, "poses", MappingProxyType({k: MappingProxyType(dict(v)) for k, v in self.poses.items()})
         )
@@ -174,7 +219,9 @@ class RobotConfig:
 
     def _fields(self, plain_feet: bool) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        out["feet"] = {k: dataclasses.asdict(v) if plain_feet else v for k, v in self.feet.items()}
+        for key in ("feet", "hands"):
+            out[key] = {k: dataclasses.asdict(v) if plain_feet else v
+                        for k, v in getattr(self, key).items()}
         out["poses"] = {k: dict(v) for k, v in self.poses.items()}
         dyn = dataclasses.asdict if plain_feet else (lambda d: d)
         out["joint_dynamics"] = dyn(self.joint_dynamics)
@@ -189,9 +236,11 @@ class RobotConfig:
         out = self._fields(plain_feet=True)
         if out["visual_rgba"] is not None:
             out["visual_rgba"] = list(out["visual_rgba"])
-        for foot in out["feet"].values():
-            if foot["corners"] is not None:
-                foot["corners"] = [list(c) for c in foot["corners"]]
+        for patch in (*out["feet"].values(), *out["hands"].values()):
+            if patch["corners"] is not None:
+                patch["corners"] = [list(c) for c in patch["corners"]]
+            if patch["normal"] is not None:
+                patch["normal"] = list(patch["normal"])
         return out
 
     @classmethod
@@ -199,7 +248,8 @@ class RobotConfig:
         """Build from plain data (e.g. JSON); unknown keys raise :class:`WbsimError`."""
         _reject_unknown(cls, data)
         data = dict(data)
-        data["feet"] = {k: FootConfig.from_dict(v) for k, v in data.get("feet", {}).items()}
+        for key in ("feet", "hands"):
+            data[key] = {k: ContactConfig.from_dict(v) for k, v in data.get(key, {}).items()}
         if "joint_dynamics" in data:
             data["joint_dynamics"] = JointDynamics.from_dict(data["joint_dynamics"])
         data["joint_dynamics_overrides"] = {
@@ -227,11 +277,19 @@ class RobotConfig:
             stand_crouch = 0.05                      # for that search ...
             posture = { l_shoulder_roll = 0.3 }      # ... and where it starts (rad)
             visual_rgba = [0.8, 0.8, 0.8, 1]         # colour of the visual geoms
+            scene = "scene_wall.xml"                 # the scene (default: the floor alone)
+            [hands.right_hand]                       # a hand that touches the scene
+            link = "right_hand_palm_link"
+            corners = [[0.08, -0.02, 0.04], ...]     # 4 points (m, link frame)
+            normal = [0, -1, 0]                      # outward, link frame
+            surface = "wall"                         # a geom of the scene
 
         Keys: ``description`` (a path relative to this file, or to example-robot-data's
         ``robots`` folder; or given as ``description``), ``name`` (default: the stem of the
         ``description`` argument, else of this file),
-        ``feet`` (foot name -> link, or a table of :class:`FootConfig` fields), ``stand``,
+        ``feet`` (foot name -> link, or a table of :class:`ContactConfig` fields), ``hands``
+        (hand name -> a table of :class:`ContactConfig` fields), ``scene`` (a path relative to
+        this file, or to ``wbsim/assets``), ``stand``,
         ``poses`` (name -> joint angles), ``lock``, ``posture`` (``stand_posture``), and any
         other :class:`RobotConfig` field.
 
@@ -259,6 +317,10 @@ class RobotConfig:
             desc = path.parent / desc
         data["description"] = str(desc)
         data.setdefault("name", Path(str(description)).stem if description else path.stem)
+        if isinstance(data.get("scene"), str) and data["scene"]:
+            scene = Path(data["scene"]).expanduser()
+            if not scene.is_absolute() and (path.parent / scene).exists():
+                data["scene"] = str(path.parent / scene)
         feet = data.get("feet", {})
         if not isinstance(feet, Mapping):
             raise WbsimError(f"{path}: feet must be a table of foot name -> link, got {feet!r}")
@@ -270,7 +332,8 @@ class RobotConfig:
         data["stand_posture"] = data.pop("posture", {})
         lock = data.pop("lock", {})
         data["locked_joints"] = dict.fromkeys(lock, 0.0) if isinstance(lock, list) else lock
-        for key in ("feet", "poses", "locked_joints", "stand_posture", "joint_dynamics_overrides"):
+        for key in ("feet", "hands", "poses", "locked_joints", "stand_posture",
+                    "joint_dynamics_overrides"):
             if not isinstance(data.get(key, {}), Mapping):
                 raise WbsimError(f"{path}: {key} must be a table, got {data[key]!r}")
         try:
@@ -285,6 +348,27 @@ class RobotConfig:
 
     def dynamics_of(self, joint: str) -> JointDynamics:
         return self.joint_dynamics_overrides.get(joint, self.joint_dynamics)
+
+    @property
+    def contacts(self) -> Mapping[str, ContactConfig]:
+        """The feet, then the hands: every contact patch by name."""
+        return MappingProxyType({**self.feet, **self.hands})
+
+    def scene_path(self) -> Path:
+        """The scene file (:attr:`scene`): ``assets/scene.xml`` for ``""``, a relative path taken
+        from ``wbsim/assets``.
+
+        Raises:
+            WbsimError: the file does not exist.
+        """
+        if not self.scene:
+            return ASSETS_DIR / "scene.xml"
+        path = Path(self.scene).expanduser()
+        if not path.is_absolute():
+            path = ASSETS_DIR / path
+        if not path.is_file():
+            raise WbsimError(f"robot {self.name!r}: scene file not found: {path}")
+        return path
 
 
 def _rebuild(cls: type, fields_: dict[str, Any]) -> Any:

@@ -36,7 +36,7 @@ LINGER = 0.25
 @dataclass
 class FrameValues:
     """What one frame shows (``n`` sole points in ``robot.contact_point_names`` order, ``m`` feet
-    in ``robot.foot_names`` order).
+    in ``robot.foot_names`` order, then the hands: ``robot.contact_names``).
 
     Attributes:
         t: time of the drawn state, s.
@@ -72,7 +72,7 @@ class FrameValues:
         """The values of a state no step has led to yet (the reset state): ``sensing`` is its
         :class:`~wbsim.contacts.ContactSensing` (MuJoCo's ``mj_forward`` at reset), nothing is
         commanded and no event has happened."""
-        n, m = len(robot.contact_point_names), len(robot.foot_names)
+        n, m = len(robot.contact_point_names), len(robot.contact_names)
         return cls(float(t), np.array(qpos, dtype=float), np.asarray(sensing.mode).copy(),
                    np.asarray(sensing.force_world, dtype=float).copy(), np.full((n, 3), np.nan),
                    np.full((m, 6), np.nan), frozenset(sensing.feet_in_contact),
@@ -95,7 +95,7 @@ class StepRows:
 
     def __init__(self, columns: Sequence[str], robot):
         idx = {c: i for i, c in enumerate(columns)}
-        points, feet = robot.contact_point_names, robot.foot_names
+        points, feet = robot.contact_point_names, robot.contact_names
         need = ["t_after", *(f"mode/{p}" for p in points),
                 *(f"{k}/{p}/{a}" for k in ("f_sim", "f_cmd") for p in points for a in "xyz"),
                 *(f"w_cmd/{f}/{a}" for f in feet for a in ("fx", "fy", "fz", "tx", "ty", "tz")),
@@ -158,7 +158,7 @@ def frame_events(events: Iterable[Mapping], robot, last_step: int, t: float,
     from wbsim.diagnostics import EVENT_KINDS
 
     names = robot.contact_point_names
-    feet = {f: set(robot.foot(f).point_names) for f in robot.foot_names}
+    feet = {f: set(robot.contact(f).point_names) for f in robot.contact_names}
     switches = violations = 0
     violating = np.zeros(len(names), dtype=bool)
     for e in events:
@@ -206,7 +206,8 @@ def overlay_of(robot, data: mujoco.MjData, values: FrameValues) -> OverlayData:
                        f_cmd=np.nan_to_num(values.f_cmd),
                        f_sim=np.asarray(values.f_sim, dtype=float), violating=violating,
                        com=data.subtree_com[1].copy(),
-                       support=support_polygon(robot, data, sorted(values.planned) or None),
+                       support=support_polygon(robot, data, sorted(set(values.planned) & set(robot.foot_names))
+                                             or None),
                        text=status_line(values), cmd_wrench_arrows=arrows)
 
 

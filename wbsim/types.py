@@ -65,10 +65,10 @@ class RobotState(_ArrayEq):
             Pinocchio stores it, joint angles (rad) in Pinocchio's order.
         v: ``(nv,)`` velocity: base linear and angular velocity in the base (LOCAL) frame, joint
             velocities (rad/s).
-        sensed_contacts: feet that the simulation senses in contact (a foot with a loaded sole
-            point); ``None`` if not sensed.
-        friction: foot -> the sliding friction coefficient ``mu`` the simulator gives the foot's
-            contacts with the floor now (the least over its sole points, priorities applied);
+        sensed_contacts: feet (and hands) that the simulation senses in contact (a contact with a
+            loaded point); ``None`` if not sensed.
+        friction: foot (or hand) -> the sliding friction coefficient ``mu`` the simulator gives
+            its contacts with its surface now (the least over its points, priorities applied);
             ``None`` if not given (controllers then read the robot's model).
         cone: the simulator's friction cone, ``"pyramidal"`` (MuJoCo's default) or
             ``"elliptic"``; ``None`` if not given.
@@ -87,7 +87,8 @@ class ContactSchedule(_ArrayEq):
     """The planned contact set at one instant, as the env's plan gives it (treat as read-only).
 
     Attributes:
-        contact_set: feet planned in contact now (``"left_foot"``, ``"right_foot"``).
+        contact_set: feet planned in contact now (``"left_foot"``, ``"right_foot"``), and hands
+            (``"right_hand"``, ...: a robot's :attr:`wbsim.Robot.hands`).
         next_contact_set: feet planned in contact in the next phase (same as now in the last).
         phase: name of the current phase (``"stand"``, ``"shift"``, ``"hold"``, ...).
         phase_index: index of the current phase.
@@ -164,14 +165,15 @@ class Command(_ArrayEq):
     Attributes:
         tau: ``(n_joints,)`` joint torques, N·m, ``robot.joint_names`` order (the feed-forward
             torque when ``joint_targets`` is given). NaN where it could not be computed.
-        contact_set: feet the controller assumed in contact.
+        contact_set: feet (and hands) the controller assumed in contact.
         point_forces: ``(n_points, 3)`` commanded force on the robot at each contact point, world
             frame, N, ``robot.contact_point_names`` order; 0 at points the controller does not load,
             NaN where a failed solve left them unknown. ``None`` when the controller does not
             command point forces.
         foot_wrenches: ``(n_feet, 6)`` commanded wrench on the robot at each foot frame origin,
             world-aligned, ``[force (N); moment (N·m)]``, ``robot.foot_names`` order (0 for a foot
-            not in contact). ``None`` when the controller does not command wrenches.
+            not in contact; a hand's contact is commanded as point forces only). ``None`` when the
+            controller does not command wrenches.
         joint_targets: a joint PD to run at the physics rate on top of ``tau``, or ``None``.
         status: :class:`CommandStatus`.
         fallback: name of the fallback that produced ``tau`` (``""`` if none).
@@ -208,7 +210,8 @@ class Command(_ArrayEq):
 @dataclass(slots=True, eq=False)
 class StepChunk:
     """``k`` consecutive control steps of one episode as arrays: what the loop recorded and the
-    contact sensors read (``n`` contact points, ``m`` feet). The input of the event detector and of
+    contact sensors read (``n`` contact points, ``m`` feet: more generally ``m`` contacts, the
+    feet then the hands of ``robot.contact_names``; every "foot" below is such a contact). The input of the event detector and of
     the episode metrics (:mod:`wbsim.diagnostics`), filled by :mod:`wbsim.recorder`.
 
     Sensed quantities describe the state the step's command was computed for (MuJoCo's contact
@@ -221,9 +224,10 @@ class StepChunk:
         point_foot: ``(n,)`` foot of each point.
         foot_names: ``(m,)`` feet (``robot.foot_names``).
         floor_normal: ``(3,)`` unit normal of the floor, up.
-        gap: ``(k, n)`` distance ``h`` of each point to the floor, m (negative: penetration).
+        gap: ``(k, n)`` distance ``h`` of each point to its surface (the floor, a wall), m
+            (negative: penetration).
         force: ``(k, n, 3)`` simulated contact force at each point, N.
-        normal_force: ``(k, n)`` ``force . floor_normal``, N.
+        normal_force: ``(k, n)`` ``force . normal`` with the point's surface normal, N.
         tangential_force: ``(k, n)`` norm of the force across the normal, N.
         slip_velocity: ``(k, n)`` tangential speed of the point relative to the floor, m/s.
         friction: ``(k, n)`` sliding friction coefficient ``mu`` of each point's contact, as
@@ -250,6 +254,9 @@ class StepChunk:
             step, N·m.
         torque_applied: ``(k, j)`` the torque MuJoCo applied (clipped to the actuators' range).
         torque_limit: ``(j,)`` the actuators' torque limits, N·m (``inf``: none).
+        normals: ``(n, 3)`` the unit normal (world, towards the robot) of the surface each point
+            touches (a sole point's is the floor's, a hand's a wall's), or ``None``:
+            ``floor_normal`` for every point.
     """
 
     step: np.ndarray
@@ -280,6 +287,7 @@ class StepChunk:
     torque: np.ndarray
     torque_applied: np.ndarray
     torque_limit: np.ndarray
+    normals: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.step)
