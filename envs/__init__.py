@@ -7,10 +7,15 @@ For vector envs, pass ``info_mode="lean"`` (``gym.make_vec(env_id, num_envs, "as
 info_mode="lean")``): each step's info is then three plain numbers instead of the state, schedule and
 contact objects, which an ``AsyncVectorEnv`` would otherwise pickle through its pipes and merge in the
 main process every step (see :mod:`wbsim.envs.humanoid`).
+
+In a worker process that has not imported wbsim (a spawned vector env, an RLlib or Ray worker), name
+the module with the id, ``gymnasium.make("wbsim:wbsim/G1Stand-v0")``: Gymnasium imports ``wbsim``
+(which registers the ids) before it makes the env.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import gymnasium as gym
@@ -18,7 +23,8 @@ import gymnasium as gym
 from wbsim.envs.hand_wall import g1_hand_wall_config, hand_wall_plan
 from wbsim.envs.schedules import one_leg_plan, step_in_place_plan
 
-__all__ = ["ENV_IDS", "register_envs", "register_robot_env", "make", "make_humanoid"]
+__all__ = ["ENV_IDS", "RESET_NOISE_SCALE", "register_envs", "register_robot_env", "make",
+           "make_humanoid"]
 
 ENTRY_POINT = "wbsim.envs.humanoid:make_humanoid_env"
 
@@ -35,16 +41,47 @@ ENV_IDS: dict[str, dict[str, Any]] = {
     "wbsim/RomeoStand-v0": {"robot": "romeo"},
     # the G1 with hands leans on a wall with its right hand and lifts its right foot
     "wbsim/G1HandWall-v0": {"robot": g1_hand_wall_config(), "plan": hand_wall_plan,
-                            "pose": "lean", "max_seconds": 8.5, "render_azimuth": 180.0},
+                            "pose": "lean", "max_seconds": 8.5, "default_camera_config": {"azimuth": 180.0}},
 }
 
 
+#: Uniform joint noise at reset, rad, of the ids made through Gymnasium (``gymnasium.make``; their
+#: ``spec.kwargs``): each seed starts from its own posture, as Gymnasium's MuJoCo envs do, with the
+#: noise of ``wbsim baseline``, so that a policy's returns compare with the baselines' table.
+#: :func:`make_humanoid` (``wbsim run``) keeps :class:`~wbsim.envs.humanoid.HumanoidEnv`'s 0: a
+#: controller's run starts from the exact pose (``-e reset_noise_scale=0.02`` perturbs it).
+RESET_NOISE_SCALE = 0.02
+
+
 def register_envs() -> None:
-    """Register every id of :data:`ENV_IDS` with Gymnasium (idempotent)."""
+    """Register every id of :data:`ENV_IDS` with Gymnasium (idempotent), with the joint noise
+    :data:`RESET_NOISE_SCALE` and ``max_episode_steps`` = the id's ``max_seconds`` over its
+    control period (``frame_skip`` MuJoCo steps of the scene's ``timestep``): 5000 steps for the
+    10 s ids. Gymnasium's ``TimeLimit`` counts steps and the env truncates at ``max_seconds`` of
+    simulated time, whichever comes first: ``gymnasium.make(id, max_seconds=20)`` needs
+    ``max_episode_steps=10000`` too; :func:`make` passes it."""
     for env_id, kwargs in ENV_IDS.items():
         if env_id not in gym.registry:
             gym.register(env_id, entry_point=ENTRY_POINT,
-                         kwargs={**kwargs, "env_id": env_id}, disable_env_checker=False)
+                         kwargs={"reset_noise_scale": RESET_NOISE_SCALE, **kwargs,
+                                 "env_id": env_id},
+                         max_episode_steps=_max_episode_steps(kwargs), disable_env_checker=False)
+
+
+def _max_episode_steps(kwargs: dict[str, Any]) -> int:
+    """Control steps in the ``max_seconds`` of an id's ``kwargs`` (or the env's defaults)."""
+    import inspect
+    import xml.etree.ElementTree as ET
+
+    from wbsim.assets import SCENE_XML
+    from wbsim.envs.humanoid import HumanoidEnv
+
+    defaults = inspect.signature(HumanoidEnv).parameters
+    option = ET.parse(SCENE_XML).getroot().find("option")
+    timestep = float(getattr(option, "attrib", {}).get("timestep", 0.002))  # MuJoCo's default
+    seconds = kwargs.get("max_seconds", defaults["max_seconds"].default)
+    frame_skip = kwargs.get("frame_skip", defaults["frame_skip"].default)
+    return math.ceil(seconds / (timestep * frame_skip) - 1e-9)
 
 
 def register_robot_env(env_id: str, robot: Any, *, config: Any = None, **options: Any) -> str:
@@ -81,7 +118,9 @@ def register_robot_env(env_id: str, robot: Any, *, config: Any = None, **options
 
 
 def make(env_id: str, **kwargs: Any) -> gym.Env:
-    """``gymnasium.make`` for wbsim ids, with an error listing the known ids for an unknown one."""
+    """``gymnasium.make`` for wbsim ids, with an error listing the known ids for an unknown one, and
+    a ``max_episode_steps`` that matches a ``max_seconds`` or ``frame_skip`` given here (unless
+    ``max_episode_steps`` is given too)."""
     from wbsim.errors import UnknownNameError
 
     if env_id not in ENV_IDS:
@@ -89,12 +128,18 @@ def make(env_id: str, **kwargs: Any) -> gym.Env:
     from wbsim.envs.humanoid import HumanoidEnv, make_humanoid_env
 
     accepted = {**{k: None for k in _params(HumanoidEnv)}, **{k: None for k in
-                                                            _params(make_humanoid_env)}}
+                                                            _params(make_humanoid_env)},
+                "max_episode_steps": None}
     for key in kwargs:
         if key not in accepted:
             raise UnknownNameError("option", key,
                                    [k for k in accepted if k not in ("kwargs", "env_id")],
                                    context=f"of env {env_id!r}")
+    if "max_episode_steps" not in kwargs and {"max_seconds", "frame_skip"} & set(kwargs):
+        try:
+            kwargs["max_episode_steps"] = _max_episode_steps({**ENV_IDS[env_id], **kwargs})
+        except (TypeError, ValueError, ZeroDivisionError):
+            pass  # a bad max_seconds or frame_skip: the env's own check names it
     return gym.make(env_id, **kwargs)
 
 

@@ -148,8 +148,10 @@ class HumanoidEnv(gym.Env):
         max_seconds: time limit (truncation), s.
         action_mode: ``"torque"`` or ``"joint_position"`` (``"residual"`` goes through
             :func:`make_humanoid_env`: a torque-mode env with a :attr:`torque_hook`).
-        render_mode: ``None``, ``"rgb_array"``, ``"human"`` (MuJoCo's passive viewer; needs a display).
-        width, height: rendered frame size, pixels.
+        render_mode: ``None``, ``"rgb_array"`` (``(height, width, 3)`` ``uint8``, with the overlay),
+            ``"depth_array"`` (``(height, width)`` ``float32``, distance from the camera plane in m,
+            the scene without the overlay) or ``"human"`` (MuJoCo's passive viewer; needs a display).
+        width, height: rendered frame size, pixels (at most the scene's off-screen buffer, 1920x1080).
         reset_noise_scale: uniform noise (rad) added to the joint angles at reset.
         fall_height: fraction of the reset base height below which the robot has fallen.
         fall_tilt: base tilt (rad, from the vertical) beyond which the robot has fallen.
@@ -160,14 +162,20 @@ class HumanoidEnv(gym.Env):
         joint_position_scale: rad per unit action in ``joint_position`` mode.
         pd_frequency_hz: natural frequency of the inner PD in ``joint_position`` mode.
         info_mode: ``"full"`` (default) or ``"lean"`` (see the module docstring, ``info``).
-        render_azimuth: azimuth (deg) of the camera that follows the robot in rendered frames
-            (:class:`wbsim.render.FrameRenderer`; 135: from the robot's front right).
+        camera_name, camera_id: the camera of ``rgb_array`` and ``depth_array`` frames, as in
+            Gymnasium's MuJoCo envs: a camera of the model by name (``"front"``, ``"side"``) or by
+            id, ``-1`` for the free camera; not both. Default (both ``None``): the free camera,
+            which follows the robot (``"track"``, :class:`wbsim.render.FrameRenderer`).
+        default_camera_config: the free camera's ``distance`` (m; default: 3.3 times the base
+            height), ``azimuth`` and ``elevation`` (deg) and ``trackbodyid`` (the body it
+            follows; default 1, the base), as in Gymnasium's MuJoCo envs (there is no ``lookat``:
+            the camera looks at the body it follows).
 
     Attributes:
         sim: the :class:`wbsim.sim.Simulation` it steps (the rollout drives the same object).
     """
 
-    metadata = {"render_modes": ["rgb_array", "human"], "render_fps": 500}
+    metadata = {"render_modes": ["rgb_array", "human", "depth_array"], "render_fps": 500}
 
     def __init__(self, robot: str | wbsim.RobotConfig | wbsim.Robot = "g1", plan: Callable[[], PhasePlan] = standing_plan,
                  pose: str = "stand", frame_skip: int = 1, max_seconds: float = 10.0,
@@ -177,7 +185,9 @@ class HumanoidEnv(gym.Env):
                  reward_weights: Mapping[str, float] | None = None, env_id: str = "wbsim env",
                  push_magnitude: float = 0.0, push_interval: float = 2.0, push_duration: float = 0.1,
                  joint_position_scale: float = 0.5, pd_frequency_hz: float = 5.0,
-                 info_mode: str = "full", render_azimuth: float = 135.0):
+                 info_mode: str = "full", camera_name: str | None = None,
+                 camera_id: int | None = None,
+                 default_camera_config: Mapping[str, Any] | None = None):
         self._init_kwargs = {k: v for k, v in locals().items() if k not in ("self", "__class__")}
         self.robot = robot if isinstance(robot, wbsim.Robot) else wbsim.load_robot(robot)
         if action_mode not in ("torque", "joint_position"):
@@ -218,9 +228,7 @@ class HumanoidEnv(gym.Env):
                 ("joint_position_scale", joint_position_scale, False, lambda x: 0 < x < inf,
                  "a finite number > 0 (rad per unit action)"),
                 ("pd_frequency_hz", pd_frequency_hz, False, lambda x: 0 < x < inf,
-                 "a finite number > 0 (Hz)"),
-                ("render_azimuth", render_azimuth, False, lambda x: -inf < x < inf,
-                 "a finite number (deg)")):
+                 "a finite number > 0 (Hz)")):
             if not (is_real(value) and (isinstance(value, numbers.Integral) or not integer)
                     and ok(value)):
                 raise WbsimError(f"{env_id}: {name} must be {expected}, got {value!r}")
@@ -233,7 +241,6 @@ class HumanoidEnv(gym.Env):
         self.action_mode = action_mode
         self.render_mode = render_mode
         self.width, self.height = width, height
-        self.render_azimuth = float(render_azimuth)
         self.reset_noise_scale = reset_noise_scale
         self.fall_height = fall_height
         self.fall_tilt = float(fall_tilt)
@@ -241,6 +248,8 @@ class HumanoidEnv(gym.Env):
         self.info_mode = info_mode
         self.sim = Simulation(self.robot, Pushes(push_magnitude, push_interval, push_duration))
         self.model, self.data = self.sim.model, self.sim.data
+        self._camera = _camera_options(self.model, env_id, camera_name, camera_id,
+                                       default_camera_config, width, height, render_mode)
         self.metadata = {**self.metadata, "render_fps": int(round(1.0 / self.dt))}
 
         n = self.robot.n_joints
@@ -405,6 +414,8 @@ class HumanoidEnv(gym.Env):
                 self._viewer = Viewer(self.model, self.data)
             self._viewer.sync(self.overlay_data() if self.overlay else None)
             return None
+        if self.render_mode == "depth_array":
+            return self._render_depth()
         if self.render_mode != "rgb_array":
             return None
         if not self.overlay:
@@ -414,6 +425,15 @@ class HumanoidEnv(gym.Env):
         data = self.overlay_data()
         frame = self.frame_renderer.render(self.data, lambda scn, _: draw_geoms(scn, data))
         return draw_text(frame, data.text)
+
+    def _render_depth(self) -> np.ndarray:
+        """``(height, width)`` ``float32`` depth of the scene, m (MuJoCo's renderer in depth mode)."""
+        frames = self.frame_renderer
+        frames.renderer.enable_depth_rendering()
+        try:
+            return frames.render(self.data)
+        finally:
+            frames.renderer.disable_depth_rendering()
 
     @property
     def viewer_is_open(self) -> bool:
@@ -482,7 +502,7 @@ class HumanoidEnv(gym.Env):
             from wbsim.render import FrameRenderer
 
             self._frame_renderer = FrameRenderer(self.model, self.width, self.height,
-                                                 azimuth=self.render_azimuth)
+                                                 **self._camera)
         return self._frame_renderer
 
     def action_to_torque(self, action: np.ndarray) -> np.ndarray:
@@ -578,6 +598,61 @@ class HumanoidEnv(gym.Env):
                              self.sim.joint_positions - self._q_ref[self._pin_qidx],
                              self.sim.tau / self.effort, d.qvel[0:3])
         return {k: float(v) for k, v in terms.items()}
+
+
+#: ``default_camera_config`` key -> :class:`wbsim.render.FrameRenderer` argument
+_CAMERA_CONFIG_KEYS = {"distance": "distance", "azimuth": "azimuth", "elevation": "elevation",
+                       "trackbodyid": "track_body"}
+
+
+def _camera_options(model, env_id: str, camera_name: str | None, camera_id: int | None,
+                    config: Mapping[str, Any] | None, width: int, height: int,
+                    render_mode: str | None) -> dict[str, Any]:
+    """The :class:`wbsim.render.FrameRenderer` arguments of the env's camera options (see
+    :class:`HumanoidEnv`), checked.
+
+    Raises:
+        WbsimError: both ``camera_name`` and ``camera_id``; an unknown camera name or id; a
+            ``default_camera_config`` that is not a mapping, has another key, or names no body;
+            an off-screen ``render_mode`` with a frame larger than the model's off-screen buffer.
+            One line each, naming the option.
+    """
+    cameras = [model.camera(i).name for i in range(model.ncam)]
+    if camera_name is not None and camera_id is not None:
+        raise WbsimError(f"{env_id}: camera_name and camera_id cannot both be given (got "
+                         f"{camera_name!r} and {camera_id!r})")
+    out: dict[str, Any] = {"camera": "track"}
+    if camera_name is not None:
+        if camera_name not in cameras and camera_name != "track":
+            raise WbsimError(f"{env_id}: unknown camera_name {camera_name!r}; known: "
+                             f"{', '.join(['track', *cameras])}")
+        out["camera"] = camera_name
+    elif camera_id is not None:
+        if not (isinstance(camera_id, numbers.Integral) and -1 <= camera_id < len(cameras)):
+            raise WbsimError(f"{env_id}: camera_id must be -1 (the free camera) or the id of a "
+                             f"camera of the model (0..{len(cameras) - 1}: "
+                             f"{', '.join(cameras)}), got {camera_id!r}")
+        if camera_id >= 0:
+            out["camera"] = cameras[camera_id]
+    if config is not None and not isinstance(config, Mapping):
+        raise WbsimError(f"{env_id}: default_camera_config must be a mapping, got {config!r}")
+    for key, value in dict(config or {}).items():
+        if key not in _CAMERA_CONFIG_KEYS:
+            raise WbsimError(f"{env_id}: unknown default_camera_config key {key!r}; known: "
+                             f"{', '.join(_CAMERA_CONFIG_KEYS)} (the free camera follows a body, "
+                             "so it takes no lookat)")
+        integer = key == "trackbodyid"
+        if not (is_real(value) and (isinstance(value, numbers.Integral) or not integer)) or (
+                integer and not 0 <= value < model.nbody):
+            raise WbsimError(f"{env_id}: default_camera_config[{key!r}] must be "
+                             + (f"a body id in 0..{model.nbody - 1}" if integer else "a number")
+                             + f", got {value!r}")
+        out[_CAMERA_CONFIG_KEYS[key]] = value
+    vis = model.vis.global_
+    if render_mode in ("rgb_array", "depth_array") and not (width <= vis.offwidth and height <= vis.offheight):
+        raise WbsimError(f"{env_id}: frame size {width}x{height}: the renderer's off-screen buffer "
+                         f"holds up to {vis.offwidth}x{vis.offheight} pixels")
+    return out
 
 
 #: the options of ``action_mode="residual"`` only, with their defaults there

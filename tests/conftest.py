@@ -62,3 +62,12 @@ def forces_by_name(robot, cmd):
     if cmd.foot_wrenches is not None:
         return {n: w for n, w in zip(robot.foot_names, cmd.foot_wrenches) if n in cmd.contact_set}
     return {}
+
+
+# What libraries cache under the user's home while the tests run (matplotlib's font list, Mesa's
+# shader cache under XDG_CACHE_HOME) goes to a folder of the session, removed at its end; the
+# subprocesses of the tests inherit it. (Set here, before any test imports matplotlib or renders.)
+_CACHE = tempfile.mkdtemp(prefix="wbsim-tests-cache-")
+atexit.register(shutil.rmtree, _CACHE, True)
+os.environ["XDG_CACHE_HOME"] = _CACHE
+os.environ["MPLCONFIGDIR"] = os.path.join(_CACHE, "matplotlib")

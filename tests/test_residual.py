@@ -85,8 +85,9 @@ def test_controller_runs_every_mujoco_step(env_id, controller, fs, env_kw):
                                         ("wbsim/G1Stand-v0", 10), ("wbsim/TalosStand-v0", 5)])
 def test_zero_action_stands_at_any_frame_skip(env_id, fs):
     """Zero actions: the controller alone holds the robot (it fell at frame_skip >= 3 and sagged by
-    0.3 rad at 2 while its torque was held over the substeps)."""
-    env = gym.make(env_id, action_mode="residual", frame_skip=fs)
+    0.3 rad at 2 while its torque was held over the substeps). From the exact pose (no reset noise),
+    which the controller holds."""
+    env = gym.make(env_id, action_mode="residual", frame_skip=fs, reset_noise_scale=0.0)
     base = env.unwrapped
     env.reset(seed=0)
     z0 = float(base.data.qpos[2])
@@ -104,10 +105,12 @@ def test_zero_action_stands_at_any_frame_skip(env_id, fs):
 
 def test_async_vector_env_residual_frame_skip():
     """The hook is installed in the subprocesses: 1.5 s of zero actions at frame_skip 5 (it fell at
-    0.86 s), both envs as a single env does."""
+    0.86 s), both envs as a single env does (all from the exact pose: no reset noise)."""
     envs = gym.make_vec("wbsim/G1Stand-v0", num_envs=2, vectorization_mode="async",
-                        action_mode="residual", frame_skip=5, vector_kwargs={"context": "fork"})
-    single = gym.make("wbsim/G1Stand-v0", action_mode="residual", frame_skip=5)
+                        action_mode="residual", frame_skip=5, reset_noise_scale=0.0,
+                        vector_kwargs={"context": "fork"})
+    single = gym.make("wbsim/G1Stand-v0", action_mode="residual", frame_skip=5,
+                      reset_noise_scale=0.0)
     try:
         envs.reset(seed=0)
         single.reset(seed=0)

@@ -187,12 +187,16 @@ def test_unknown_pose_lists_known(g1):
         g1.pose("sit")
 
 
-def test_robot_descriptions_offline_is_clear():
-    """robot_descriptions clones on first use: offline and uncached, the error says so. Where a cache
-    is present the robot loads instead."""
-    try:
-        robot = wbsim.load_robot("g1_description")
-    except RobotLoadError as exc:
-        assert "robot_descriptions" in str(exc)
-    else:
-        assert robot.n_joints > 20
+def test_robot_descriptions_offline_is_clear(tmp_path, monkeypatch):
+    """robot_descriptions clones on first use: offline and uncached, the error says so and names the
+    cache. The test neither reaches the network nor writes into the user's home: an empty cache in
+    tmp_path, and git allowed no transport but local files (it refuses https before connecting)."""
+    import sys
+
+    monkeypatch.setenv("ROBOT_DESCRIPTIONS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("GIT_ALLOW_PROTOCOL", "file")
+    monkeypatch.delitem(sys.modules, "robot_descriptions.g1_description", raising=False)
+    with pytest.raises(RobotLoadError, match="robot_descriptions could not fetch") as info:
+        wbsim.load_robot("g1_description")
+    assert str(tmp_path / "cache") in str(info.value)
+    assert not any((tmp_path / "cache").rglob("*.urdf"))

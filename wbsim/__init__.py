@@ -7,6 +7,10 @@ Entry points: :func:`load_robot`, the ``wbsim`` command line, the Gymnasium ids 
 (registered on import), and :mod:`wbsim.controllers`.
 """
 
+from wbsim._clone_layout import install as _map_clone_layout
+
+_map_clone_layout(__path__[0])  # python started in a clone's root: its envs/, controllers/, assets/
+
 from wbsim._headless import choose_gl_backend as _choose_gl_backend
 
 _choose_gl_backend()  # before MuJoCo is first imported

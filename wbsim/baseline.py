@@ -1,8 +1,9 @@
 """``wbsim baseline``: a controller's statistics over seeded episodes of an env.
 
 Each episode is one :func:`wbsim.rollout.run_episode` (no video, no log) with its own seed; the env's
-``reset_noise_scale`` (default here 0.02 rad of uniform joint noise at reset) makes episodes differ.
-Success = the episode ran to its time limit without a fall.
+``reset_noise_scale`` (default here :data:`wbsim.envs.RESET_NOISE_SCALE`, 0.02 rad of uniform joint
+noise at reset) makes episodes differ. Success = the episode ran to its time limit without a fall.
+With ``workers`` the episodes run as Ray tasks (:mod:`wbsim.scaleout`), with the same results.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from wbsim.envs import RESET_NOISE_SCALE
 from wbsim.rollout import EpisodeConfig, check_seed, run_episode
 
 __all__ = ["default_json_path", "run_baseline"]
@@ -40,6 +42,13 @@ def default_json_path(env: str, controller: str,
     return f"baselines/{'-'.join(parts)}.json"
 
 
+def _episode(cfg: EpisodeConfig) -> dict[str, Any]:
+    """One episode's entry of ``per_episode`` (a Ray task with ``workers``)."""
+    s = run_episode(cfg)
+    return {"seed": cfg.seed, "return": s["return"], "steps": s["steps"],
+            "seconds": s["seconds"], "fell": s["fell"], "events": s["events"]}
+
+
 def _same(value: Any, default: Any) -> bool:
     try:
         # 3 == 3.0, but True is not 1
@@ -49,10 +58,11 @@ def _same(value: Any, default: Any) -> bool:
 
 
 def run_baseline(env: str, controller: str, episodes: int = 20, seed: int = 0,
-                 seconds: float | None = None, reset_noise_scale: float = 0.02,
+                 seconds: float | None = None, reset_noise_scale: float = RESET_NOISE_SCALE,
                  controller_options: Mapping[str, Any] | None = None,
                  env_options: Mapping[str, Any] | None = None,
-                 json_path: str | Path | None = None, progress: bool = True) -> dict[str, Any]:
+                 json_path: str | Path | None = None, progress: bool = True,
+                 workers: int | None = None, address: str | None = None) -> dict[str, Any]:
     """Run ``episodes`` episodes (seeds ``seed``, ``seed + 1``, ...) and aggregate.
 
     Returns (and writes to ``json_path`` if given) a dict with ``env``, ``controller``,
@@ -60,17 +70,27 @@ def run_baseline(env: str, controller: str, episodes: int = 20, seed: int = 0,
     ``seconds``, ``return_mean``, ``return_std``, ``success_rate``, ``length_mean``, ``length_std``
     (steps), ``fell``, ``events`` (kind -> count summed over the episodes), ``per_episode``.
 
+    ``workers``: run the episodes as Ray tasks, ``workers`` at a time, on a local Ray or on the
+    cluster at ``address`` (:func:`wbsim.scaleout.map_calls`); the result is the sequential one.
+
     Raises:
         WbsimError: ``episodes`` < 1, a negative or non-integer ``seed``, ``seconds`` not a
-            positive number, or a ``json_path`` that cannot be written (all checked before the
-            first episode); what :func:`wbsim.rollout.run_episode` raises.
+            positive number, a ``json_path`` that cannot be written, an unknown env or
+            controller, bad ``workers`` (:func:`wbsim.scaleout.check_workers`; all checked before
+            the first episode); what :func:`wbsim.rollout.run_episode` raises.
     """
+    from wbsim.controllers import controller_class
     from wbsim.envs import ENV_IDS
-    from wbsim.errors import WbsimError
+    from wbsim.errors import UnknownNameError, WbsimError
+    from wbsim.scaleout import check_workers, map_calls
 
     if episodes < 1:
         raise WbsimError(f"episodes must be >= 1, got {episodes}")
     check_seed(seed)  # before the first episode, as everything below
+    if env not in ENV_IDS:
+        raise UnknownNameError("env", env, ENV_IDS)
+    controller_class(controller)
+    check_workers(workers, address)
     if json_path:  # before the episodes, not after them
         from wbsim.errors import check_output_file
 
@@ -80,13 +100,11 @@ def run_baseline(env: str, controller: str, episodes: int = 20, seed: int = 0,
     env_kwargs = {"reset_noise_scale": reset_noise_scale, **dict(env_options or {})}
     if seconds is None:
         seconds = float(ENV_IDS.get(env, {}).get("max_seconds", 10.0))
-    per = []
-    for k in range(episodes):
-        s = run_episode(EpisodeConfig(env=env, controller=controller, seconds=seconds,
-                                      seed=seed + k, controller_options=dict(controller_options or {}),
-                                      env_options=env_kwargs, progress=progress))
-        per.append({"seed": seed + k, "return": s["return"], "steps": s["steps"],
-                    "seconds": s["seconds"], "fell": s["fell"], "events": s["events"]})
+    per = map_calls(_episode, [
+        {"cfg": EpisodeConfig(env=env, controller=controller, seconds=seconds, seed=seed + k,
+                              controller_options=dict(controller_options or {}),
+                              env_options=env_kwargs, progress=progress and workers is None)}
+        for k in range(episodes)], workers, address, progress)
     returns = np.array([p["return"] for p in per])
     lengths = np.array([p["steps"] for p in per])
     success = [not p["fell"] and p["seconds"] >= seconds - 1e-6 for p in per]

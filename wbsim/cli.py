@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 import wbsim
+from wbsim.envs import RESET_NOISE_SCALE
 from wbsim.errors import WbsimError
 
 __all__ = ["main"]
@@ -262,7 +263,7 @@ def cmd_baseline(args: argparse.Namespace) -> int:
                        controller_options=controller_options,
                        json_path=args.json or default_json_path(args.env, args.controller,
                                                                 controller_options),
-                       progress=not args.no_progress)
+                       progress=not args.no_progress, workers=args.workers, address=args.address)
     print(f"{out['env']} {out['controller']}: {out['episodes']} episodes of {out['seconds']:g} s")
     print(f"  return        {out['return_mean']:.2f} ± {out['return_std']:.2f}")
     print(f"  success rate  {out['success_rate']:.2f}  (fell {out['fell']})")
@@ -369,12 +370,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--episodes", type=int, default=20)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--seconds", type=float, help="episode length, s (default: the env's limit)")
-    p.add_argument("--reset-noise", type=float, default=0.02, help="joint noise at reset, rad")
+    p.add_argument("--reset-noise", type=float, default=RESET_NOISE_SCALE,
+                   help="joint noise at reset, rad")
     p.add_argument("--controller-option", "-c", action="append", default=[], metavar="KEY=VALUE",
                    help="controller option, e.g. -c variant=pinv for projected_id (repeatable)")
     p.add_argument("--json", help="output JSON (default baselines/<env>_<controller>.json, with "
                    "-key=value for each -c option that is not the controller's default)")
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--workers", type=int, help="run the episodes as Ray tasks, N at a time (on a "
+                   "local Ray with N CPUs, or on --address); the same JSON as without")
+    p.add_argument("--address", help="an existing Ray cluster (auto, HOST:6379, ray://HOST:10001); "
+                   "needs --workers")
     p.set_defaults(func=cmd_baseline)
 
     p = sub.add_parser("bench", formatter_class=argparse.ArgumentDefaultsHelpFormatter, help="speed against raw mj_step and Humanoid-v5, in one run")

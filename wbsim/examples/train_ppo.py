@@ -2,7 +2,7 @@
 
 The policy's action is added to the gravity-compensation QP's torques (``action_mode="residual"``,
 ``residual_scale`` of the effort limits), so an untrained policy already stands and the agent learns a
-correction. Needs the ``[rl]`` extra: ``pip install torch==2.13.0`` (the CPU build) then
+correction, at 50 Hz (:data:`FRAME_SKIP`). Needs the ``[rl]`` extra: ``pip install torch==2.13.0`` (the CPU build) then
 ``pip install -e ".[rl]"``.
 
 Usage::
@@ -20,6 +20,14 @@ from pathlib import Path
 import numpy as np
 
 import wbsim  # noqa: F401  (registers the envs)
+
+#: MuJoCo steps (2 ms) per policy step: the policy acts at 50 Hz, while the controller it corrects
+#: runs inside the env at every MuJoCo step (500 Hz). 50 Hz is the rate of learned humanoid
+#: policies on hardware (the G1's among them); PPO's discount 0.99 then looks about 100 steps, 2 s,
+#: ahead (the time scale of keeping balance; 0.2 s at 500 Hz), an episode of 10 s is 500 steps,
+#: and each env step carries 10 physics steps, which amortises the per-step cost of vector envs
+#: and RL libraries.
+FRAME_SKIP = 10
 
 
 def train(steps: int = 2048, out: str | Path = "runs/ppo_g1_stand", seed: int = 0,
@@ -45,7 +53,7 @@ def train(steps: int = 2048, out: str | Path = "runs/ppo_g1_stand", seed: int = 
     check_video_path(out / "policy.mp4", overwrite)
     out.mkdir(parents=True, exist_ok=True)
     env = gym.make(env_id, action_mode="residual", residual_scale=residual_scale,
-                   reset_noise_scale=0.02)
+                   frame_skip=FRAME_SKIP)
     model = PPO("MlpPolicy", env, n_steps=min(n_steps, steps), batch_size=64, seed=seed,
                 verbose=0, device="cpu")
     model.learn(total_timesteps=steps)
@@ -55,7 +63,7 @@ def train(steps: int = 2048, out: str | Path = "runs/ppo_g1_stand", seed: int = 
     from wbsim.render import VideoWriter
 
     env = gym.make(env_id, action_mode="residual", residual_scale=residual_scale,
-                   render_mode="rgb_array")
+                   frame_skip=FRAME_SKIP, render_mode="rgb_array")
     obs, _ = env.reset(seed=seed)
     fps, dt = 30.0, env.unwrapped.dt
     next_frame = 0.0  # frames by simulated time (as wbsim run): the video plays in real time

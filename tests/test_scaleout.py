@@ -1,0 +1,94 @@
+"""Episodes as Ray tasks (wbsim.scaleout, ``wbsim baseline --workers``) on a local Ray of 2 CPUs:
+the same JSON as the sequential run, results in the order of the calls, bad input refused before
+Ray starts. Ray is the ``[ray]`` extra: without it these tests skip, but the input checks."""
+
+import sys
+import time
+
+import pytest
+
+from wbsim.errors import UnknownNameError, WbsimError
+
+
+@pytest.fixture(scope="module")
+def ray_home(tmp_path_factory):
+    """Ray keeps its authentication token in ~/.ray: a home of these tests' own (Ray's processes
+    inherit it; one for the module, as Ray's token loader keeps the first token it read), never
+    the user's."""
+    home = tmp_path_factory.mktemp("home")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HOME", str(home))
+        yield home
+
+
+def test_ray_baseline_json_equals_the_sequential_one(tmp_path, ray_home):
+    pytest.importorskip("ray")
+    from wbsim.cli import main
+
+    args = ["baseline", "--episodes", "3", "--seconds", "0.1", "--no-progress"]
+    assert main([*args, "--json", str(tmp_path / "sequential.json")]) == 0
+    assert main([*args, "--json", str(tmp_path / "ray.json"), "--workers", "2"]) == 0
+    sequential = (tmp_path / "sequential.json").read_text()
+    assert (tmp_path / "ray.json").read_text() == sequential
+    assert len({e["return"] for e in __import__("json").loads(sequential)["per_episode"]}) == 3
+
+    import ray
+
+    assert not ray.is_initialized()  # the local Ray started for the run was stopped
+
+
+def _late_first(i: int) -> int:
+    """A call whose first instance finishes last."""
+    if i == 0:
+        time.sleep(2.0)
+    return i
+
+
+def test_results_come_in_the_order_of_the_calls(ray_home):
+    ray = pytest.importorskip("ray")
+    from wbsim.scaleout import map_calls
+
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers cannot import tests
+    try:
+        assert map_calls(_late_first, [{"i": i} for i in range(4)], workers=2) == [0, 1, 2, 3]
+    finally:
+        ray.cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+
+
+@pytest.mark.parametrize("workers,address,message", [
+    (0, None, "workers must be an integer >= 1, got 0"),
+    (True, None, "workers must be an integer >= 1, got True"),
+    ("2", None, "workers must be an integer >= 1, got '2'"),
+    (None, "auto", "needs a number of workers"),
+])
+def test_bad_workers_are_refused_before_anything_runs(workers, address, message, tmp_path):
+    from wbsim.baseline import run_baseline
+
+    with pytest.raises(WbsimError, match=message):
+        run_baseline("wbsim/G1Stand-v0", "gravity_qp", episodes=1, seconds=0.1, progress=False,
+                     workers=workers, address=address, json_path=tmp_path / "b.json")
+    assert not (tmp_path / "b.json").exists()
+
+
+def test_unknown_names_are_refused_before_ray_starts(ray_home):
+    pytest.importorskip("ray")
+    from wbsim.baseline import run_baseline
+
+    with pytest.raises(UnknownNameError, match="G1Stand-v0"):
+        run_baseline("wbsim/G1Sit-v0", "gravity_qp", episodes=1, workers=2)
+    with pytest.raises(UnknownNameError, match="gravity_qp"):
+        run_baseline("wbsim/G1Stand-v0", "gravity", episodes=1, workers=2)
+    assert "ray" not in sys.modules or not sys.modules["ray"].is_initialized()
+
+
+def test_without_ray_installed_the_error_says_how(monkeypatch):
+    import importlib.util
+
+    from wbsim.scaleout import check_workers
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "ray" else real(name, *a))
+    with pytest.raises(WbsimError, match=r'pip install "wbsim\[ray\]"'):
+        check_workers(2, None)
+    check_workers(None, None)  # the sequential run needs no Ray

@@ -1,0 +1,117 @@
+"""Episodes as Ray tasks: on a local Ray started for the run, or on an existing Ray cluster.
+
+:func:`map_calls` runs ``fn(**kwargs)`` for each ``kwargs`` and returns the results in the order of
+the calls, whichever worker finished first, so that an aggregate of them (``wbsim baseline``'s JSON)
+is the one of the sequential run: each call must depend on its arguments only (a seeded episode).
+Without ``workers`` it runs the calls one after the other in this process and never imports Ray.
+
+Ray is the optional extra ``[ray]`` (``pip install "wbsim[ray]"``). Every node of a cluster needs
+wbsim and the versions of its dependencies that the driver has; results are bit-identical to the
+sequential run where the nodes run the same software on the same kind of CPU.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from wbsim.errors import WbsimError
+
+__all__ = ["check_workers", "map_calls", "start_ray"]
+
+
+def check_workers(workers: Any, address: str | None) -> None:
+    """Raise :class:`WbsimError` unless ``workers`` is ``None`` or an integer >= 1, or if
+    ``address`` is given without ``workers``; or if Ray is needed and not installed. Called before
+    any episode runs."""
+    if workers is None:
+        if address is not None:
+            raise WbsimError(f"a Ray address ({address!r}) needs a number of workers (--workers N: "
+                             "the episodes run at once on the cluster)")
+        return
+    if not (type(workers) is int and workers >= 1):
+        raise WbsimError(f"workers must be an integer >= 1, got {workers!r}")
+    if importlib.util.find_spec("ray") is None:
+        raise WbsimError('--workers runs episodes on Ray, which is not installed: pip install '
+                         '"wbsim[ray]" (or pip install ray)')
+
+
+def map_calls(fn: Callable[..., Any], calls: Sequence[dict[str, Any]], workers: int | None = None,
+              address: str | None = None, progress: bool = False) -> list[Any]:
+    """``[fn(**kwargs) for kwargs in calls]``, on Ray with ``workers`` calls at once.
+
+    Args:
+        fn: a module-level function (Ray workers import it by name); its result must pickle.
+        calls: keyword arguments of each call.
+        workers: ``None``: every call in this process, in order. ``N``: Ray tasks of one CPU each,
+            at most ``N`` at a time; without ``address`` on a local Ray started for the call
+            with ``N`` CPUs, listening on the loopback interface only, and stopped after it (a
+            Ray already initialised in this process is used as it is and left running).
+        address: an existing cluster (``"auto"``, ``"HOST:6379"``, ``"ray://HOST:10001"``;
+            ``ray.init``'s ``address``), left running.
+        progress: a progress bar of finished calls on stderr (a terminal only).
+
+    Raises:
+        WbsimError: as :func:`check_workers`. An exception of a call is raised as Ray raises it
+        (an instance of the call's exception class, with the worker's traceback).
+    """
+    check_workers(workers, address)
+    if workers is None:
+        return [fn(**kwargs) for kwargs in calls]
+    import ray
+
+    started = start_ray(workers, address)
+    bar = None
+    try:
+        if progress and sys.stderr.isatty():
+            from tqdm import tqdm
+
+            bar = tqdm(total=len(calls), unit="episode", desc="ray", leave=False)
+        task = ray.remote(num_cpus=1)(fn)
+        results: list[Any] = [None] * len(calls)
+        index: dict[Any, int] = {}
+        pending: list[Any] = []
+        for i, kwargs in enumerate(calls):
+            if len(pending) >= workers:  # at most `workers` calls in flight
+                pending = _collect(ray, pending, index, results, bar)
+            ref = task.remote(**kwargs)
+            index[ref] = i
+            pending.append(ref)
+        while pending:
+            pending = _collect(ray, pending, index, results, bar)
+        return results
+    finally:
+        if bar is not None:
+            bar.close()
+        if started:
+            ray.shutdown()
+
+
+def start_ray(num_cpus: int, address: str | None = None) -> bool:
+    """Connect to the Ray cluster at ``address``, or start a local Ray with ``num_cpus`` CPUs that
+    listens on the loopback interface only; nothing if Ray is initialised already. Returns whether
+    it connected or started (the caller then calls ``ray.shutdown()`` when done)."""
+    if address is None and "ray" not in sys.modules:
+        # a local Ray on 127.0.0.1, not on the machine's network address (Ray reads this at import;
+        # its processes inherit it)
+        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+    import ray
+
+    if ray.is_initialized():
+        return False
+    init: dict[str, Any] = {"address": address} if address else {"num_cpus": num_cpus}
+    ray.init(**init, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    return True
+
+
+def _collect(ray, pending: list, index: dict, results: list, bar) -> list:
+    """Wait for one finished call, store its result at its index; the calls still pending."""
+    done, pending = ray.wait(pending, num_returns=1)
+    for ref in done:
+        results[index.pop(ref)] = ray.get(ref)
+        if bar is not None:
+            bar.update(1)
+    return pending
