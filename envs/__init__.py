@@ -15,7 +15,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from wbsim.envs.schedules import one_leg_plan, step_in_place_plan
+from wbsim.envs.schedules import one_leg_plan, stepping_plan, walking_plan
 
 __all__ = ["ENV_IDS", "register_envs", "make", "make_humanoid"]
 
@@ -29,7 +29,9 @@ ENV_IDS: dict[str, dict[str, Any]] = {
     "wbsim/G1Push-v0": {"robot": "g1", "push_magnitude": 40.0, "push_interval": 2.0},
     "wbsim/TalosPush-v0": {"robot": "talos", "push_magnitude": 100.0, "push_interval": 2.0},
     "wbsim/G1OneLeg-v0": {"robot": "g1", "plan": one_leg_plan, "max_seconds": 7.5},
-    "wbsim/G1StepInPlace-v0": {"robot": "g1", "plan": step_in_place_plan},
+    "wbsim/G1StepInPlace-v0": {"robot": "g1", "plan": stepping_plan},
+    "wbsim/G1Walk-v0": {"robot": "g1", "plan": walking_plan,
+                        "reward_weights": {"base_velocity": 1.0}},
 }
 
 
@@ -47,10 +49,12 @@ def make(env_id: str, **kwargs: Any) -> gym.Env:
 
     if env_id not in ENV_IDS:
         raise UnknownNameError("env", env_id, ENV_IDS)
-    from wbsim.envs.humanoid import HumanoidEnv, make_humanoid_env
+    from wbsim.envs.humanoid import HumanoidEnv, make_humanoid_env, plan_parameters
 
     accepted = {**{k: None for k in _params(HumanoidEnv)}, **{k: None for k in
-                                                            _params(make_humanoid_env)}}
+                                                            _params(make_humanoid_env)},
+                **{k: None for k in plan_parameters(kwargs.get("plan",
+                                                               ENV_IDS[env_id].get("plan")))}}
     for key in kwargs:
         if key not in accepted:
             raise UnknownNameError("option", key,
@@ -67,17 +71,18 @@ def make_humanoid(env_id: str, **kwargs: Any):
     Raises:
         UnknownNameError: unknown id or option (the message lists the known ones).
     """
-    from wbsim.envs.humanoid import HumanoidEnv
+    from wbsim.envs.humanoid import HumanoidEnv, plan_parameters, route_plan_options
     from wbsim.errors import UnknownNameError
 
     if env_id not in ENV_IDS:
         raise UnknownNameError("env", env_id, ENV_IDS)
-    known = _params(HumanoidEnv)
+    plan = kwargs.get("plan", ENV_IDS[env_id].get("plan"))
+    known = _params(HumanoidEnv) + (plan_parameters(plan) if plan is not None else [])
     for key in kwargs:
         if key not in known:
             raise UnknownNameError("option", key, [k for k in known if k != "env_id"],
                                    context=f"of env {env_id!r}")
-    return HumanoidEnv(**{**ENV_IDS[env_id], "env_id": env_id, **kwargs})
+    return HumanoidEnv(**route_plan_options({"env_id": env_id, **kwargs}, ENV_IDS[env_id]))
 
 
 def _params(func) -> list[str]:

@@ -207,7 +207,7 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
             steps.qpos0, steps.qvel0, steps.qacc, sensing, steps.push, steps.push_point))
         fell_flags = np.zeros(len(steps), dtype=bool)
         fell_flags[-1] = fell
-        reward = env.reward(steps.qpos, steps.qvel, steps.tau, fell_flags)
+        reward = env.reward(steps.qpos, steps.qvel, steps.tau, fell_flags, steps.t + env.dt)
         metrics.update(steps, sensing, relative, reward)
         if log is not None:
             for event in events:
