@@ -15,7 +15,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from wbsim.envs.schedules import one_leg_plan, stepping_plan, walking_plan
+from wbsim.envs.schedules import dcc_plan, one_leg_plan, stepping_plan, walking_plan
 
 __all__ = ["ENV_IDS", "register_envs", "make", "make_humanoid"]
 
@@ -32,6 +32,7 @@ ENV_IDS: dict[str, dict[str, Any]] = {
     "wbsim/G1StepInPlace-v0": {"robot": "g1", "plan": stepping_plan},
     "wbsim/G1Walk-v0": {"robot": "g1", "plan": walking_plan,
                         "reward_weights": {"base_velocity": 1.0}},
+    "wbsim/G1PlanReplay-v0": {"robot": "g1", "plan": dcc_plan, "max_seconds": 6.0},
 }
 
 

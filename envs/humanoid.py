@@ -46,7 +46,8 @@ held over them; ``joint_position`` and ``residual`` modes recompute their inner 
 them.
 
 Pushes (``push_magnitude`` > 0): every ``push_interval`` s, a horizontal force of ``push_magnitude`` N in a
-direction drawn from the env's seeded generator acts on the torso for ``push_duration`` s.
+direction drawn from the env's seeded generator acts on the torso for ``push_duration`` s; and each
+scripted push of ``push_script`` (``(start s, (fx, fy, fz) N, duration s)``) at its time.
 
 Reward, per step (weights in ``reward_weights``): ``alive`` (1.0 while not fallen), ``- upright`` times
 the base tilt squared (rad²), ``- posture`` times the mean squared joint error to the reset posture
@@ -164,6 +165,8 @@ class HumanoidEnv(gym.Env):
         env_id: the registered id (for messages).
         push_magnitude, push_interval, push_duration: pushes on the torso (N, s, s); 0 N: none
             (:class:`wbsim.sim.Pushes`).
+        push_script: scripted pushes ``[(start s, (fx, fy, fz) N world, duration s), ...]``
+            (:class:`wbsim.sim.Pushes`; the push-recovery protocol, :mod:`wbsim.pushtest`).
         joint_position_scale: rad per unit action in ``joint_position`` mode.
         pd_frequency_hz: natural frequency of the inner PD in ``joint_position`` mode.
         info_mode: ``"full"`` (default) or ``"lean"`` (see the module docstring, ``info``).
@@ -183,6 +186,7 @@ class HumanoidEnv(gym.Env):
                  fall_tilt: float = math.pi / 3,
                  reward_weights: Mapping[str, float] | None = None, env_id: str = "wbsim env",
                  push_magnitude: float = 0.0, push_interval: float = 2.0, push_duration: float = 0.1,
+                 push_script: Any = (),
                  joint_position_scale: float = 0.5, pd_frequency_hz: float = 5.0,
                  info_mode: str = "full", plan_options: Mapping[str, Any] | None = None):
         self._init_kwargs = {k: v for k, v in locals().items() if k not in ("self", "__class__")}
@@ -252,7 +256,8 @@ class HumanoidEnv(gym.Env):
         self.fall_tilt = float(fall_tilt)
         self.reward_weights = {**DEFAULT_REWARD_WEIGHTS, **(reward_weights or {})}
         self.info_mode = info_mode
-        self.sim = Simulation(self.robot, Pushes(push_magnitude, push_interval, push_duration))
+        self.sim = Simulation(self.robot, Pushes(push_magnitude, push_interval, push_duration,
+                                                 tuple(push_script or ())))
         self.model, self.data = self.sim.model, self.sim.data
         self.metadata = {**self.metadata, "render_fps": int(round(1.0 / self.dt))}
 
@@ -499,7 +504,7 @@ class HumanoidEnv(gym.Env):
         sim = self.sim
         return {"kwargs": kwargs, "state": sim.get_state(), "q_ref": self._q_ref,
                 "base_height0": self._base_height0, "np_random": self._np_random,
-                "pushes": list(sim.pushes_done), "push_force": sim.push_force.copy(),
+                "pushes": sim.push_memory(), "push_force": sim.push_force.copy(),
                 "plan_context": dict(self.plan.context), "sensing": sim.sensing(),
                 "tau": sim.tau.copy()}
 
@@ -510,7 +515,8 @@ class HumanoidEnv(gym.Env):
         self._q_ref, self._base_height0 = st["q_ref"], st["base_height0"]
         self._np_random = st["np_random"]
         sim._rng = self._np_random
-        sim.pushes_done, sim.push_force, sim.tau = st["pushes"], st["push_force"], st["tau"]
+        sim.restore_push_memory(st["pushes"])
+        sim.push_force, sim.tau = st["push_force"], st["tau"]
         # the reset's context (CoM, feet), which the plan's targets are relative to
         self.plan.set_context(**st["plan_context"])
         # the contacts of the last MuJoCo step (set_state's mj_forward solved the current state's,

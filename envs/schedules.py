@@ -29,8 +29,9 @@ import numpy as np
 
 from wbsim.types import ContactSchedule
 
-__all__ = ["BOTH_FEET", "MAX_WALK_SPEED", "Phase", "PhasePlan", "ReferencePlan", "one_leg_plan",
-           "standing_plan", "step_in_place_plan", "stepping_plan", "walking_plan"]
+__all__ = ["BOTH_FEET", "DCC_PLANS", "MAX_WALK_SPEED", "Phase", "PhasePlan", "ReferencePlan",
+           "dcc_plan", "one_leg_plan", "standing_plan", "step_in_place_plan", "stepping_plan",
+           "walking_plan"]
 
 BOTH_FEET = frozenset({"left_foot", "right_foot"})
 
@@ -464,3 +465,36 @@ def stepping_plan(n_steps: int = 12, single_support: float = 0.6, double_support
                         double_support=double_support, clearance=clearance,
                         touchdown_speed=touchdown_speed, zmp_inward=zmp_inward,
                         first_swing=first_swing)
+
+
+#: The DCC plans shipped with wbsim (``wbsim.assets.PLANS_DIR``), by name.
+DCC_PLANS = {"step": "g1_dcc_step.npz", "walk": "g1_dcc_walk.npz"}
+
+
+def dcc_plan(plan_file: str = "step", land_time: float = 0.2) -> ReferencePlan:
+    """Replay a DCC plan file (:func:`wbsim.planning.plan_replay.reference_from_plan`): ``"step"``
+    or ``"walk"`` (:data:`DCC_PLANS`, shipped) or a path to a ``wbsim dcc plan`` file. The plan is
+    moved horizontally so that its CoM at 0 s is the robot's at reset; ``land_time`` s: the
+    completion's landing of a foot the plan leaves in the air.
+
+    Raises:
+        WbsimError: a file that is not a plan file (read at the first reset).
+    """
+    from pathlib import Path
+
+    from wbsim.assets import PLANS_DIR
+
+    path = Path(PLANS_DIR / DCC_PLANS[plan_file]) if plan_file in DCC_PLANS else Path(plan_file)
+
+    def build(c):
+        from wbsim.planning.plan_file import load_plan
+        from wbsim.planning.plan_replay import reference_from_plan
+
+        plan = load_plan(path)
+        offset = np.zeros(3)
+        if "com" in c:
+            offset[:2] = np.asarray(c["com"])[:2] - np.asarray(plan["com"][0])[:2]
+        mass = float(c["mass"]) if "mass" in c else None
+        return reference_from_plan(plan, land_time=land_time, offset=offset, mass=mass)
+
+    return ReferencePlan(build, name=f"DCC plan {path.name}")

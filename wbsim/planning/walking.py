@@ -208,14 +208,17 @@ class LipmTrajectory:
         knot_zmp: ``(K, 2)`` ZMP at the knots, m.
         omega: 1/s.
         com0: ``(2,)`` CoM at ``knot_times[0]``, m.
+        dcm0: ``None``: the DCM is planned backwards from ``xi = p`` at the last knot (it stays
+            bounded for ever); ``(2,)``: the DCM at ``knot_times[0]`` (a forward solution from a
+            given state: it diverges after the last knot unless it ends on the ZMP).
 
     Attributes:
-        knot_dcm: ``(K, 2)`` the DCM at the knots (backward recursion from ``xi = p`` at the end).
+        knot_dcm: ``(K, 2)`` the DCM at the knots.
         knot_com: ``(K, 2)`` the CoM at the knots (forward).
     """
 
     def __init__(self, knot_times: Sequence[float], knot_zmp: np.ndarray, omega: float,
-                 com0: np.ndarray):
+                 com0: np.ndarray, dcm0: np.ndarray | None = None):
         t = np.asarray(knot_times, dtype=float)
         p = np.asarray(knot_zmp, dtype=float)
         if t.ndim != 1 or p.shape != (t.size, 2) or t.size < 1 or np.any(np.diff(t) <= 0):
@@ -226,19 +229,30 @@ class LipmTrajectory:
         T = np.diff(t)
         b = np.diff(p, axis=0) / T[:, None]                      # (K-1, 2) ZMP slopes
         xi = np.empty((K, 2))
-        A = np.zeros((K, 2))                                      # A of each segment; last: 0
-        xi[-1] = p[-1]
-        for i in range(K - 2, -1, -1):
-            A[i] = xi[i + 1] - p[i + 1] - b[i] / w
-            xi[i] = p[i] + b[i] / w + A[i] * math.exp(-w * T[i])
+        A = np.zeros((K, 2))        # per segment: xi = p + b / w + A exp(w (tau - T_ref))
+        T_ref = np.append(T, np.inf)
+        if dcm0 is None:
+            xi[-1] = p[-1]
+            for i in range(K - 2, -1, -1):
+                A[i] = xi[i + 1] - p[i + 1] - b[i] / w
+                xi[i] = p[i] + b[i] / w + A[i] * math.exp(-w * T[i])
+        else:
+            T_ref[:] = 0.0                                        # exp(w tau): forward
+            xi[0] = np.asarray(dcm0, dtype=float)
+            for i in range(K - 1):
+                A[i] = xi[i] - p[i] - b[i] / w
+                xi[i + 1] = p[i + 1] + b[i] / w + A[i] * math.exp(w * T[i])
+            A[-1] = xi[-1] - p[-1]
+        # CoM: c = p + (A / 2) exp(w (tau - T_ref)) + C exp(-w tau)
         c = np.empty((K, 2))
         C = np.empty((K, 2))
         c[0] = np.asarray(com0, dtype=float)
         for i in range(K - 1):
-            C[i] = c[i] - p[i] - 0.5 * A[i] * math.exp(-w * T[i])
-            c[i + 1] = p[i + 1] + 0.5 * A[i] + C[i] * math.exp(-w * T[i])
-        C[-1] = c[-1] - p[-1]
-        self._T = np.append(T, np.inf)
+            C[i] = c[i] - p[i] - 0.5 * A[i] * math.exp(-w * T_ref[i])
+            c[i + 1] = p[i + 1] + 0.5 * A[i] * math.exp(w * (T[i] - T_ref[i])) + C[i] * math.exp(
+                -w * T[i])
+        C[-1] = c[-1] - p[-1] - 0.5 * A[-1] * (1.0 if dcm0 is not None else 0.0)
+        self._T = T_ref
         self._b = np.vstack([b, np.zeros((1, 2))])
         self._A, self._C = A, C
         self.knot_dcm, self.knot_com = xi, c
@@ -252,7 +266,8 @@ class LipmTrajectory:
         tau = (tt - self.t[i])[:, None]
         T = self._T[i][:, None]
         b, A, C = self._b[i], self._A[i], self._C[i]
-        grow = np.where(np.isfinite(T), np.exp(w * np.minimum(tau - T, 0.0)), 0.0)
+        grow = np.where(np.isfinite(T), np.exp(w * (tau - np.where(np.isfinite(T), T, 0.0))),
+                        0.0)
         decay = np.exp(-w * tau)
         p = self.p[i] + b * tau
         return {
