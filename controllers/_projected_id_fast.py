@@ -3,13 +3,16 @@ contact-projected inverse dynamics of one contact set on preallocated arrays.
 
 The same quantities as the readable path (``compute_snapshot``, ``contact_kinematics``,
 ``contact_projection``, the tasks' rows and ``build_task_stack`` / ``solve_task_stack``,
-``build_contact_qp`` for the exact QP; docs/controllers.md, "The projected-ID kernel"), with few
-Python calls: LAPACK ``dposv`` factorises and solves at once (``M`` with ``J_c^T``, then
-``J_c M^-1 J_c^T``, then the stack's normal matrix); in the null space the stack multiplies
-``[N_c | qdd_p]`` at once and reads the posture rows of it; the QP's constant rows (friction, which
-torques a force reaches) are laid out once and DAQP is called directly on its two-sided form. It
-works on plain arrays and Pinocchio's model, owns its Pinocchio data and knows nothing of the
-controller; ``tests/test_contact_projected_id.py`` checks it against the readable path.
+``build_contact_qp`` for the exact QP; docs/controllers.md, "The projected-ID kernel"), equal to
+it up to rounding, with few Python calls: ``M`` is read from the upper triangle Pinocchio fills
+(LAPACK ``dposv`` / BLAS ``dsymv`` with ``uplo='U'``; mirrored only when asked for); the grasp
+map and the sole points are one product of the feet's placements with a constant matrix;
+``[N_c | qdd_p]`` is one product with ``[J_c | Jcdot_c v]``; the stack in the null space
+multiplies ``[N_c | qdd_p]`` at once, reads the posture rows of it, and its solution is already
+contact-consistent (no second projection); the QP's rows are laid out once per contact set and
+DAQP is called directly on its two-sided form. It works on plain arrays and Pinocchio's model,
+owns its Pinocchio data and knows nothing of the controller; ``tests/test_contact_projected_id.py``
+checks it against the readable path.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import pinocchio as pin
+from scipy.linalg.blas import dsymv
 from scipy.linalg.lapack import dposv, dpotrs
 
 try:
@@ -29,6 +33,7 @@ except ImportError:  # pragma: no cover - qpsolvers then lists no "daqp" either
 __all__ = ["KernelError", "ProjectedIDKernel", "TaskSpec"]
 
 _LWA = pin.LOCAL_WORLD_ALIGNED
+_ACC = pin.KinematicLevel.ACCELERATION
 _EQUALITY = 5
 _JWJ = "J_c W^-1 J_c^T (contact Jacobian rank-deficient?)"
 _sum = np.add.reduce
@@ -60,19 +65,42 @@ def _as_slice(idx):
     return idx
 
 
-def _posv(A: np.ndarray, B: np.ndarray, what: str, pivot_rtol: float | None = None,
-          projection: bool = True) -> np.ndarray:
-    """``A^-1 B`` (``A`` SPD, its lower triangle read) by one LAPACK ``dposv``."""
-    L, X, info = dposv(A, B, lower=1)
+def _check(info: int, what: str, projection: bool) -> None:
     if info != 0:
         raise KernelError(f"{what} is not symmetric positive definite (dpotrf info={info})",
                           projection)
-    if pivot_rtol is not None:
-        d = L.diagonal()
-        if d.size and np.minimum.reduce(d) ** 2 <= pivot_rtol * np.maximum.reduce(A.diagonal()):
-            raise KernelError(f"{what} is (numerically) singular: smallest Cholesky pivot "
-                              f"{d.min() ** 2:.3g}", projection)
-    return X
+
+
+def _placement_map(points_in_foot: np.ndarray) -> np.ndarray:
+    """``B (16 n_feet, 72 n_feet^2 + 3 n_points)``: the grasp map ``G`` (flattened,
+    ``(6 n_feet, 3 n_points)``) followed by the sole points ``(n_points, 3)`` (world, m) are
+    ``H.ravel() @ B``, ``H (n_feet, 4, 4)`` the feet's homogeneous placements: each point's world
+    offset ``r = R p^foot`` is linear in ``R``, ``G = [I; [r]x]`` and ``p = o + r``; the identity
+    blocks of ``G`` come from ``H[0][3, 3] = 1``. Each entry of the product is one non-zero term
+    (``G``) or the three of ``R p^foot`` plus ``o`` (the points)."""
+    nf = len(points_in_foot)
+    n_pts = 4 * nf
+    ng = 6 * nf * 3 * n_pts
+    B = np.zeros((16 * nf, ng + 3 * n_pts))
+    if nf == 0:
+        return B
+    offset = B[15, :ng]                            # times H[0][3, 3] = 1
+    skew = ((0, 1, 2, -1.0), (0, 2, 1, 1.0), (1, 0, 2, 1.0), (1, 2, 0, -1.0), (2, 0, 1, -1.0),
+            (2, 1, 0, 1.0))                        # [r]x entries: (row, col, component, sign)
+    for k in range(nf):
+        for p in range(4):
+            c = 12 * k + 3 * p
+            pt = 4 * k + p
+            for i in range(3):
+                offset[(6 * k + i) * 3 * n_pts + c + i] = 1.0
+                B[16 * k + 4 * i + 3, ng + 3 * pt + i] = 1.0           # + o_i
+                for j in range(3):                                     # r_i = sum_j R_ij p_j
+                    B[16 * k + 4 * i + j, ng + 3 * pt + i] = points_in_foot[k, p, j]
+            for r_, c_, x_, s_ in skew:
+                col = (6 * k + 3 + r_) * 3 * n_pts + c + c_
+                for j in range(3):
+                    B[16 * k + 4 * x_ + j, col] = s_ * points_in_foot[k, p, j]
+    return B
 
 
 class ProjectedIDKernel:
@@ -92,10 +120,11 @@ class ProjectedIDKernel:
         reached: ``(n_joints,)`` bool, the joints a contact force reaches.
         tau_limit: ``(n_joints,)`` N·m.
 
-    After :meth:`kinematics`: ``M``, ``h`` (damping included), ``g``, ``com``, ``Jc``,
-    ``Jc_dot_v``, ``grasp``, ``foot_rotations``, ``points`` ``(n_points, 3)``, ``data``. After
-    :meth:`accelerations`: ``Jc_pinv``, ``Nc``, ``particular``, ``qdd_des``, ``qdd_star``,
-    ``errors`` (each task's error).
+    After :meth:`kinematics`: ``M`` ``(nv, nv)`` (mirrored on first access), ``h`` (damping
+    included), ``g``, ``Jc`` ``(6 n_feet, nv)``, ``Jc_dot_v``, ``grasp``, ``foot_rotations``,
+    ``foot_positions``, ``points`` ``(n_points, 3)``, ``data``. After :meth:`accelerations`:
+    ``Jc_pinv``, ``Nc``, ``particular``, ``qdd_des``, ``qdd_star``, ``error_norms`` (each task's
+    error norm). Arrays are the kernel's own buffers, rewritten at the next step.
     """
 
     def __init__(self, model: pin.Model, foot_frame_ids: tuple[int, ...],
@@ -107,6 +136,7 @@ class ProjectedIDKernel:
         nv = self.nv = model.nv
         self.frame_ids = tuple(int(f) for f in foot_frame_ids)
         nf = self.nf = len(self.frame_ids)
+        nc, n_pts = 6 * nf, 4 * nf
         self.points_in_foot = np.asarray(points_in_foot, dtype=float).reshape(nf, 4, 3)
         self.act = actuated_v
         mask = np.ones(nv, dtype=bool)
@@ -114,32 +144,22 @@ class ProjectedIDKernel:
         self.unact = _as_slice(np.flatnonzero(mask))
         self.W_factor, self.nullspace = W_factor, bool(nullspace)
         self.damping_v = damping_v
-        # M from the upper triangle of Pinocchio's column-major storage: flat indices of the
-        # entry (min(i, j), max(i, j)) for each (i, j)
-        row, col = np.divmod(np.arange(nv * nv), nv)
+        self._M = np.empty((nv, nv))
+        self._M_fresh = False
+        row, col = np.divmod(np.arange(nv * nv), nv)   # M from its upper triangle (column-major)
         self._mirror = np.maximum(row, col) * nv + np.minimum(row, col)
-        self.M = np.empty((nv, nv))
-        self.I = np.eye(nv)
-        self.I.setflags(write=False)
         self.reg_I = np.eye(nv) * float(regularization)
         self.reg_I.setflags(write=False)
-        # grasp map G = [I; [p_i - o]x] per point: constant identity blocks, skew entries per step
-        n_pts = 4 * nf
-        self.G_template = np.zeros((6 * nf, 3 * n_pts))
-        rows, cols, comp, sign = [], [], [], []
-        skew = ((0, 1, 2, -1.0), (0, 2, 1, 1.0), (1, 0, 2, 1.0), (1, 2, 0, -1.0), (2, 0, 1, -1.0),
-                (2, 1, 0, 1.0))                      # [r]x entries: (row, col, component, sign)
-        for k in range(nf):
-            for p in range(4):
-                c = 12 * k + 3 * p
-                self.G_template[6 * k:6 * k + 3, c:c + 3] = np.eye(3)
-                for r_, c_, x_, s_ in skew:
-                    rows.append(6 * k + 3 + r_)
-                    cols.append(c + c_)
-                    comp.append(3 * (4 * k + p) + x_)
-                    sign.append(s_)
-        self._g_flat = np.array(rows, dtype=int) * (3 * n_pts) + np.array(cols, dtype=int)
-        self._g_comp, self._g_sign = np.array(comp, dtype=int), np.array(sign)
+        # [J_c | Jcdot_c v]; [I | 0] - J_c^# [J_c | Jcdot_c v] = [N_c | qdd_p]
+        self.JcA = np.zeros((nc, nv + 1))
+        self.Jc, self.Jc_dot_v = self.JcA[:, :nv], self.JcA[:, nv]
+        self._E = np.eye(nv, nv + 1)
+        self._E.setflags(write=False)
+        self.augmented = np.zeros((nv, nv + 1))
+        self.Nc, self.particular = self.augmented[:, :nv], self.augmented[:, nv]
+        self.Jc_pinv = np.zeros((nv, 0))
+        self._placement = _placement_map(self.points_in_foot)
+        self._ng = nc * 3 * n_pts
         # the task stack: rows laid out once, the posture's constant rows written on a weight change
         self.tasks = tuple(tasks)
         dims = [len(t.v_index) if t.kind == "posture" else 3 for t in self.tasks]
@@ -157,7 +177,7 @@ class ProjectedIDKernel:
             else:
                 self._posture.append(None)
         self._written: list[float | None] = [None] * len(self.tasks)
-        # [A N | A qdd_p] by blocks: runs of ordinary tasks (one product), posture (rows of N)
+        # [A N | b - A qdd_p] by blocks: runs of ordinary tasks (one product), posture (rows of N)
         self._ANb = np.empty((k, nv + 1))
         runs: list[list] = []          # [first row, end row, posture selection or None, task]
         for i, (first, end, post) in enumerate(zip(starts, ends, self._posture)):
@@ -167,37 +187,50 @@ class ProjectedIDKernel:
                 runs.append([first, end, None if post is None else post[2], i])
         self._blocks = [(self._ANb[a:e], self.A[a:e] if sel is None else sel, sel is not None, i)
                         for a, e, sel, i in runs]
-        self.errors: list[np.ndarray] = [np.zeros(d) for d in dims]
-        self.augmented = np.zeros((nv, nv + 1), order="F")
-        # the exact QP's constant part
+        self.error_norms: list[float] = [0.0] * len(self.tasks)
         self.qp = friction is not None and nf > 0
-        if friction is not None and nf > 0:
-            reached = np.asarray(reached, dtype=bool)
-            tau_limit = np.asarray(tau_limit, dtype=float)
-            finite = np.isfinite(tau_limit)
-            rows_t = np.flatnonzero(finite & reached)
-            unreached = np.flatnonzero(finite & ~reached)
-            self.lim_rows, self.lim_unreached = tau_limit[rows_t], tau_limit[unreached]
-            self.rows_t, self.unreached = _as_slice(rows_t), _as_slice(unreached)
-            self._unreached_idx = unreached
-            self.n_unreached = len(unreached)
-            self.reached = (None if np.array_equal(rows_t, np.flatnonzero(reached))
-                            else _as_slice(np.flatnonzero(reached)))
-            self.n_eq = nv - len(np.arange(nv)[actuated_v])
-            self.n3 = friction.shape[1]
-            nfr = friction.shape[0]
-            m = self.n_eq + nfr + len(rows_t)
-            fr, tq = slice(self.n_eq, self.n_eq + nfr), slice(self.n_eq + nfr, m)
-            self.C = np.empty((m, self.n3))
-            self.C[fr] = friction
-            self.lower = np.full(m, -np.inf)
-            self.upper = np.empty(m)
-            self.sense = np.zeros(m, dtype=np.intc)
-            self.sense[:self.n_eq] = _EQUALITY
-            ne = self.n_eq
-            self._qp_views = (self.C[:ne], self.lower[:ne], self.upper[:ne], self.upper[fr],
-                              self.C[tq], self.lower[tq], self.upper[tq])
-            self.eps_I: dict[float, np.ndarray] = {}
+        if self.qp:
+            self._qp_layout(np.asarray(friction, dtype=float), np.asarray(reached, dtype=bool),
+                            np.asarray(tau_limit, dtype=float))
+
+    def _qp_layout(self, friction: np.ndarray, reached: np.ndarray, tau_limit: np.ndarray) -> None:
+        """The exact QP's rows in DAQP's two-sided form, ``lower <= C f <= upper``: the
+        unactuated rows of the dynamics (equalities), the torque limits of the joints a force
+        reaches (``|b_a - A_a f| <= lim``), the friction cone. The first two groups are rows
+        ``rows_v`` of ``b = M qdd* + h`` and of ``J_c^T G`` (a slice when contiguous: then
+        ``C``'s first rows are one product)."""
+        nv = self.nv
+        act_v = np.arange(nv)[self.act]
+        unact_v = np.arange(nv)[self.unact]
+        finite = np.isfinite(tau_limit)
+        rows_t = np.flatnonzero(finite & reached)
+        unreached = np.flatnonzero(finite & ~reached)
+        self.n_eq = len(unact_v)
+        self.n_t = len(rows_t)
+        self.lim_unreached = tau_limit[unreached]
+        self.lim_unreached_list = self.lim_unreached.tolist()
+        self.unreached_v = _as_slice(act_v[unreached]) if len(unreached) else None
+        self.unreached_idx = unreached
+        # the rows of the cost: the reached joints (their torques depend on f)
+        cost_v = act_v[np.flatnonzero(reached)]
+        self.cost_in_C = np.array_equal(cost_v, act_v[rows_t])
+        self.cost_v = _as_slice(cost_v)
+        self.cost_pos = _as_slice(np.flatnonzero(reached))
+        self.rows_t_v = _as_slice(act_v[rows_t])
+        self.rows_v = _as_slice(np.r_[unact_v, act_v[rows_t]])
+        ne, nt = self.n_eq, self.n_t
+        self._lim_lo = np.r_[np.zeros(ne), tau_limit[rows_t]]   # b -+ lim (0: the equalities)
+        self.n3 = friction.shape[1]
+        m = ne + nt + friction.shape[0]
+        self.C = np.empty((m, self.n3))
+        self.C[ne + nt:] = friction
+        self.lower = np.full(m, -np.inf)
+        self.upper = np.empty(m)
+        self.sense = np.zeros(m, dtype=np.intc)
+        self.sense[:ne] = _EQUALITY
+        self._head = (self.C[:ne + nt], self.lower[:ne + nt], self.upper[:ne + nt],
+                      self.upper[ne + nt:], self.C[ne:ne + nt])
+        self.eps_I: dict[float, np.ndarray] = {}
 
     # -- stage 1 ------------------------------------------------------------------------------
     def kinematics(self, q: np.ndarray, v: np.ndarray) -> None:
@@ -205,11 +238,10 @@ class ProjectedIDKernel:
         model, data = self.model, self.data
         self.q, self.v = q, v
         pin.computeAllTerms(model, data, q, v)
-        np.take(data.M.ravel(order="F"), self._mirror, out=self.M.reshape(-1))
-        self.com, self.com_velocity = data.com[0].copy(), data.vcom[0].copy()
-        pin.centerOfMass(model, data, pin.KinematicLevel.ACCELERATION, False)
-        self.com_drift = data.acom[0].copy()
-        self.g = data.g
+        self._M_fresh = False
+        self.com, self.com_velocity = data.com[0].tolist(), data.vcom[0].tolist()
+        pin.centerOfMass(model, data, _ACC, False)
+        self.com_drift = data.acom[0].tolist()
         if self.damping_v is None:
             self.h = data.nle
         else:
@@ -219,44 +251,50 @@ class ProjectedIDKernel:
         self._frames: dict[int, tuple] = {}
         nf = self.nf
         if nf == 0:
-            self.Jc, self.Jc_dot_v = np.zeros((0, self.nv)), np.zeros(0)
             self.foot_positions, self.points = np.zeros((0, 3)), np.zeros((0, 3))
-            self.grasp, self.foot_rotations = self.G_template.copy(), np.zeros((0, 3, 3))
+            self.grasp, self.foot_rotations = np.zeros((0, 0)), np.zeros((0, 3, 3))
             return
         place, jac = pin.updateFramePlacement, pin.getFrameJacobian
         acc = pin.getFrameClassicalAcceleration
-        if nf == 2:
-            f0, f1 = self.frame_ids
-            H = np.array((place(model, data, f0).homogeneous, place(model, data, f1).homogeneous))
-            self.Jc = np.concatenate((jac(model, data, f0, _LWA), jac(model, data, f1, _LWA)))
-            a0, a1 = acc(model, data, f0, _LWA), acc(model, data, f1, _LWA)
-            self.Jc_dot_v = np.concatenate((a0.vector, a1.vector))
-        else:
-            fids = self.frame_ids
-            H = np.array([place(model, data, f).homogeneous for f in fids])
-            self.Jc = np.concatenate([jac(model, data, f, _LWA) for f in fids])
-            self.Jc_dot_v = np.concatenate([acc(model, data, f, _LWA).vector for f in fids])
-        self.foot_positions = pos = H[:, 0:3, 3]
-        self.foot_rotations = rot = H[:, 0:3, 0:3]
-        rel = np.matmul(self.points_in_foot, rot.transpose(0, 2, 1))    # (nf, 4, 3) world axes
-        G = self.G_template.copy()
-        vals = np.take(rel, self._g_comp)
-        vals *= self._g_sign
-        G.put(self._g_flat, vals)
-        self.grasp = G
-        self.points = (rel + pos[:, None, :]).reshape(-1, 3)
+        JcA, nv = self.JcA, self.nv
+        Hs = []
+        for k, f in enumerate(self.frame_ids):
+            Hs.append(place(model, data, f).homogeneous)
+            JcA[6 * k:6 * k + 6, :nv] = jac(model, data, f, _LWA)
+            JcA[6 * k:6 * k + 6, nv] = acc(model, data, f, _LWA).vector
+        H = np.array(Hs)
+        self.foot_positions = H[:, 0:3, 3]
+        self.foot_rotations = H[:, 0:3, 0:3]
+        y = H.reshape(-1).dot(self._placement)       # [G (flat) | sole points (flat)]
+        ng = self._ng
+        self.grasp = y[:ng].reshape(6 * nf, 12 * nf)
+        self.points = y[ng:].reshape(-1, 3)
 
-    def frame(self, frame_id: int) -> tuple[np.ndarray, ...]:
-        """``(position (3,), rotation (3, 3), jacobian (6, nv), drift (6,), velocity (6,))`` of a
-        frame at the last :meth:`kinematics` (LOCAL_WORLD_ALIGNED, as
-        ``DynamicsSnapshot.frame``)."""
+    @property
+    def g(self) -> np.ndarray:
+        """``(nv,)`` generalised gravity of the last :meth:`kinematics` (Pinocchio's data)."""
+        return self.data.g
+
+    @property
+    def M(self) -> np.ndarray:
+        """``(nv, nv)`` mass matrix of the last :meth:`kinematics`, mirrored from its upper
+        triangle on first access."""
+        if not self._M_fresh:
+            np.take(self.data.M.ravel(order="F"), self._mirror, out=self._M.reshape(-1))
+            self._M_fresh = True
+        return self._M
+
+    def frame(self, frame_id: int) -> tuple[Any, ...]:
+        """``(position (3,), rotation (3, 3), jacobian (6, nv), drift, velocity)`` of a frame at
+        the last :meth:`kinematics` (LOCAL_WORLD_ALIGNED, as ``DynamicsSnapshot.frame``; drift
+        and velocity as lists of 6 floats)."""
         fk = self._frames.get(frame_id)
         if fk is None:
             model, data = self.model, self.data
             H = pin.updateFramePlacement(model, data, frame_id).homogeneous
             J = pin.getFrameJacobian(model, data, frame_id, _LWA)
-            drift = pin.getFrameClassicalAcceleration(model, data, frame_id, _LWA).vector.copy()
-            fk = self._frames[frame_id] = (H[0:3, 3], H[0:3, 0:3], J, drift, J @ self.v)
+            drift = pin.getFrameClassicalAcceleration(model, data, frame_id, _LWA).vector.tolist()
+            fk = self._frames[frame_id] = (H[0:3, 3], H[0:3, 0:3], J, drift, J.dot(self.v).tolist())
         return fk
 
     # -- stage 2 ------------------------------------------------------------------------------
@@ -270,30 +308,33 @@ class ProjectedIDKernel:
                 projection's).
         """
         nv, aug = self.nv, self.augmented
-        Nc, particular = aug[:, :nv], aug[:, nv]
+        Mu = self.data.M                                     # its upper triangle is read
         if self.nf == 0:
-            if self.W_factor is None:
-                _posv(self.M, np.zeros(nv), "M")               # M must be SPD all the same
-            Nc[...] = self.I
-            particular[...] = 0.0
+            if self.W_factor is None:                        # M must be SPD all the same
+                _check(dposv(Mu, np.zeros(nv), lower=0)[2], "M", True)
+            aug[...] = self._E
             self.Jc_pinv = np.zeros((nv, 0))
         else:
             Jc = self.Jc
             if self.W_factor is None:
-                Winv_JcT = _posv(self.M, Jc.T, "M")
+                _, Winv_JcT, info = dposv(Mu, Jc.T, lower=0)
+                _check(info, "M", True)
             else:
                 Winv_JcT, info = dpotrs(self.W_factor, Jc.T, lower=1)
                 if info != 0:
                     raise KernelError(f"dpotrs failed (info={info})", True)
-            JWJ = Jc @ Winv_JcT
-            X = _posv(JWJ, Winv_JcT.T, _JWJ, 1e-13)
+            JWJ = Jc.dot(Winv_JcT)
+            L, X, info = dposv(JWJ, Winv_JcT.T, lower=1)
+            _check(info, _JWJ, True)
+            d = min(L.diagonal().tolist())              # the pivot test of tasks.cholesky
+            if d * d <= 1e-13 * max(JWJ.diagonal().tolist()):
+                raise KernelError(f"{_JWJ} is (numerically) singular: smallest Cholesky pivot "
+                                  f"{d * d:.3g}", True)
             Jc_pinv = self.Jc_pinv = X.T
-            np.subtract(self.I, Jc_pinv @ Jc, out=Nc)
-            np.negative(Jc_pinv @ self.Jc_dot_v, out=particular)
-        self.Nc, self.particular = Nc, particular
+            np.subtract(self._E, Jc_pinv.dot(self.JcA), out=aug)     # [N_c | qdd_p]
         # the task rows, sqrt(w) J and sqrt(w) (kp e + kd (xdot_ref - J v) - Jdot v)
         q, v = self.q, self.v
-        errors, written = self.errors, self._written
+        norms, written = self.error_norms, self._written
         for i, (spec, (A, b), post, tg) in enumerate(zip(self.tasks, self._views, self._posture,
                                                         targets)):
             kp, kd, w, target, target_vel = tg
@@ -305,103 +346,110 @@ class ProjectedIDKernel:
                 if written[i] != w:
                     np.multiply(J, sw, out=A)
                     written[i] = w
-                np.multiply(kp * e + kd * (0.0 - v[vsel]), sw, out=b)
-                errors[i] = e
+                np.multiply(e, kp, out=b)          # kp e + kd (0 - v), rounded alike
+                b -= kd * v[vsel]
+                b *= sw
+                norms[i] = math.sqrt(float(e.dot(e)))
                 continue
             if kind == "com":
-                e = target - self.com
+                t0, t1, t2 = target.tolist()
+                c = self.com
+                e0, e1, e2 = t0 - c[0], t1 - c[1], t2 - c[2]
                 np.multiply(self.data.Jcom, sw, out=A)
-                vel, drift = self.com_velocity.tolist(), self.com_drift.tolist()
+                vel, drift = self.com_velocity, self.com_drift
             else:
                 pos, rot, J, drift6, vel6 = self.frame(spec.frame_id)
                 if kind == "position":
-                    e = target - pos
+                    e0, e1, e2 = (target - pos).tolist()
                     np.multiply(J[0:3], sw, out=A)
-                    vel, drift = vel6.tolist()[0:3], drift6.tolist()[0:3]
+                    vel, drift = vel6[0:3], drift6[0:3]
                 else:
-                    e = pin.log3(target @ rot.T)
+                    e0, e1, e2 = pin.log3(target.dot(rot.T)).tolist()
                     np.multiply(J[3:6], sw, out=A)
-                    vel, drift = vel6.tolist()[3:6], drift6.tolist()[3:6]
-            e0, e1, e2 = e.tolist()
+                    vel, drift = vel6[3:6], drift6[3:6]
             r0, r1, r2 = (0.0, 0.0, 0.0) if target_vel is None else target_vel.tolist()
             b[0] = (kp * e0 + kd * (r0 - vel[0]) - drift[0]) * sw
             b[1] = (kp * e1 + kd * (r1 - vel[1]) - drift[1]) * sw
             b[2] = (kp * e2 + kd * (r2 - vel[2]) - drift[2]) * sw
-            errors[i] = e
+            norms[i] = math.sqrt(e0 * e0 + e1 * e1 + e2 * e2)
         if self.nullspace:
+            # qdd = qdd_p + N z: contact-consistent by construction, so qdd* = qdd_des (the
+            # projection N qdd_des + qdd_p returns it unchanged: N qdd_p = 0, N N = N)
             ANb = self._ANb
             for out, rows, is_sel, k in self._blocks:
                 if is_sel:   # sqrt(w) S [N | qdd_p] = sqrt(w) [N | qdd_p][selection]
                     np.multiply(aug[rows], math.sqrt(targets[k][2]), out=out)
                 else:
-                    np.matmul(rows, aug, out=out)
+                    rows.dot(aug, out=out)
             col = ANb[:, nv]
             np.subtract(self.b, col, out=col)              # b - A qdd_p
-            HrT = ANb.T @ ANb[:, :nv]     # [(A N)^T (A N); (b - A qdd_p)^T (A N)]
+            HrT = ANb.T.dot(ANb[:, :nv])    # [(A N)^T (A N); (b - A qdd_p)^T (A N)]
             H = HrT[:nv]
             H += self.reg_I
             if not math.isfinite(_sum(HrT, axis=None)):
                 raise KernelError("non-finite task Jacobian or acceleration in the task stack",
                                   False)
-            z = _posv(H.T, HrT[nv], "task-stack normal matrix", projection=False)
-            qdd_des = aug[:, nv] + aug[:, :nv] @ z
+            _, z, info = dposv(H.T, HrT[nv], lower=1)
+            _check(info, "task-stack normal matrix", False)
+            qdd_des = self.particular + self.Nc.dot(z)
+            self.qdd_des = self.qdd_star = qdd_des
         else:
             A, b = self.A, self.b
-            H = A.T @ A
+            H = A.T.dot(A)
             H += self.reg_I
-            rhs = A.T @ b
+            rhs = A.T.dot(b)
             if not math.isfinite(_sum(H, axis=None) + _sum(rhs)):
                 raise KernelError("non-finite task Jacobian or acceleration in the task stack",
                                   False)
-            qdd_des = _posv(H, rhs, "task-stack normal matrix", projection=False)
-        self.qdd_des = qdd_des
-        self.qdd_star = Nc @ qdd_des + particular
+            _, qdd_des, info = dposv(H, rhs, lower=1)
+            _check(info, "task-stack normal matrix", False)
+            self.qdd_des = qdd_des
+            self.qdd_star = self.Nc.dot(qdd_des) + self.particular
 
     # -- stage 3 ------------------------------------------------------------------------------
     def solve_qp(self, friction_rhs: np.ndarray, force_weight: float,
                  force_limits: tuple[np.ndarray, np.ndarray] | None = None) -> tuple:
         """The exact QP (``qdd = qdd*``) by DAQP: ``(found, f (3 n_points,), tau (n_joints,),
         status)``; ``f``, ``tau`` NaN when not found."""
-        npf = self.n3
-        A_f = self.Jc.T @ self.grasp
-        Aa, Au = A_f[self.act], A_f[self.unact]
-        b = self.M @ self.qdd_star
-        b += self.h
-        ba, bu = b[self.act], b[self.unact]
         C, lower, upper, sense = self.C, self.lower, self.upper, self.sense
-        C_eq, lower_eq, upper_eq, upper_fr, Ar, lower_tq, upper_tq = self._qp_views
-        C_eq[...] = Au
-        lower_eq[...] = bu
-        upper_eq[...] = bu
+        C_head, lower_head, upper_head, upper_fr, Ar = self._head
+        b = dsymv(1.0, self.data.M, self.qdd_star, 1.0, self.h, lower=0)   # M qdd* + h
+        Jc, rows = self.Jc, self.rows_v
+        Jc[:, rows].T.dot(self.grasp, out=C_head)    # (J_c^T G) rows: unactuated, limited
+        bh = b[rows]
+        np.subtract(bh, self._lim_lo, out=lower_head)        # equalities: b_u; limits: b_a -+ lim
+        np.add(bh, self._lim_lo, out=upper_head)
         upper_fr[...] = friction_rhs
-        Ar[...] = Aa[self.rows_t]          # |ba - Aa f| <= lim: ba - lim <= Aa f <= ba + lim
-        bar = ba[self.rows_t]
-        np.subtract(bar, self.lim_rows, out=lower_tq)
-        np.add(bar, self.lim_rows, out=upper_tq)
-        if self.reached is not None:       # a reached joint without torque limit
-            Ar, bar = Aa[self.reached], ba[self.reached]
+        if self.cost_in_C:
+            Ac, bc = Ar, b[self.rows_t_v]
+        else:                              # a reached joint without torque limit
+            Ac, bc = Jc[:, self.cost_v].T.dot(self.grasp), b[self.cost_v]
         eps_I = self.eps_I.get(force_weight)
         if eps_I is None:
-            eps_I = self.eps_I[force_weight] = np.eye(npf) * force_weight
-        P = Ar.T @ Ar
+            eps_I = self.eps_I[force_weight] = np.eye(self.n3) * force_weight
+        P = Ac.T.dot(Ac)
         P += eps_I
-        qv = -Ar.T @ bar
+        qv = -Ac.T.dot(bc)
         if force_limits is not None:
             G_f, h_f = force_limits
             C = np.vstack([C, G_f])
             lower = np.concatenate([lower, np.full(len(h_f), -np.inf)])
             upper = np.concatenate([upper, h_f])
             sense = np.concatenate([sense, np.zeros(len(h_f), dtype=np.intc)])
-        if self.n_unreached:
-            over = np.abs(ba[self.unreached]) > self.lim_unreached
-            if np.logical_or.reduce(over):
-                rows_v = np.arange(self.nv)[self.act][self._unreached_idx[over]]
-                return (False, None, None,
-                        f"torque limit exceeded on joints (v-rows) {rows_v.tolist()}")
+        unreached = self.unreached_v
+        if unreached is not None and max(map(float.__sub__, map(abs, b[unreached].tolist()),
+                                             self.lim_unreached_list)) > 0.0:
+            over = np.abs(b[unreached]) > self.lim_unreached
+            rows_v = np.arange(self.nv)[self.act][self.unreached_idx[over]]
+            return (False, None, None,
+                    f"torque limit exceeded on joints (v-rows) {rows_v.tolist()}")
         try:
             x, _, exitflag, _ = daqp.solve(P, qv, C, upper, lower, sense)
         except Exception as exc:  # noqa: BLE001  a solver may raise on a degenerate problem
             return False, None, None, f"daqp error: {exc}"
         if not (exitflag > 0 and math.isfinite(_sum(x))):
             return False, None, None, "daqp: no solution (infeasible)"
-        return True, x, ba - Aa @ x, "ok"                 # tau = (M qdd* + h - A_f f)_a
+        # tau = (M qdd* + h - J_c^T G f)_a; the rows no force reaches are b_a themselves
+        tau = b[self.act]
+        tau[self.cost_pos] -= Ac.dot(x)
+        return True, x, tau, "ok"

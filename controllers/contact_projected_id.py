@@ -25,7 +25,8 @@ import pinocchio as pin
 import qpsolvers
 from wbsim.controllers._projected_id_fast import KernelError, ProjectedIDKernel, TaskSpec
 from wbsim.controllers.base import _as_slice, scatter_rows, solve_qp
-from wbsim.controllers.friction import stacked_cone_rows
+from wbsim.controllers.friction import (FRICTION_MARGIN, ContactFriction, check_friction_option,
+                                        model_friction, simulator_friction, stacked_cone_rows)
 from wbsim.controllers.tasks import (
     ComTask,
     DynamicsSnapshot,
@@ -125,9 +126,12 @@ def _grasp_foot(rel: np.ndarray) -> np.ndarray:
     return np.vstack([np.hstack([np.eye(3)] * len(rel)), np.hstack([pin.skew(r) for r in rel])])
 
 
-def build_contact_layout(robot, contact_set: Iterable[str], mu: float = 0.7,
+def build_contact_layout(robot, contact_set: Iterable[str], friction: ContactFriction | None = None,
                          min_normal_force: float = 0.0) -> ContactLayout:
-    """:class:`ContactLayout` of ``contact_set`` (foot names).
+    """:class:`ContactLayout` of ``contact_set`` (foot names), its friction rows in the floor's
+    frame (the world's) with each foot's ``mu`` and the cone type of ``friction`` (default: the
+    robot's MuJoCo model, :func:`~wbsim.controllers.friction.model_friction`, times
+    :data:`~wbsim.controllers.friction.FRICTION_MARGIN`).
 
     Raises:
         UnknownNameError: a name that is not a foot of ``robot``.
@@ -137,7 +141,10 @@ def build_contact_layout(robot, contact_set: Iterable[str], mu: float = 0.7,
         robot.foot(name)  # raises UnknownNameError / NoFeetError
     feet = tuple(f for f in robot.feet if f in contact_set)
     objs = [robot.feet[f] for f in feet]
-    C, d = stacked_cone_rows(4 * len(feet), mu, None, min_normal_force, "inscribed_pyramid")
+    if friction is None:
+        friction = simulator_friction(None, None, feet, model_friction(robot))
+    mu = np.repeat([friction.mu[f] for f in feet], [len(f.point_names) for f in objs])
+    C, d = stacked_cone_rows(len(mu), mu, None, min_normal_force, friction.cone)
     return ContactLayout(
         feet=feet,
         frame_ids=tuple(f.pin_frame_id for f in objs),
@@ -551,7 +558,12 @@ class ContactProjectedID:
             or an SPD ``(nv, nv)`` array.
         contact_source: ``"schedule"`` (``schedule.contact_set``) or ``"sensed"``
             (``state.sensed_contacts``; a state without them raises :class:`WbsimError`).
-        mu: friction coefficient of the pyramid (``"qp"``).
+        mu: ``None`` (default): the simulator's friction coefficient, foot by foot
+            (``RobotState.friction``, or the robot's MuJoCo model for a state without it), times
+            ``friction_margin``; a number: a lower cap on it (``"qp"``; at most ``friction_margin``
+            times the model's). The rows linearise the simulator's cone
+            (:func:`~wbsim.controllers.friction.simulator_friction`).
+        friction_margin: the fraction (0 < margin <= 1) of the simulator's ``mu`` used.
         solver: qpsolvers solver name; ``None`` picks the first installed of
             :data:`PREFERRED_SOLVERS`.
         gains: :class:`ProjectedIDGains` or a mapping of its fields.
@@ -629,7 +641,8 @@ class ContactProjectedID:
     name = "projected_id"
 
     def __init__(self, robot, variant: str = "qp", W: np.ndarray | str | None = None,
-                 contact_source: str = "schedule", mu: float = 0.7, solver: str | None = None,
+                 contact_source: str = "schedule", mu: float | None = None,
+                 friction_margin: float = FRICTION_MARGIN, solver: str | None = None,
                  gains: ProjectedIDGains | Mapping[str, Any] | None = None, force_weight: float = 1.0,
                  relax_weight: float = 1e5, min_normal_force: float = 0.0,
                  torque_limits: np.ndarray | None = None, task_space: str = "nullspace",
@@ -646,14 +659,15 @@ class ContactProjectedID:
             raise UnknownNameError("task space", task_space, TASK_SPACES)
         if pinv_forces not in PINV_FORCES:
             raise UnknownNameError("pinv force model", pinv_forces, PINV_FORCES)
-        for name, value in (("mu", mu), ("force_weight", force_weight),
+        mu_value = 1.0 if mu is None else mu
+        for name, value in (("mu", mu_value), ("force_weight", force_weight),
                             ("relax_weight", relax_weight), ("regularization", regularization),
                             ("transition_time", transition_time),
                             ("transition_force", transition_force), ("release_time", release_time),
                             ("min_normal_force", min_normal_force), ("com_margin", com_margin)):
             if not is_real(value):
                 raise WbsimError(f"{name} must be a real number, got {value!r}")
-        for name, value in (("mu", mu), ("force_weight", force_weight),
+        for name, value in (("mu", mu_value), ("force_weight", force_weight),
                             ("relax_weight", relax_weight), ("regularization", regularization)):
             if not (0 < value < math.inf):
                 raise WbsimError(f"{name} must be a finite number > 0, got {value!r}")
@@ -669,7 +683,13 @@ class ContactProjectedID:
         _ = robot.feet  # raises NoFeetError for a robot without feet
         self.variant = variant
         self.contact_source = contact_source
-        self.mu = float(mu)
+        self.mu = None if mu is None else float(mu)
+        self.friction_margin = friction_margin
+        #: the simulator's friction where a state gives none: the robot's MuJoCo model, now
+        self.model_friction = model_friction(robot)
+        check_friction_option(mu, friction_margin, self.model_friction)
+        self._friction = simulator_friction(None, None, robot.foot_names, self.model_friction,
+                                            self.mu, friction_margin)
         self.force_weight = float(force_weight)
         self.relax_weight = float(relax_weight)
         self.min_normal_force = float(min_normal_force)
@@ -705,9 +725,10 @@ class ContactProjectedID:
         self._hull_cache: tuple | None = None
         self._last_feasible_tau: np.ndarray | None = None
         self.fast = bool(fast)
-        self._terms: _Terms | None = None
+        self._terms: _Terms | ProjectedIDKernel | None = None  # this step's M, h, Jc, ...
         self._projected: tuple | None = None
         self._kernel: ProjectedIDKernel | None = None
+        self._all_points = False
 
     # -- configuration helpers --------------------------------------------------------------------
     @staticmethod
@@ -802,8 +823,19 @@ class ContactProjectedID:
         self._made_at: dict[str, float] = {}  # time a foot entered the contact set (not at reset)
         self._unload_from: dict[str, float] = {}  # normal load (N) of a foot when its unloading began
         self._foot_load: dict[str, float] = {}  # commanded normal load (N) per foot, last step
-        self._loads_from: tuple | None = None  # (feet, load rows, normal forces) not yet summed
+        self._loads_from: tuple | None = None  # (feet, load rows, point forces) not yet summed
         self._reset_done = True
+
+    def friction(self, state: RobotState | None = None) -> ContactFriction:
+        """The ``mu`` per foot and the cone type the QP uses at ``state`` (its ``friction`` and
+        ``cone``; the robot's model where it has none, or for ``None``): ``mu`` if given (a cap),
+        else the simulator's times ``friction_margin``
+        (:func:`~wbsim.controllers.friction.simulator_friction`)."""
+        if state is None:
+            return simulator_friction(None, None, self.robot.foot_names, self.model_friction,
+                                      self.mu, self.friction_margin)
+        return simulator_friction(state.friction, state.cone, self.robot.foot_names,
+                                  self.model_friction, self.mu, self.friction_margin)
 
     def _contact_set_of(self, state: RobotState, schedule: ContactSchedule) -> frozenset[str]:
         if self.contact_source == "sensed":
@@ -816,8 +848,9 @@ class ContactProjectedID:
                      t: float) -> None:
         """Rebuild the contact structures for a new contact set (seed, Problem 5) at the snapshot
         ``s`` of this step."""
-        layout = build_contact_layout(self.robot, contact_set, self.mu, self.min_normal_force)
-        if self._contact_set is not None:
+        layout = build_contact_layout(self.robot, contact_set, self._friction,
+                                      self.min_normal_force)
+        if self._contact_set is not None and contact_set != self._contact_set:
             info["mode_switch"] = {"from": sorted(self._contact_set), "to": sorted(contact_set)}
             for f in contact_set - self._contact_set:
                 self._made_at[f] = t
@@ -833,6 +866,7 @@ class ContactProjectedID:
                     self.foot_orientation_tasks[f].set_target(_level_rotation(fk.rotation))
         self._contact_set = contact_set
         self._layout = layout
+        self._all_points = layout.point_names == tuple(self.robot.contact_point_names)
         self._hull_cache = None
         n = layout.n_points
         self._load_rows = np.zeros((len(layout.feet), 3 * n))  # row k: sum of foot k's f_z
@@ -840,6 +874,7 @@ class ContactProjectedID:
             self._load_rows[k, 12 * k + 2:12 * k + 12:3] = 1.0
         self._swing = tuple(f for f in self.robot.feet if f not in contact_set)
         self._stack_tasks = tuple(self._tasks())
+        self._task_names = tuple(t.name for t in self._stack_tasks)
         self._kernel = None
         if self.fast:
             # the joints a contact force reaches: non-zero columns of J_c (structural: the legs in
@@ -955,7 +990,9 @@ class ContactProjectedID:
             self.reset(state)
         contact_set = self._contact_set_of(state, schedule)
         info: dict[str, Any] = {"variant": self.variant}
-        if contact_set != self._contact_set:
+        friction = self.friction(state)
+        if contact_set != self._contact_set or friction != self._friction:
+            self._friction = friction
             self._switch_mode(contact_set, compute_snapshot(self.model, self.data, state.q,
                                                             state.v), info, float(state.t))
         events: list[str] = []
@@ -965,9 +1002,7 @@ class ContactProjectedID:
             q, v = _state_arrays(self.model, state)
             kernel.kinematics(q, v)
             self._apply_targets(targets, kernel.points, kernel.data, events)
-            terms = self._terms = _Terms(kernel.M, kernel.h, kernel.g, kernel.Jc,
-                                         kernel.Jc_dot_v, kernel.grasp, kernel.foot_rotations,
-                                         kernel.foot_positions, kernel.points)
+            terms = self._terms = kernel   # its M, h, g, Jc, ... (the fields of _Terms)
             try:
                 kernel.accelerations(self._task_targets())
             except KernelError as exc:
@@ -976,7 +1011,8 @@ class ContactProjectedID:
                 self._projected = None
                 return self._fallback(terms, info, events + ["projection_failed"], str(exc), t0)
             self._projected = (kernel.Jc_pinv, kernel.Nc, kernel.particular)
-            qdd_des, qdd_star, errors = kernel.qdd_des, kernel.qdd_star, kernel.errors
+            qdd_des, qdd_star = kernel.qdd_des, kernel.qdd_star
+            norms = kernel.error_norms
         else:
             s = compute_snapshot(self.model, self.data, state.q, state.v)
             ck = contact_kinematics(s, self._layout)
@@ -996,11 +1032,10 @@ class ContactProjectedID:
             qdd_des = solve_task_stack(build_task_stack(rows, self.nv, self.regularization,
                                                         nullspace))
             qdd_star = proj.project(qdd_des)
-            errors = [r.error for r in rows]
+            norms = [math.sqrt(float(r.error @ r.error)) for r in rows]
         clamped = bool(events)
         info.update(qdd_des=qdd_des, qdd_star=qdd_star,
-                    task_errors={t.name: math.sqrt(float(e @ e))
-                                 for t, e in zip(self._stack_tasks, errors)})
+                    task_errors=dict(zip(self._task_names, norms)))
 
         fallback = "clamped_target" if clamped else ""
         layout = self._layout
@@ -1031,7 +1066,7 @@ class ContactProjectedID:
                 fallback = fallback or "relaxed_qp"
             tau = res.tau
             if layout.feet:  # the per-foot loads are summed only when a transition needs them
-                self._loads_from = (layout.feet, self._load_rows, res.point_forces[:, 2].copy())
+                self._loads_from = (layout.feet, self._load_rows, res.point_forces)
         feasible = not fallback
         if feasible:
             self._last_feasible_tau = tau.copy()
@@ -1040,11 +1075,15 @@ class ContactProjectedID:
         if events:
             info["event"] = ",".join(events)
         info["solver"] = self.solver if self.variant == "qp" else "numpy.linalg"
+        if self._all_points:   # the layout's points are the robot's, in its order
+            point_forces = np.array(res.point_forces, dtype=float)
+        else:
+            point_forces = scatter_rows(self.robot.contact_point_names, layout.point_names,
+                                        res.point_forces, 3)
         return Command(
             tau=np.asarray(tau, dtype=float),
             contact_set=contact_set,
-            point_forces=scatter_rows(self.robot.contact_point_names, layout.point_names,
-                                      res.point_forces, 3),
+            point_forces=point_forces,
             status=CommandStatus.SOLVED if feasible else CommandStatus.INFEASIBLE,
             fallback=fallback,
             message="" if feasible else ("; ".join(events) or res.status),
@@ -1073,8 +1112,8 @@ class ContactProjectedID:
         """Commanded normal load (N) per foot in contact at the last solved QP step."""
         src = self._loads_from
         if src is not None:
-            feet, load_rows, fz = src
-            self._foot_load = dict(zip(feet, (load_rows[:, 2::3] @ fz).tolist()))
+            feet, load_rows, forces = src   # forces: the QP's own (n_points, 3), never handed out
+            self._foot_load = dict(zip(feet, (load_rows[:, 2::3] @ forces[:, 2]).tolist()))
             self._loads_from = None
         return self._foot_load
 
@@ -1163,13 +1202,21 @@ class ContactProjectedID:
             limits = (self._load_rows[ks], np.array([c for _, c in caps]))
         return rhs, limits
 
-    def _solve_qp(self, terms: _Terms, qdd_star: np.ndarray,
+    def _solve_qp(self, terms: _Terms | ProjectedIDKernel, qdd_star: np.ndarray,
                   bounds: tuple[np.ndarray, tuple[np.ndarray, np.ndarray] | None]
                   ) -> IDResult | None:
         """The exact QP (``qdd = qdd*``), then the relaxed one if it has no solution; ``None``
         when no foot is in contact and the base rows do not balance."""
         layout = self._layout
         rhs, limits = bounds
+        kernel = self._kernel
+        if layout.feet and kernel is not None and kernel.qp:
+            t0 = time.perf_counter()
+            found, f, tau, status = kernel.solve_qp(rhs, self.force_weight, limits)
+            dt = time.perf_counter() - t0
+            if found:
+                return IDResult(True, qdd_star.copy(), tau, kernel.grasp.dot(f), f.reshape(-1, 3),
+                                status, False, dt)
         M, h, Jc, grasp = terms.M, terms.h, terms.Jc, terms.grasp
         if not layout.feet:
             # exact problem without contact forces: feasible only if the base rows balance
@@ -1177,14 +1224,7 @@ class ContactProjectedID:
             if res.found and np.all(np.abs(res.tau) <= self.tau_limit):
                 return res
             return None
-        kernel = self._kernel
         if kernel is not None and kernel.qp:
-            t0 = time.perf_counter()
-            found, f, tau, status = kernel.solve_qp(rhs, self.force_weight, limits)
-            dt = time.perf_counter() - t0
-            if found:
-                return IDResult(True, qdd_star.copy(), tau, grasp @ f, f.reshape(-1, 3), status,
-                                False, dt)
             res = contact_qp_result(None, M, h, qdd_star, Jc, grasp, self._act, False, status, dt)
         else:
             args = (M, h, qdd_star, Jc, grasp, self._act)
@@ -1203,8 +1243,8 @@ class ContactProjectedID:
         res2.solve_time += res.solve_time
         return res2
 
-    def _fallback(self, terms: _Terms, info: dict, events: list[str], status: str,
-                  t0: float) -> Command:
+    def _fallback(self, terms: _Terms | ProjectedIDKernel, info: dict, events: list[str],
+                  status: str, t0: float) -> Command:
         layout = self._layout
         if layout.feet:
             res = inverse_dynamics_pinv(terms.M, terms.g, np.zeros(self.nv), terms.Jc, self._act,
@@ -1230,9 +1270,9 @@ class ContactProjectedID:
 
 
 class _Terms(NamedTuple):
-    """The model and contact quantities of one step (the kernel's arrays or the readable
-    path's): ``M``, ``h`` (damping included), ``g``, ``Jc``, ``Jc_dot_v``, ``grasp``,
-    ``foot_rotations``, ``foot_positions``, ``points``."""
+    """The model and contact quantities of one step on the readable path: ``M``, ``h`` (damping
+    included), ``g``, ``Jc``, ``Jc_dot_v``, ``grasp``, ``foot_rotations``, ``foot_positions``,
+    ``points``. With the kernel, the kernel itself carries these attributes."""
 
     M: np.ndarray
     h: np.ndarray

@@ -29,6 +29,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from wbsim.contacts import CONE_NAMES, pair_friction
 from wbsim.errors import UnknownNameError, WbsimError
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     "ContactFriction",
     "check_friction_option",
     "cone_rows",
+    "model_friction",
     "simulator_friction",
     "stacked_cone_rows",
 ]
@@ -49,9 +51,11 @@ CONE_TYPES = ("pyramidal", "inscribed_pyramid")
 #: pyramidal cone as it is, the elliptic cone by the pyramid inscribed in it.
 SIMULATOR_CONES: Mapping[str, str] = {"pyramidal": "pyramidal", "elliptic": "inscribed_pyramid"}
 #: The fraction of the simulator's ``mu`` a controller uses by default. MuJoCo's friction is soft:
-#: a 10 kg box on the floor (mu 1) pushed along x at 0.95 mu m g creeps 19 mm/s and stays, at
-#: 1.0 mu m g it slides away (8.6 m/s after 3 s); 0.9 keeps a command 10 % inside the edge.
-FRICTION_MARGIN = 0.9
+#: a sticking contact creeps in proportion to its tangential force (a 10 kg box on mu 1 pushed along
+#: x: 8 mm/s at 0.7 mu m g, 19 mm/s at 0.95) and slides at 1.0; a foot landing with little normal
+#: force slips for a few steps at 0.9 (G1OneLeg's touch-down: 4 planar_complementarity events),
+#: not at 0.7 (docs/controllers.md, "Friction").
+FRICTION_MARGIN = 0.7
 #: Names of the 5 rows of one contact, in order: unilaterality, then the pyramid's faces
 #: ``(+f_1, +f_2)``, ``(+f_1, -f_2)``, ``(-f_1, +f_2)``, ``(-f_1, -f_2)`` for ``"pyramidal"`` and
 #: ``+f_1``, ``-f_1``, ``+f_2``, ``-f_2`` for ``"inscribed_pyramid"``.
@@ -171,3 +175,13 @@ def check_friction_option(mu: float | None, margin: float, model: ContactFrictio
             f"mu = {mu!r}: expected a number in (0, {limit:g}]: MuJoCo gives {foot} mu "
             f"{model.mu[foot]:g} and a command needs friction_margin ({margin:g}) of it to stick "
             "(docs/controllers.md, 'Friction'); leave mu unset to use the simulator's")
+
+
+def model_friction(robot) -> ContactFriction:
+    """The simulator's ``mu`` per foot (the least over its sole points) and cone, by MuJoCo's
+    name, read from the robot's MuJoCo model now (:func:`wbsim.contacts.pair_friction`): what a
+    controller assumes for a state that carries none."""
+    m = robot.mj_model
+    mu = {name: float(pair_friction(m, foot.mj_geom_ids, robot.floor_geom_id).min())
+          for name, foot in robot.feet.items()}
+    return ContactFriction(mu, CONE_NAMES[int(m.opt.cone)])

@@ -28,10 +28,10 @@ import qpsolvers
 from wbsim.controllers._gravity_qp_fast import StaticsKernel, kernel_applies
 from wbsim.controllers.base import scatter_rows, solve_qp
 from wbsim.controllers.friction import (CONE_ROWS, FRICTION_MARGIN, ContactFriction,
-                                        check_friction_option, cone_rows, simulator_friction)
+                                        check_friction_option, cone_rows, model_friction,
+                                        simulator_friction)
 from wbsim.controllers.pd import JointPD, PDGains
 
-from wbsim.contacts import CONE_NAMES, pair_friction
 from wbsim.errors import UnknownNameError, WbsimError, is_real
 from wbsim.types import Command, CommandStatus, ContactSchedule, RobotState
 
@@ -265,15 +265,6 @@ def _statics_info(solve_time: float, total_time: float, residual: float, active:
             "contact_model": contact_model, "physically_possible": possible, "reasons": reasons}
 
 
-def _model_friction(robot) -> ContactFriction:
-    """The simulator's ``mu`` per foot (the least over its points) and cone name, read from the
-    robot's MuJoCo model (:func:`wbsim.contacts.pair_friction`)."""
-    m = robot.mj_model
-    mu = {name: float(pair_friction(m, foot.mj_geom_ids, robot.floor_geom_id).min())
-          for name, foot in robot.feet.items()}
-    return ContactFriction(mu, CONE_NAMES[int(m.opt.cone)])
-
-
 class _Support:
     """The constant data of one support set under one friction: its contacts (names, Pinocchio
     frames, the sole frame of each: the orientation of its foot's first contact frame), their
@@ -466,7 +457,7 @@ class GravityCompensationQP:
         self.floating = (self.model.njoints > 1
                          and self.model.joints[1].shortname() == "JointModelFreeFlyer")
         #: the simulator's friction where a state gives none: the robot's MuJoCo model, now
-        self.model_friction = (_model_friction(robot) if self.floating
+        self.model_friction = (model_friction(robot) if self.floating
                                else ContactFriction({}, "pyramidal"))
         try:
             check_friction_option(mu, friction_margin, self.model_friction)

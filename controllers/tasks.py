@@ -17,6 +17,7 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
+from functools import cached_property
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -118,15 +119,15 @@ class TaskGains:
         if not (np.isfinite(self.weight) and self.weight >= 0):
             raise WbsimError(f"TaskGains: weight must be >= 0, got {self.weight!r}")
 
-    @property
+    @cached_property
     def kp(self) -> float:
-        """Stiffness ``(2 pi f)^2``, 1/s^2."""
+        """Stiffness ``(2 pi f)^2``, 1/s^2 (computed once: the gains are frozen)."""
         w = 2.0 * np.pi * self.frequency_hz
         return w * w
 
-    @property
+    @cached_property
     def kd(self) -> float:
-        """Damping ``2 zeta (2 pi f)``, 1/s."""
+        """Damping ``2 zeta (2 pi f)``, 1/s (computed once)."""
         return 2.0 * self.damping_ratio * (2.0 * np.pi * self.frequency_hz)
 
     @classmethod

@@ -79,15 +79,17 @@ def test_simulator_friction_takes_the_state_s_then_the_model_s():
                                     "right_foot": 0.4 * FRICTION_MARGIN})
     got = simulator_friction(None, None, feet, fallback, margin=0.5)
     assert got == ({"left_foot": 0.5, "right_foot": 0.4}, "pyramidal")
-    got = simulator_friction({"left_foot": 0.5, "right_foot": 0.4}, None, feet, fallback, mu=0.3)
+    got = simulator_friction({"left_foot": 0.5, "right_foot": 0.4}, None, feet, fallback, mu=0.3,
+                             margin=0.9)
     assert got.mu == {"left_foot": 0.3, "right_foot": 0.3}            # the user's cap
-    got = simulator_friction({"left_foot": 0.5, "right_foot": 0.2}, None, feet, fallback, mu=0.3)
+    got = simulator_friction({"left_foot": 0.5, "right_foot": 0.2}, None, feet, fallback, mu=0.3,
+                             margin=0.9)
     assert got.mu == pytest.approx({"left_foot": 0.3, "right_foot": 0.18})  # never above MuJoCo's
 
 
 def test_a_mu_mujoco_cannot_realise_is_refused(g1):
     """``mu=1.0`` on floors of mu 1 (MuJoCo's default) used to be taken silently; it is above what
-    sticks (the margin's 0.9), so the controller refuses it, naming the largest valid value."""
+    sticks (the margin's 0.7), so the controller refuses it, naming the largest valid value."""
     from wbsim.controllers.gravity_qp import GravityCompensationError, GravityCompensationQP
 
     model = ContactFriction({"left_foot": 1.0, "right_foot": 0.6}, "pyramidal")
@@ -98,10 +100,10 @@ def test_a_mu_mujoco_cannot_realise_is_refused(g1):
     for margin in (0.0, 1.5, "x"):
         with pytest.raises(WbsimError, match="friction_margin"):
             check_friction_option(None, margin, model)
-    with pytest.raises(GravityCompensationError, match=r"\(0, 0.9\]"):
+    with pytest.raises(GravityCompensationError, match=r"\(0, 0.7\]"):
         GravityCompensationQP(g1, mu=1.0)
-    assert GravityCompensationQP(g1, mu=0.9).friction().mu == {"left_foot": 0.9,
-                                                              "right_foot": 0.9}
+    assert GravityCompensationQP(g1, mu=0.6).friction().mu == {"left_foot": 0.6,
+                                                              "right_foot": 0.6}
 
 
 # ------------------------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from wbsim.controllers.gravity_qp import (
     StaticsResult,
 )
 
+from wbsim.controllers.friction import FRICTION_MARGIN
 from wbsim.contacts import convex_hull, point_in_polygon
 from wbsim.errors import UnknownNameError, WbsimError
 from wbsim.types import STANDING, CommandStatus, ContactSchedule, RobotState
@@ -372,14 +373,15 @@ def test_the_qp_uses_the_friction_the_state_reports(g1, fast):
         assert cmd.status == CommandStatus.SOLVED
         tight = -np.inf
         for name, f in zip(names, cmd.point_forces):
-            m = 0.9 * mu["left_foot" if name.startswith("left") else "right_foot"]
+            m = FRICTION_MARGIN * mu["left_foot" if name.startswith("left") else "right_foot"]
             ft = (abs(f[0]) + abs(f[1]) if cone == "pyramidal"
                   else np.sqrt(2.0) * max(abs(f[0]), abs(f[1])))
             assert ft <= m * f[2] + 1e-6, (cone, name)
             tight = max(tight, ft - m * f[2])
         assert tight > -1e-6, cone          # some point sits on the edge of its cone
     assert ctrl.friction(RobotState(0.0, q, v, None, mu, "elliptic")).cone == "inscribed_pyramid"
-    assert ctrl.friction().mu == {"left_foot": 0.9, "right_foot": 0.9}   # the model's mu of 1
+    assert ctrl.friction().mu == {"left_foot": FRICTION_MARGIN,   # the model's mu of 1
+                                  "right_foot": FRICTION_MARGIN}
 
 
 def test_f_min_bounds_every_point(g1, fast):
