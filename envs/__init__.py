@@ -33,6 +33,8 @@ ENV_IDS: dict[str, dict[str, Any]] = {
     "wbsim/G1Walk-v0": {"robot": "g1", "plan": walking_plan,
                         "reward_weights": {"base_velocity": 1.0}},
     "wbsim/G1PlanReplay-v0": {"robot": "g1", "plan": dcc_plan, "max_seconds": 6.0},
+    "wbsim/G1PushStep-v0": {"robot": "g1", "plan": stepping_plan, "push_magnitude": 150.0,
+                            "push_interval": 3.0},
 }
 
 

@@ -97,7 +97,7 @@ import gymnasium as gym
 import numpy as np
 
 import wbsim
-from wbsim.contacts import ContactSensing, support_polygon
+from wbsim.contacts import ContactSensing, sole_points_in_world, support_polygon
 from wbsim.conventions import base_tilt
 from wbsim.envs.schedules import PhasePlan, standing_plan
 from wbsim.errors import WbsimError, is_real, joint_list, nonfinite_joints
@@ -577,6 +577,10 @@ class HumanoidEnv(gym.Env):
         ctx["base_rotation"] = d.xmat[1].reshape(3, 3).copy()
         ctx["mass"] = np.array(float(self.robot.total_mass))
         ctx["gravity"] = self.model.opt.gravity.copy()
+        ctx["floor_height"] = np.array(float(sole_points_in_world(self.robot, d)[:, 2].min()))
+        for foot in FEET:  # the foot frame above its sole when level (the robot's geometry)
+            ctx[f"{foot}_sole_depth"] = np.array(
+                -float(np.mean(self.robot.foot(foot).points_in_foot[:, 2])))
         return ctx
 
     def schedule(self) -> ContactSchedule:

@@ -14,7 +14,9 @@ Envs own a plan and hand its schedule to the controller and into ``info["schedul
 an env sets (:meth:`wbsim.envs.humanoid.HumanoidEnv.reset`): ``com`` (3,), ``left_foot``,
 ``right_foot`` (3,) foot frame origins, ``left_sole_centre``, ``right_sole_centre`` (2,),
 ``left_foot_rotation``, ``right_foot_rotation``, ``base_rotation`` (3, 3), ``mass`` (kg),
-``gravity`` (3,) m/s^2; world frame, the robot at rest.
+``gravity`` (3,) m/s^2, ``floor_height`` (m, the lowest sole point), ``left_foot_sole_depth``,
+``right_foot_sole_depth`` (m, the foot frame's height above its sole points when level); world
+frame, the robot at rest.
 """
 
 from __future__ import annotations
@@ -414,20 +416,30 @@ def _walk_inputs(c: Mapping[str, np.ndarray]) -> dict[str, Any]:
     soles = {"left_foot": c["left_sole_centre"], "right_foot": c["right_sole_centre"]}
     gravity = float(np.linalg.norm(c["gravity"])) if "gravity" in c else 9.81
     mass = float(c["mass"]) if "mass" in c else None
+    depth = ({f: float(c[f"{f}_sole_depth"]) for f in ("left_foot", "right_foot")}
+             if "left_foot_sole_depth" in c and "right_foot_sole_depth" in c else None)
     return {"com": c["com"], "feet": feet, "sole_centres": soles,
-            "base_rotation": c.get("base_rotation"), "mass": mass, "gravity": gravity}
+            "base_rotation": c.get("base_rotation"), "mass": mass, "gravity": gravity,
+            "floor_height": float(c.get("floor_height", 0.0)), "sole_depth": depth}
 
 
 def walking_plan(speed: float = 0.2, n_steps: int = 12, single_support: float = 0.6,
-                 double_support: float = 0.2, clearance: float = 0.04,
+                 double_support: float = 0.3, clearance: float = 0.04,
                  step_width: float | None = None, touchdown_speed: float = 0.02,
-                 zmp_inward: float = 0.0, zmp_travel: float = 0.0,
+                 zmp_inward: float = 0.015, zmp_travel: float = 0.06,
                  first_swing: str = "right_foot") -> ReferencePlan:
     """Walk straight ahead (along the feet's heading at reset) at ``speed`` m/s: ``n_steps`` steps
     of ``speed (single_support + double_support)`` m from the LIPM/DCM pattern generator
     (:func:`wbsim.planning.walking.plan_walk`; 0.8 s initial weight shift, 1 s final shift, then
-    standing), swing feet lifted ``clearance`` m. With the defaults: 12 steps of 0.16 m, the first
-    lift-off at 0.8 s, the last landing at 10.2 s.
+    standing), swing feet lifted ``clearance`` m. With the defaults: 12 steps of 0.18 m, the first
+    lift-off at 0.8 s, the tenth landing at 9.5 s, the last at 11.3 s. The gait keeps the
+    LIPM's horizontal CoM acceleration near 1 m/s^2 (a single support of 0.6 s, a double
+    support of 0.3 s, the ZMP 1.5 cm inside the sole centre and travelling 6 cm heel to toe):
+    MuJoCo's soft friction lets a loaded sole point creep 0.28 mm/s per newton of tangential
+    force, so above ~8.4 N per point (~1.0 m/s^2 on one foot of the G1) the diagnostics count
+    ``planar_complementarity`` (0.02 W) in every stance (docs/locomotion.md). A single support of
+    0.5 s (0.4 s of double support) lowers that acceleration but swings the foot faster: its
+    momentum then asks the stance ankle for more than the G1's 35 N·m in pitch.
 
     Raises:
         WbsimError: ``|speed| > MAX_WALK_SPEED`` or invalid gait values
@@ -455,15 +467,15 @@ def walking_plan(speed: float = 0.2, n_steps: int = 12, single_support: float = 
     return ReferencePlan(build, velocity, name=f"walking plan ({speed:g} m/s)")
 
 
-def stepping_plan(n_steps: int = 12, single_support: float = 0.6, double_support: float = 0.2,
-                  clearance: float = 0.04, touchdown_speed: float = 0.02, zmp_inward: float = 0.0,
-                  first_swing: str = "right_foot") -> ReferencePlan:
+def stepping_plan(n_steps: int = 12, single_support: float = 0.5, double_support: float = 0.4,
+                  clearance: float = 0.04, touchdown_speed: float = 0.02,
+                  zmp_inward: float = 0.015, first_swing: str = "right_foot") -> ReferencePlan:
     """Step in place: :func:`walking_plan` at speed 0 (the feet land where they lifted; the CoM
     sways from sole to sole on the LIPM). With the defaults: 12 steps, the first lift-off at 0.8 s,
-    the last landing at 10.2 s, then standing."""
+    the tenth landing at 9.4 s, the last at 11.2 s, then standing."""
     return walking_plan(0.0, n_steps=n_steps, single_support=single_support,
                         double_support=double_support, clearance=clearance,
-                        touchdown_speed=touchdown_speed, zmp_inward=zmp_inward,
+                        touchdown_speed=touchdown_speed, zmp_inward=zmp_inward, zmp_travel=0.0,
                         first_swing=first_swing)
 
 

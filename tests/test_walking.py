@@ -146,12 +146,13 @@ def test_footsteps():
 
 def test_swing_profile_and_feet():
     up = swing_profile(0.04, 0.6, 0.02)
-    s = np.linspace(0.0, 1.0, 1001)
-    assert up(0.0) == pytest.approx(0.0, abs=1e-15) and up(1.0) == pytest.approx(0.0, abs=1e-15)
+    s = np.linspace(0.0, 1.0, 100001)
+    assert up(0.0) == pytest.approx(0.0, abs=1e-15) and up(1.0) == pytest.approx(0.0, abs=1e-14)
     assert up(s).max() == pytest.approx(0.04, rel=1e-6)
     assert up.deriv(1)(0.0) == pytest.approx(0.0, abs=1e-14)
     assert up.deriv(2)(0.0) == pytest.approx(0.0, abs=1e-13)
     assert up.deriv(1)(1.0) / 0.6 == pytest.approx(-0.02)
+    assert up.deriv(2)(1.0) == pytest.approx(0.0, abs=1e-12)   # no braking at the last moment
     assert up(s[1:-1]).min() > 0.0
     params, ref = _walk(speed=0.2, n_steps=4, clearance=0.04)
     for st in ref.footsteps:
@@ -164,7 +165,7 @@ def test_swing_profile_and_feet():
         # planned velocity and acceleration are the derivatives of the planned position
         dt = params.sample_dt
         np.testing.assert_allclose(np.gradient(ref.foot_position[sel, k], dt, axis=0)[1:-1],
-                                   ref.foot_velocity[sel, k][1:-1], atol=5e-4)
+                                   ref.foot_velocity[sel, k][1:-1], atol=1e-3)
         # the stance foot does not move
         other = 1 - k
         assert np.ptp(ref.foot_position[sel, other], axis=0).max() == 0.0
@@ -216,11 +217,11 @@ def test_reference_schedule_and_errors():
                               "right_foot_landing", "landing_time", "left_foot_wrench"}
     s = ref.schedule(1.0)
     assert s.phase == "swing_right_foot" and s.phase_time == pytest.approx(0.2)
-    assert s.targets["landing_time"][0] == pytest.approx(1.4)
+    assert s.targets["landing_time"][0] == pytest.approx(1.3)
     last = ref.schedule(100.0)
     assert last.phase == "stand" and math.isinf(last.phase_duration)
     assert "landing_time" not in last.targets
-    assert [round(t, 6) for t, _, _ in ref.switch_times()] == [0.8, 1.4, 1.6, 2.2, 2.4, 3.0]
+    assert [round(t, 6) for t, _, _ in ref.switch_times()] == [0.8, 1.3, 1.7, 2.2, 2.6, 3.1]
     # interpolation between two samples, and rotations stay rotations
     t = 1.0 + 0.3 * params.sample_dt
     i = int(np.searchsorted(ref.times, t)) - 1

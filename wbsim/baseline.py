@@ -86,7 +86,9 @@ def run_baseline(env: str, controller: str, episodes: int = 20, seed: int = 0,
                                       seed=seed + k, controller_options=dict(controller_options or {}),
                                       env_options=env_kwargs, progress=progress))
         per.append({"seed": seed + k, "return": s["return"], "steps": s["steps"],
-                    "seconds": s["seconds"], "fell": s["fell"], "events": s["events"]})
+                    "seconds": s["seconds"], "fell": s["fell"], "events": s["events"],
+                    **{key: s[key] for key in ("base_displacement_m", "feet_displacement_m", "gait",
+                                               "com_tracking_rms_m") if key in s}})
     returns = np.array([p["return"] for p in per])
     lengths = np.array([p["steps"] for p in per])
     success = [not p["fell"] and p["seconds"] >= seconds - 1e-6 for p in per]

@@ -95,8 +95,8 @@ class WalkingParameters:
 
     step_length: float = 0.0
     step_width: float | None = None
-    single_support: float = 0.6
-    double_support: float = 0.2
+    single_support: float = 0.5
+    double_support: float = 0.4
     n_steps: int = 10
     clearance: float = 0.04
     touchdown_speed: float = 0.02
@@ -154,14 +154,17 @@ def _yaw(R: np.ndarray) -> float:
     return math.atan2(R[1, 0], R[0, 0])
 
 
-def plan_footsteps(params: WalkingParameters, feet: Mapping[str, tuple[np.ndarray, np.ndarray]]
-                   ) -> list[Footstep]:
+def plan_footsteps(params: WalkingParameters, feet: Mapping[str, tuple[np.ndarray, np.ndarray]],
+                   landing_height: Mapping[str, float] | None = None) -> list[Footstep]:
     """The steps of ``params`` from the feet's start poses.
 
     Args:
         params: the gait.
         feet: ``{"left_foot": (position (3,), rotation (3, 3)), "right_foot": ...}``, the foot
             frames at the start, world.
+        landing_height: per foot, the height of its frame when it stands level on the floor, m
+            (``None``: its height at the start; a foot that starts tilted, e.g. after reset noise,
+            would then land a little above the floor).
 
     Returns:
         ``params.n_steps`` :class:`~wbsim.reference.Footstep`, alternating from
@@ -182,7 +185,8 @@ def plan_footsteps(params: WalkingParameters, feet: Mapping[str, tuple[np.ndarra
     width = (float(np.dot(pl - pr, left)) if params.step_width is None
              else float(params.step_width))
     x0 = {"left_foot": float(np.dot(pl - mid, fwd)), "right_foot": float(np.dot(pr - mid, fwd))}
-    z = {"left_foot": float(pl[2]), "right_foot": float(pr[2])}
+    z = ({"left_foot": float(pl[2]), "right_foot": float(pr[2])} if landing_height is None
+         else {f: float(landing_height[f]) for f in FEET})
     side = {"left_foot": 0.5 * width, "right_foot": -0.5 * width}
     steps = []
     foot = params.first_swing
@@ -282,16 +286,17 @@ class LipmTrajectory:
 def swing_profile(clearance: float, duration: float, touchdown_speed: float = 0.0
                   ) -> np.polynomial.Polynomial:
     """The vertical lift ``z(s)``, m, of a swing over the phase progress ``s`` in [0, 1]: the
-    quintic with ``z(0) = z'(0) = z''(0) = 0`` (it leaves the floor without a jump in
-    acceleration), ``z(1) = 0``, a landing speed of ``touchdown_speed`` m/s (``z'(1) = -touchdown_speed
-    duration``) and its highest point ``clearance`` m (the sixth condition, ``z(1/2)``, is solved
-    for by bisection so that the maximum over [0, 1] is ``clearance``)."""
-    V = np.array([[1, 0, 0, 0, 0, 0], [0, 1, 0, 0, 0, 0], [0, 0, 2, 0, 0, 0],
-                  [1, 0.5, 0.25, 0.125, 0.0625, 0.03125], [1, 1, 1, 1, 1, 1],
-                  [0, 1, 2, 3, 4, 5]], dtype=float)
-    shape = np.polynomial.Polynomial(np.linalg.solve(V, [0.0, 0, 0, 1, 0, 0]))
+    sextic with ``z(0) = z'(0) = z''(0) = 0`` (it leaves the floor without a jump in
+    acceleration), ``z(1) = 0``, ``z''(1) = 0`` and a landing speed of ``touchdown_speed`` m/s
+    (``z'(1) = -touchdown_speed duration``: it arrives without braking hard at the last moment),
+    and its highest point ``clearance`` m (the seventh condition, ``z(1/2)``, is solved for by
+    bisection so that the maximum over [0, 1] is ``clearance``)."""
+    V = np.array([[1, 0, 0, 0, 0, 0, 0], [0, 1, 0, 0, 0, 0, 0], [0, 0, 2, 0, 0, 0, 0],
+                  [0.5 ** k for k in range(7)], [1, 1, 1, 1, 1, 1, 1], [0, 1, 2, 3, 4, 5, 6],
+                  [0, 0, 2, 6, 12, 20, 30]], dtype=float)
+    shape = np.polynomial.Polynomial(np.linalg.solve(V, [0.0, 0, 0, 1, 0, 0, 0]))
     landing = np.polynomial.Polynomial(np.linalg.solve(
-        V, [0.0, 0, 0, 0, 0, -touchdown_speed * duration]))
+        V, [0.0, 0, 0, 0, 0, -touchdown_speed * duration, 0]))
 
     def peak(c: float) -> float:
         p = c * shape + landing
@@ -315,7 +320,8 @@ def plan_walk(params: WalkingParameters, com: np.ndarray,
               feet: Mapping[str, tuple[np.ndarray, np.ndarray]],
               sole_centres: Mapping[str, np.ndarray], base_rotation: np.ndarray | None = None,
               mass: float | None = None, gravity: float = 9.81, floor_height: float = 0.0,
-              duration: float | None = None) -> WholeBodyReference:
+              duration: float | None = None,
+              sole_depth: Mapping[str, float] | None = None) -> WholeBodyReference:
     """The walk of ``params`` from rest as a :class:`~wbsim.reference.WholeBodyReference`.
 
     Args:
@@ -331,6 +337,8 @@ def plan_walk(params: WalkingParameters, com: np.ndarray,
         gravity: m/s^2.
         floor_height: the floor's z, m (the ZMP's height).
         duration: sample the reference up to this time, s (default: 1 s after the walk's end).
+        sole_depth: per foot, the height of the foot frame above its sole when level, m: a step
+            lands the frame at ``floor_height + sole_depth`` (``None``: at its start height).
 
     Returns:
         The reference: CoM, DCM and ZMP of :class:`LipmTrajectory` (CoM height constant),
@@ -348,7 +356,8 @@ def plan_walk(params: WalkingParameters, com: np.ndarray,
     com = np.asarray(com, dtype=float)
     z_c = (float(com[2]) - floor_height) if params.com_height is None else params.com_height
     w = lipm_omega(z_c, gravity)
-    steps = plan_footsteps(params, feet)
+    steps = plan_footsteps(params, feet, None if sole_depth is None else
+                           {f: floor_height + float(sole_depth[f]) for f in FEET})
     pose = {f: (np.asarray(feet[f][0], dtype=float), np.asarray(feet[f][1], dtype=float))
             for f in FEET}
     # the sole centre's offset from the foot frame, in the foot's yaw frame (kept through the walk)
