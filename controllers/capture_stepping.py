@@ -80,6 +80,8 @@ class CaptureStepping:
         min_step_width, max_step_width: m, the lateral distance of the landing foot frame from the
             stance foot frame.
         freeze_time: s, the landing point is fixed this long before the planned landing.
+        step_gain: the move is ``step_gain`` times the predicted DCM error (above 1: the foot
+            lands beyond the DCM, which then comes back).
         adjust_steps: ``False``: DCM feedback only (no footstep moves).
         wbc_options: options of :class:`ContactProjectedID` (e.g. ``{"variant": "qp"}``).
 
@@ -90,9 +92,9 @@ class CaptureStepping:
     name = "stepping"
 
     def __init__(self, robot, dcm_gain: float = 3.0, zmp_margin: float = 0.01,
-                 step_deadband: float = 0.02, max_step_length: float = 0.35,
+                 step_deadband: float = 0.02, max_step_length: float = 0.45,
                  min_step_width: float = 0.16, max_step_width: float = 0.5,
-                 freeze_time: float = 0.08, adjust_steps: bool = True,
+                 freeze_time: float = 0.08, adjust_steps: bool = True, step_gain: float = 1.3,
                  wbc_options: Mapping[str, Any] | None = None):
         for name, value, ok in (("dcm_gain", dcm_gain, dcm_gain >= 0),
                                 ("zmp_margin", zmp_margin, zmp_margin >= 0),
@@ -100,7 +102,8 @@ class CaptureStepping:
                                 ("max_step_length", max_step_length, max_step_length > 0),
                                 ("min_step_width", min_step_width, min_step_width > 0),
                                 ("max_step_width", max_step_width, max_step_width > min_step_width),
-                                ("freeze_time", freeze_time, freeze_time >= 0)):
+                                ("freeze_time", freeze_time, freeze_time >= 0),
+                                ("step_gain", step_gain, step_gain >= 0)):
             if not (is_real(value) and math.isfinite(value) and ok):
                 raise WbsimError(f"stepping: {name} = {value!r} is out of range")
         from wbsim.controllers import check_options
@@ -117,6 +120,7 @@ class CaptureStepping:
         self.step_deadband, self.max_step_length = float(step_deadband), float(max_step_length)
         self.min_step_width, self.max_step_width = float(min_step_width), float(max_step_width)
         self.freeze_time, self.adjust_steps = float(freeze_time), bool(adjust_steps)
+        self.step_gain = float(step_gain)
         self.feet = tuple(robot.foot_names)
         self._frame = {f: robot.feet[f].pin_frame_id for f in self.feet}
         self._points = {f: np.asarray(robot.feet[f].points_in_foot, dtype=float) for f in self.feet}
@@ -260,7 +264,7 @@ class CaptureStepping:
         nominal = np.asarray(tg[f"{foot}_landing"], dtype=float)[:2] + self._offset
         remaining = land - t
         if self.adjust_steps and stance is not None and remaining > self.freeze_time:
-            want = e * math.exp(w * remaining)
+            want = self.step_gain * e * math.exp(w * remaining)
             mag = float(np.linalg.norm(want))
             want = want * (max(mag - self.step_deadband, 0.0) / mag) if mag > 0 else want
             target = self._reachable(nominal + want, feet[stance], foot)

@@ -33,8 +33,10 @@ ENV_IDS: dict[str, dict[str, Any]] = {
     "wbsim/G1Walk-v0": {"robot": "g1", "plan": walking_plan,
                         "reward_weights": {"base_velocity": 1.0}},
     "wbsim/G1PlanReplay-v0": {"robot": "g1", "plan": dcc_plan, "max_seconds": 6.0},
-    "wbsim/G1PushStep-v0": {"robot": "g1", "plan": stepping_plan, "push_magnitude": 150.0,
-                            "push_interval": 3.0},
+    "wbsim/G1PushStep-v0": {"robot": "g1", "plan": stepping_plan, "push_magnitude": 110.0,
+                            "push_interval": 3.0,
+                            "plan_options": {"single_support": 0.4, "double_support": 0.15,
+                                             "n_steps": 18}},
 }
 
 

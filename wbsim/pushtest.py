@@ -5,7 +5,7 @@ Protocol (the same for every controller, and for a policy through the residual e
 direction ``theta_k = 2 pi k / directions`` (0 = the robot's forward, +x; pi/2 = its left, +y;
 world frame, the robot faces +x at reset), a horizontal force ``impulse / duration`` acts on the
 torso's centre of mass from ``at`` s for ``duration`` s; the episode runs on to ``at + settle`` s
-(no reset noise, seed ``seed``) and the push is survived when the robot has not fallen
+(no reset noise, none of the env's own periodic pushes, seed ``seed``) and the push is survived when the robot has not fallen
 (:meth:`wbsim.envs.humanoid.HumanoidEnv.has_fallen`) by then. Impulses climb a ladder
 (``start``, times ``growth`` each rung) to the first fall, or to ``limit``; then ``refine``
 bisections between the last survived and the first fallen impulse. The result per direction is the
@@ -88,7 +88,8 @@ def _trial(cfg: PushTestConfig, angle: float, impulse: float) -> dict[str, Any]:
     s = run_episode(EpisodeConfig(
         env=cfg.env, controller=cfg.controller, seconds=cfg.at + cfg.settle, seed=cfg.seed,
         controller_options=dict(cfg.controller_options), progress=False,
-        env_options={**dict(cfg.env_options), "push_script": push, "reset_noise_scale": 0.0}))
+        env_options={**dict(cfg.env_options), "push_script": push, "reset_noise_scale": 0.0,
+                     "push_magnitude": 0.0}))
     return {"impulse": float(impulse), "survived": not s["fell"] and s["status"] == "completed",
             "fell_at": float(s["seconds"]) if s["fell"] else None,
             "wall_s": time.perf_counter() - t0}
