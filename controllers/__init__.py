@@ -31,6 +31,7 @@ from wbsim.types import STANDING, Command, ContactSchedule, RobotState
 __all__ = [
     "CONTROLLERS",
     "STANDING",
+    "CaptureStepping",
     "Command",
     "ContactProjectedID",
     "ContactSchedule",
@@ -51,6 +52,7 @@ CONTROLLERS: dict[str, str] = {
     "projected_id": "wbsim.controllers.contact_projected_id:ContactProjectedID",
     "pd": "wbsim.controllers.pd:PDController",
     "zero": "wbsim.controllers.pd:ZeroController",
+    "stepping": "wbsim.controllers.capture_stepping:CaptureStepping",
 }
 
 

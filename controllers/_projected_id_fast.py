@@ -300,7 +300,8 @@ class ProjectedIDKernel:
     # -- stage 2 ------------------------------------------------------------------------------
     def accelerations(self, targets: list[tuple]) -> None:
         """The projection, the task stack and ``qdd*`` (attributes above). ``targets``, one per
-        task: ``(kp, kd, weight, target, target_velocity)`` (``target_velocity`` ``None`` for the
+        task: ``(kp, kd, weight, target, target_velocity, target_acceleration)``
+        (``target_velocity`` and ``target_acceleration`` ``None`` for none, always for the
         orientation and posture tasks; the orientation's target is a rotation matrix).
 
         Raises:
@@ -337,7 +338,7 @@ class ProjectedIDKernel:
         norms, written = self.error_norms, self._written
         for i, (spec, (A, b), post, tg) in enumerate(zip(self.tasks, self._views, self._posture,
                                                         targets)):
-            kp, kd, w, target, target_vel = tg
+            kp, kd, w, target, target_vel, target_acc = tg
             sw = math.sqrt(w)
             kind = spec.kind
             if kind == "posture":
@@ -368,9 +369,10 @@ class ProjectedIDKernel:
                     np.multiply(J[3:6], sw, out=A)
                     vel, drift = vel6[3:6], drift6[3:6]
             r0, r1, r2 = (0.0, 0.0, 0.0) if target_vel is None else target_vel.tolist()
-            b[0] = (kp * e0 + kd * (r0 - vel[0]) - drift[0]) * sw
-            b[1] = (kp * e1 + kd * (r1 - vel[1]) - drift[1]) * sw
-            b[2] = (kp * e2 + kd * (r2 - vel[2]) - drift[2]) * sw
+            a0, a1, a2 = (0.0, 0.0, 0.0) if target_acc is None else target_acc.tolist()
+            b[0] = (a0 + kp * e0 + kd * (r0 - vel[0]) - drift[0]) * sw
+            b[1] = (a1 + kp * e1 + kd * (r1 - vel[1]) - drift[1]) * sw
+            b[2] = (a2 + kp * e2 + kd * (r2 - vel[2]) - drift[2]) * sw
             norms[i] = math.sqrt(e0 * e0 + e1 * e1 + e2 * e2)
         if self.nullspace:
             # qdd = qdd_p + N z: contact-consistent by construction, so qdd* = qdd_des (the
@@ -408,9 +410,11 @@ class ProjectedIDKernel:
 
     # -- stage 3 ------------------------------------------------------------------------------
     def solve_qp(self, friction_rhs: np.ndarray, force_weight: float,
-                 force_limits: tuple[np.ndarray, np.ndarray] | None = None) -> tuple:
+                 force_limits: tuple[np.ndarray, np.ndarray] | None = None,
+                 force_reference: np.ndarray | None = None) -> tuple:
         """The exact QP (``qdd = qdd*``) by DAQP: ``(found, f (3 n_points,), tau (n_joints,),
-        status)``; ``f``, ``tau`` NaN when not found."""
+        status)``; ``f``, ``tau`` NaN when not found. ``force_reference``: ``f_ref (3 n_points,)``
+        of the cost ``eps ||f - f_ref||^2`` (``None``: 0)."""
         C, lower, upper, sense = self.C, self.lower, self.upper, self.sense
         C_head, lower_head, upper_head, upper_fr, Ar = self._head
         b = dsymv(1.0, self.data.M, self.qdd_star, 1.0, self.h, lower=0)   # M qdd* + h
@@ -430,6 +434,8 @@ class ProjectedIDKernel:
         P = Ac.T.dot(Ac)
         P += eps_I
         qv = -Ac.T.dot(bc)
+        if force_reference is not None:
+            qv -= force_weight * force_reference
         if force_limits is not None:
             G_f, h_f = force_limits
             C = np.vstack([C, G_f])

@@ -399,20 +399,20 @@ def build_contact_qp(M: np.ndarray, h: np.ndarray, qdd_star: np.ndarray, Jc: np.
                      friction_rhs: np.ndarray, actuated_v: np.ndarray | slice,
                      tau_limit: np.ndarray, force_weight: float = 1e-5,
                      relax_weight: float | None = None, W: np.ndarray | None = None,
-                     force_limits: tuple[np.ndarray, np.ndarray] | None = None
-                     ) -> qpsolvers.Problem:
+                     force_limits: tuple[np.ndarray, np.ndarray] | None = None,
+                     force_reference: np.ndarray | None = None) -> qpsolvers.Problem:
     """The inverse-dynamics QP of the ``"qp"`` variant (pure function; docs/controllers.md,
     "The contact QP"). ``A_f = J_c^T G`` is the generalised force of the point forces ``f``,
     ``a`` / ``u`` the actuated / unactuated rows.
 
     Exact problem (``relax_weight=None``), unknowns ``x = f (3 n_points,)``::
 
-        min ||tau||^2 + eps ||f||^2,   tau = (M qdd* + h - A_f f)_a
+        min ||tau||^2 + eps ||f - f_ref||^2,   tau = (M qdd* + h - A_f f)_a
         s.t. (A_f f)_u = (M qdd* + h)_u,   C f <= d,   |tau| <= tau_limit,   G_f f <= h_f
 
     Relaxed problem (``relax_weight = w > 0``), unknowns ``x = [qdd (nv,), f]``::
 
-        min w (qdd - qdd*)^T W (qdd - qdd*) + ||tau||^2 + eps ||f||^2,
+        min w (qdd - qdd*)^T W (qdd - qdd*) + ||tau||^2 + eps ||f - f_ref||^2,
             tau = (M qdd + h - A_f f)_a
         s.t. (M qdd + h - A_f f)_u = 0,   J_c qdd + Jcdot_c v = 0,   C f <= d,   |tau| <= tau_limit
 
@@ -428,6 +428,8 @@ def build_contact_qp(M: np.ndarray, h: np.ndarray, qdd_star: np.ndarray, Jc: np.
         W: SPD ``(nv, nv)`` weight of the relaxation (default ``M``).
         force_limits: optional extra rows ``(G_f (k, 3 n_points), h_f (k,))`` on the point forces
             (e.g. a cap on the load of a foot being unloaded).
+        force_reference: ``f_ref (3 n_points,)`` feed-forward point forces, world frame, N
+            (``None``: 0).
 
     Returns:
         The ``qpsolvers.Problem``; read its solution with :func:`contact_qp_result`.
@@ -443,6 +445,8 @@ def build_contact_qp(M: np.ndarray, h: np.ndarray, qdd_star: np.ndarray, Jc: np.
         ba, bu = b[actuated_v], b[unact]
         P = Aa.T @ Aa + force_weight * np.eye(npf)
         q = -(Aa.T @ ba)
+        if force_reference is not None:
+            q -= force_weight * np.asarray(force_reference, dtype=float)
         # tau <= lim: -Aa f <= lim - ba; -tau <= lim: Aa f <= lim + ba
         Gs = [friction, -Aa[lim], Aa[lim]]
         hs = [friction_rhs, (tau_limit - ba)[lim], (tau_limit + ba)[lim]]
@@ -458,6 +462,8 @@ def build_contact_qp(M: np.ndarray, h: np.ndarray, qdd_star: np.ndarray, Jc: np.
     P[nv:, nv:] += force_weight * np.eye(npf)
     q = Ct.T @ ha
     q[:nv] -= relax_weight * (Wd @ qdd_star)
+    if force_reference is not None:
+        q[nv:] -= force_weight * np.asarray(force_reference, dtype=float)
     A = np.vstack([np.hstack([M[unact], -Au]), np.hstack([Jc, np.zeros((Jc.shape[0], npf))])])
     b = np.concatenate([-hu, -Jc_dot_v])
     on_f = [np.hstack([np.zeros((friction.shape[0], nv)), friction])]
@@ -546,6 +552,18 @@ def _target3(value: Any, key: str) -> np.ndarray:
     return arr
 
 
+def _rotation(value: Any, key: str) -> np.ndarray:
+    """A schedule's ``(3, 3)`` rotation target, checked (finite, orthonormal to 1e-6, det > 0)."""
+    try:
+        R = np.array(value, dtype=float)
+    except (TypeError, ValueError):
+        R = None
+    if R is None or R.shape != (3, 3) or not np.all(np.isfinite(R)) or (
+            np.abs(R.T @ R - np.eye(3)).max() > 1e-6) or np.linalg.det(R) <= 0:
+        raise WbsimError(f"schedule target {key!r} must be a (3, 3) rotation matrix, got {value!r}")
+    return R
+
+
 def _level_rotation(R: np.ndarray) -> np.ndarray:
     """The yaw-only rotation with the heading of ``R`` (a level sole)."""
     yaw = np.arctan2(R[1, 0], R[0, 0])
@@ -567,8 +585,15 @@ class ContactProjectedID:
             inequality).
         W: projection weight: ``None`` or ``"M"`` (mass matrix, dynamically consistent), ``"identity"``,
             or an SPD ``(nv, nv)`` array.
-        contact_source: ``"schedule"`` (``schedule.contact_set``) or ``"sensed"``
-            (``state.sensed_contacts``; a state without them raises :class:`WbsimError`).
+        contact_source: ``"schedule"`` (``schedule.contact_set``; see ``early_touchdown``) or
+            ``"sensed"`` (``state.sensed_contacts``; a state without them raises
+            :class:`WbsimError`).
+        early_touchdown: s. With ``contact_source="schedule"``: a foot planned to land at the end of
+            the phase (in ``schedule.next_contact_set``) that the state senses in contact within
+            this time of the planned landing is taken into the contact set at once, as a real
+            stack's touch-down detection does (a foot that lands early is not lifted off again:
+            it stays in contact, pressed lightly, ``4 transition_force``, until the planned
+            switch, then takes load as a planned touch-down does). 0: the schedule alone.
         mu: ``None`` (default): the simulator's friction coefficient, foot by foot
             (``RobotState.friction``, or the robot's MuJoCo model for a state without it), times
             ``friction_margin``; a number: a lower cap on it (``"qp"``; at most ``friction_margin``
@@ -598,12 +623,16 @@ class ContactProjectedID:
             freely, then projected: the seed's literal pipeline).
         regularization: Tikhonov term of the task stack.
         check_targets: clamp out-of-reach targets (CoM outside the support polygon shrunk by
-            ``com_margin`` m; swing-foot target beyond the leg's length) and report them.
+            ``com_margin`` m, unless the schedule gives a ``"com_acceleration"``: a dynamic
+            reference's CoM leaves the support by design, its ZMP is the planner's to keep inside;
+            swing-foot target beyond the leg's length) and report them.
         base_frame: Pinocchio frame of the base orientation task (default: the body frame of the root
             joint, ``"pelvis"`` on the G1).
         pinv_forces: ``"points"`` (least-norm sole-point forces) or ``"wrench"`` (least-norm foot
             wrenches, the seed's form) for the ``"pinv"`` variant; see :func:`inverse_dynamics_pinv`.
-        transition_time: s, the load ramps of the contact transitions (module docstring; 0: none).
+        transition_time: s, the load ramps of the contact transitions (:meth:`_force_bounds`; 0:
+            none); in a phase shorter than ``2 transition_time`` (a walking gait's double
+            support) half the phase's duration.
         transition_force: N per sole point, the load a transitioning foot keeps (4 N: 8x the 0.5 N
             at which :class:`wbsim.contacts.SensingThresholds` counts a point as loaded; with 2 N
             the lightly pressed foot slipped at the G1's touch-down). Each point of a hand in
@@ -624,13 +653,21 @@ class ContactProjectedID:
             exact QP when ``solver`` is DAQP); ``False``: the readable path (snapshot, the tasks'
             rows, ``build_task_stack``, :func:`contact_projection`, :func:`build_contact_qp`
             through qpsolvers). Decided here, once.
+        force_feedforward: use the schedule's ``"<foot>_wrench"`` targets as the reference of the
+            QP's force term, ``eps ||f - f_ref||^2`` (``f_ref``: each wrench spread over its sole
+            points by :func:`distribute_wrench`); ``False``: ``eps ||f||^2``.
 
-    Targets (``schedule.targets``): ``"com"`` ``(3,)`` world CoM (m), ``"com_velocity"`` ``(3,)`` m/s;
-    ``"left_foot"`` / ``"right_foot"`` (or ``"swing_foot"`` when one foot swings) ``(3,)`` world position of
-    the foot link frame (m) for a swing foot, with optional ``"<foot>_velocity"``. The swing sole is
-    kept level with its heading at lift-off. An absent target holds the last one given: initially the
-    values stored by :meth:`reset` (CoM, base orientation, posture); a foot that leaves contact holds
-    its placement at lift-off.
+    Targets (``schedule.targets``, world frame; the keys of :data:`wbsim.reference.TARGET_KEYS`):
+    ``"com"`` ``(3,)`` CoM (m), ``"com_velocity"`` (m/s), ``"com_acceleration"`` (m/s^2, feed-forward
+    of the PD law); ``"base_orientation"`` ``(3, 3)``; ``"left_foot"`` / ``"right_foot"`` (or
+    ``"swing_foot"`` when one foot swings) ``(3,)`` position of the foot link frame (m) of a swing
+    foot, with optional ``"<foot>_velocity"``, ``"<foot>_acceleration"``, ``"<foot>_orientation"``
+    ``(3, 3)`` (else the swing sole is kept level with its heading at lift-off); ``"posture"``
+    ``(n_joints,)`` rad in ``robot.joint_names`` order; ``"<foot>_wrench"`` ``(6,)`` feed-forward
+    ``[force; moment]`` at the foot frame origin of a foot in contact (``force_feedforward``). An
+    absent target holds the last one given: initially the values stored by :meth:`reset` (CoM, base
+    orientation, posture); a foot that leaves contact holds its placement at lift-off; an absent
+    velocity or acceleration is 0 when its position is given.
 
     Safe commands (``Command.fallback``), tried in this order when the problem has no solution:
 
@@ -664,7 +701,8 @@ class ContactProjectedID:
                  base_frame: str | None = None, pinv_forces: str = "points",
                  transition_time: float = 0.3, transition_force: float = 4.0,
                  release_time: float = 0.02, joint_damping: float | np.ndarray | str = "model",
-                 fast: bool = True):
+                 fast: bool = True, force_feedforward: bool = True,
+                 early_touchdown: float = 0.04):
         if variant not in VARIANTS:
             raise UnknownNameError("variant", variant, VARIANTS)
         if contact_source not in CONTACT_SOURCES:
@@ -678,7 +716,8 @@ class ContactProjectedID:
                             ("relax_weight", relax_weight), ("regularization", regularization),
                             ("transition_time", transition_time),
                             ("transition_force", transition_force), ("release_time", release_time),
-                            ("min_normal_force", min_normal_force), ("com_margin", com_margin)):
+                            ("min_normal_force", min_normal_force), ("com_margin", com_margin),
+                            ("early_touchdown", early_touchdown)):
             if not is_real(value):
                 raise WbsimError(f"{name} must be a real number, got {value!r}")
         for name, value in (("mu", mu_value), ("force_weight", force_weight),
@@ -687,7 +726,8 @@ class ContactProjectedID:
                 raise WbsimError(f"{name} must be a finite number > 0, got {value!r}")
         for name, value in (("transition_time", transition_time),
                             ("transition_force", transition_force), ("release_time", release_time),
-                            ("min_normal_force", min_normal_force)):
+                            ("min_normal_force", min_normal_force),
+                            ("early_touchdown", early_touchdown)):
             if not (np.isfinite(value) and value >= 0):
                 raise WbsimError(f"{name} must be finite and >= 0, got {value!r}")
         self.robot = robot
@@ -739,6 +779,8 @@ class ContactProjectedID:
         self._hull_cache: tuple | None = None
         self._last_feasible_tau: np.ndarray | None = None
         self.fast = bool(fast)
+        self.force_feedforward = bool(force_feedforward)
+        self.early_touchdown = float(early_touchdown)
         self._terms: _Terms | ProjectedIDKernel | None = None  # this step's M, h, Jc, ...
         self._projected: tuple | None = None
         self._kernel: ProjectedIDKernel | None = None
@@ -830,11 +872,15 @@ class ContactProjectedID:
                                     g.swing_foot_orientation, name=f"{f}_orientation")
             for f, ft in self.robot.feet.items()}
         self._com_given, self._com_velocity_given = self._com0.copy(), _ZERO3
-        self._foot_given = {f: (p.copy(), _ZERO3) for f, (p, _) in self._feet0.items()}
+        self._com_acceleration_given = _ZERO3
+        self._foot_given = {f: (p.copy(), _ZERO3, _ZERO3) for f, (p, _) in self._feet0.items()}
+        self._force_reference: np.ndarray | None = None
         self._contact_set = None
         self._layout = build_contact_layout(self.robot, ())
         self._last_feasible_tau = None
         self._made_at: dict[str, float] = {}  # time a foot entered the contact set (not at reset)
+        self._landing_at: dict[str, float] = {}  # planned landing of a foot that landed early
+        self._entered_at: dict[str, float] = {}  # time a foot entered the contact set
         self._unload_from: dict[str, float] = {}  # normal load (N) of a foot when its unloading began
         self._foot_load: dict[str, float] = {}  # commanded normal load (N) per foot, last step
         self._loads_from: tuple | None = None  # (feet, load rows, point forces) not yet summed
@@ -856,7 +902,21 @@ class ContactProjectedID:
             if state.sensed_contacts is None:
                 raise WbsimError("contact_source='sensed' but the state carries no sensed_contacts")
             return frozenset(state.sensed_contacts)
-        return frozenset(schedule.contact_set)
+        planned = frozenset(schedule.contact_set)
+        sensed, nxt = state.sensed_contacts, schedule.next_contact_set
+        if not (nxt and self.early_touchdown > 0.0):
+            return planned
+        left = schedule.phase_duration - schedule.phase_time
+        landing = float(state.t) + left
+        # a foot that landed early stays in contact until its planned landing (a bounce does not
+        # lift it off the contact set again)
+        early = [f for f in nxt - planned if left <= self.early_touchdown and (
+            f in (sensed or ()) or self._landing_at.get(f, -1.0) == landing)]
+        if not early:
+            return planned
+        for f in early:  # its load ramp starts at the planned touch-down (_force_bounds)
+            self._landing_at.setdefault(f, landing)
+        return planned | frozenset(early)
 
     def _switch_mode(self, contact_set: frozenset[str], s: DynamicsSnapshot, info: dict,
                      t: float) -> None:
@@ -869,16 +929,18 @@ class ContactProjectedID:
         if self._contact_set is not None and contact_set != self._contact_set:
             info["mode_switch"] = {"from": sorted(self._contact_set), "to": sorted(contact_set)}
             for f in contact_set - self._contact_set:
-                self._made_at[f] = t
+                self._made_at[f] = self._landing_at.get(f, t)
+                self._entered_at[f] = t
             loads = self._foot_loads()
             for f in self._contact_set - contact_set:
                 self._made_at.pop(f, None)
+                self._landing_at.pop(f, None)
                 loads.pop(f, None)
             self._unload_from.clear()
             for f in self.robot.feet:  # a foot that leaves contact holds its lift-off placement
                 if f in self._contact_set and f not in contact_set:
                     fk = s.frame(self.robot.feet[f].pin_frame_id)
-                    self._foot_given[f] = (fk.position.copy(), _ZERO3)
+                    self._foot_given[f] = (fk.position.copy(), _ZERO3, _ZERO3)
                     self.foot_orientation_tasks[f].set_target(_level_rotation(fk.rotation))
         self._contact_set = contact_set
         self._layout = layout
@@ -906,12 +968,13 @@ class ContactProjectedID:
 
     def _task_targets(self) -> list[tuple]:
         """Per task of the stack, what the kernel reads each step: ``(kp, kd, weight, target,
-        target_velocity or None)``."""
+        target_velocity or None, target_acceleration or None)``."""
         out = []
         for task in self._stack_tasks:
             g = task.gains
             out.append((g.kp, g.kd, g.weight, task.target,
-                        getattr(task, "target_velocity", None)))
+                        getattr(task, "target_velocity", None),
+                        getattr(task, "target_acceleration", None)))
         return out
 
     def _tasks(self) -> list[Task]:
@@ -923,29 +986,55 @@ class ContactProjectedID:
 
     # -- targets ----------------------------------------------------------------------------------
     def _apply_targets(self, targets: Mapping[str, Any], points: np.ndarray, data: pin.Data,
-                       events: list[str]) -> None:
+                       events: list[str], foot_rotations: np.ndarray) -> None:
         """Update the given targets from ``targets``, clamp out-of-reach ones into the task
         targets (``points``: the sole points in contact, world, ``(n, 3)``; ``data``: Pinocchio
-        data of this step, for the hip positions)."""
+        data of this step, for the hip positions; ``foot_rotations``: ``(n_feet, 3, 3)`` of the
+        feet in contact, for the wrench feed-forward)."""
         if "com" in targets:
             self._com_given = _target3(targets["com"], "com")
         if "com_velocity" in targets:
             self._com_velocity_given = _target3(targets["com_velocity"], "com_velocity")
         elif "com" in targets:
             self._com_velocity_given = _ZERO3
+        dynamic = "com_acceleration" in targets
+        if dynamic:
+            self._com_acceleration_given = _target3(targets["com_acceleration"],
+                                                    "com_acceleration")
+        elif "com" in targets:
+            self._com_acceleration_given = _ZERO3
+        if "base_orientation" in targets:
+            self.base_task.target = _rotation(targets["base_orientation"], "base_orientation")
+        if "posture" in targets:
+            posture = np.asarray(targets["posture"], dtype=float)
+            if posture.shape != self.posture_task.target.shape or not np.all(np.isfinite(posture)):
+                raise WbsimError(f"schedule target 'posture' must be a finite "
+                                 f"({self.robot.n_joints},) array (rad, robot.joint_names order), "
+                                 f"got shape {posture.shape}")
+            self.posture_task.target = posture
         for f in self._swing:
             key = f if f in targets else ("swing_foot" if len(self._swing) == 1 and "swing_foot" in
                                           targets else None)
             if key is not None:
                 vel = targets.get(f"{key}_velocity")
+                acc = targets.get(f"{key}_acceleration")
                 self._foot_given[f] = (_target3(targets[key], key),
-                                       _ZERO3 if vel is None else _target3(vel, f"{key}_velocity"))
+                                       _ZERO3 if vel is None else _target3(vel, f"{key}_velocity"),
+                                       _ZERO3 if acc is None else _target3(
+                                           acc, f"{key}_acceleration"))
+                rot = targets.get(f"{key}_orientation")
+                if rot is not None:
+                    self.foot_orientation_tasks[f].target = _rotation(rot, f"{key}_orientation")
+        self._force_reference = (self._wrench_reference(targets, foot_rotations)
+                                 if self.force_feedforward else None)
         com = self._com_given
-        if self.check_targets and points.shape[0]:
+        if self.check_targets and points.shape[0] and not dynamic:
             com = self._clamp_com(com, points[:, :2], events)
-        self.com_task.target, self.com_task.target_velocity = com, self._com_velocity_given
+        task = self.com_task
+        task.target, task.target_velocity = com, self._com_velocity_given
+        task.target_acceleration = self._com_acceleration_given
         for f in self._swing:
-            pos, vel = self._foot_given[f]
+            pos, vel, acc = self._foot_given[f]
             if self.check_targets:
                 hip, reach = self._leg_reach[f]
                 hip_pos = data.oMi[hip].translation
@@ -956,6 +1045,27 @@ class ContactProjectedID:
                     events.append(f"{f}_target_out_of_reach")
             task = self.foot_position_tasks[f]
             task.target, task.target_velocity = pos, vel  # validated by _target3
+            task.target_acceleration = acc
+
+    def _wrench_reference(self, targets: Mapping[str, Any], foot_rotations: np.ndarray
+                          ) -> np.ndarray | None:
+        """``f_ref (3 n_points,)`` of the feet in contact from their ``"<foot>_wrench"`` targets
+        (least-norm over each foot's sole points, :func:`distribute_wrench`), or ``None`` when no
+        foot in contact has one (a foot without one gets 0)."""
+        layout = self._layout
+        if not layout.feet or not any(f"{f}_wrench" in targets for f in layout.feet):
+            return None
+        out = np.zeros((layout.n_points, 3))
+        for k, f in enumerate(layout.feet):
+            w = targets.get(f"{f}_wrench")
+            if w is None:
+                continue
+            w = np.asarray(w, dtype=float)
+            if w.shape != (6,) or not np.all(np.isfinite(w)):
+                raise WbsimError(f"schedule target '{f}_wrench' must be a finite (6,) array "
+                                 f"[force N; moment N·m], got {targets[f'{f}_wrench']!r}")
+            out[4 * k:4 * k + 4] = distribute_wrench(w, foot_rotations[k], layout.distribution[k])
+        return out.reshape(-1)
 
     def _clamp_com(self, com: np.ndarray, points_xy: np.ndarray, events: list[str]) -> np.ndarray:
         """``com`` if its x-y lies ``com_margin`` inside the support polygon of ``points_xy``; else the
@@ -1017,7 +1127,8 @@ class ContactProjectedID:
         if kernel is not None:
             q, v = _state_arrays(self.model, state)
             kernel.kinematics(q, v)
-            self._apply_targets(targets, kernel.points, kernel.data, events)
+            self._apply_targets(targets, kernel.points, kernel.data, events,
+                                kernel.foot_rotations)
             terms = self._terms = kernel   # its M, h, g, Jc, ... (the fields of _Terms)
             try:
                 kernel.accelerations(self._task_targets())
@@ -1032,7 +1143,7 @@ class ContactProjectedID:
         else:
             s = compute_snapshot(self.model, self.data, state.q, state.v)
             ck = contact_kinematics(s, self._layout)
-            self._apply_targets(targets, ck.point_positions, s.data, events)
+            self._apply_targets(targets, ck.point_positions, s.data, events, ck.foot_rotations)
             h = s.h + self._damping_v * s.v if self._damped else s.h
             terms = self._terms = _Terms(s.M, h, s.g, ck.Jc, ck.Jc_dot_v, ck.grasp,
                                          ck.foot_rotations, ck.foot_positions, ck.point_positions)
@@ -1140,6 +1251,10 @@ class ContactProjectedID:
         ``f_k = transition_force`` (N per sole point), ``f_min = min_normal_force``, ``m g`` the
         robot's weight.
 
+        In a phase shorter than ``2 T`` (a walking gait's double support), ``T`` is half the
+        phase's duration (and ``T_r`` at most that): the load a landing foot may take and the cap
+        of the foot about to lift always add up to the weight.
+
         * Every point: ``f_z >= f_min``.
         * A foot planned to leave contact at the end of the phase (in ``schedule.contact_set``, not
           in ``schedule.next_contact_set``), ``tau`` seconds before the switch:
@@ -1159,7 +1274,9 @@ class ContactProjectedID:
           every point keeps ``f_z >= f_k min(dt / T_r, 1)`` until the phase ends (pressed within
           ``T_r``; pressing at once drove a foot still in the air into the floor, so
           the fresh contact does not bounce open, and kept pressed while the CoM moves over it);
-          while ``dt < T`` its total load is capped at ``max(m g dt / T, 4 f_k)``: it takes over
+          while ``dt < T`` in that phase its total load is capped at ``max(m g dt / T, 4 f_k)``
+          (not in a later phase: after a short double support the foot is the stance foot and
+          carries everything): it takes over
           load gradually, not in one step, yet may keep from the first step the small load a foot
           that touched a few milliseconds before the planned switch already carries (a cap of 0
           there pulled such a foot off the floor again: a bounce).
@@ -1172,6 +1289,9 @@ class ContactProjectedID:
         T, Tr, fk = self.transition_time, self.release_time, self.transition_force
         if T <= 0.0 or not layout.feet:
             return rhs, None
+        if 2.0 * T > schedule.phase_duration:  # a short phase (double support): half of it
+            T = 0.5 * schedule.phase_duration
+            Tr = min(Tr, T)
         nxt = schedule.next_contact_set
         if not self._made_at and (nxt is None or layout.feet_set <= nxt):
             return rhs, None  # steady contact (the usual step): no transition bound
@@ -1189,9 +1309,10 @@ class ContactProjectedID:
                 if dt < T:
                     lo *= dt / T
                 if made >= phase_start:  # touched down in this phase: keep it pressed
-                    lo = max(lo, fk * (min(dt / Tr, 1.0) if Tr > 0 else 1.0))
-                if dt < T:
-                    cap = max(dt / T * self._weight, 4.0 * max(lo, fk))
+                    pressed = max(t - self._entered_at.get(f, made), 0.0)  # (early: sensed)
+                    lo = max(lo, fk * (min(pressed / Tr, 1.0) if Tr > 0 else 1.0))
+                    if dt < T:  # (a later phase may be shorter: the ramp ends with the phase)
+                        cap = max(dt / T * self._weight, 4.0 * max(lo, fk))
             if nxt is not None and f not in nxt:
                 r_keep = min(left / Tr, 1.0) if Tr > 0 else float(left > 0)
                 lo = max(lo, fk * r_keep) if r_keep >= 1.0 else fk * r_keep
@@ -1228,7 +1349,8 @@ class ContactProjectedID:
         kernel = self._kernel
         if layout.feet and kernel is not None and kernel.qp:
             t0 = time.perf_counter()
-            found, f, tau, status = kernel.solve_qp(rhs, self.force_weight, limits)
+            found, f, tau, status = kernel.solve_qp(rhs, self.force_weight, limits,
+                                                    self._force_reference)
             dt = time.perf_counter() - t0
             if found:
                 return IDResult(True, qdd_star.copy(), tau, kernel.grasp.dot(f), f.reshape(-1, 3),
@@ -1246,14 +1368,16 @@ class ContactProjectedID:
             args = (M, h, qdd_star, Jc, grasp, self._act)
             problem = build_contact_qp(M, h, qdd_star, Jc, terms.Jc_dot_v, grasp,
                                        layout.friction, rhs, self._act, self.tau_limit,
-                                       self.force_weight, force_limits=limits)
+                                       self.force_weight, force_limits=limits,
+                                       force_reference=self._force_reference)
             res = _solve_contact_qp(problem, self.solver, args, False)
             if res.found:
                 return res
         W = M if self._W_mode == "M" else self._W
         problem = build_contact_qp(M, h, qdd_star, Jc, terms.Jc_dot_v, grasp, layout.friction,
                                    rhs, self._act, self.tau_limit, self.force_weight,
-                                   self.relax_weight, W, force_limits=limits)
+                                   self.relax_weight, W, force_limits=limits,
+                                   force_reference=self._force_reference)
         res2 = _solve_contact_qp(problem, self.solver, (M, h, qdd_star, Jc, grasp, self._act),
                                  True)
         res2.solve_time += res.solve_time

@@ -338,18 +338,23 @@ class ComTask(Task):
         target: ``(3,)`` world CoM target, m.
         gains: PD gains and weight.
         target_velocity: ``(3,)`` world CoM velocity feed-forward, m/s (default 0).
+        target_acceleration: ``(3,)`` world CoM acceleration feed-forward, m/s^2 (default 0).
     """
 
     def __init__(self, target: np.ndarray, gains, target_velocity: np.ndarray | None = None,
-                 name: str = "com"):
+                 name: str = "com", target_acceleration: np.ndarray | None = None):
         super().__init__(name, gains)
-        self.set_target(target, target_velocity)
+        self.set_target(target, target_velocity, target_acceleration)
 
-    def set_target(self, target: np.ndarray, target_velocity: np.ndarray | None = None) -> None:
-        """Set the ``(3,)`` world target (m) and optional velocity (m/s)."""
+    def set_target(self, target: np.ndarray, target_velocity: np.ndarray | None = None,
+                   target_acceleration: np.ndarray | None = None) -> None:
+        """Set the ``(3,)`` world target (m) and optional velocity (m/s) and acceleration
+        (m/s^2)."""
         self.target = _vec3(target, "CoM target")
         self.target_velocity = (np.zeros(3) if target_velocity is None
                                 else _vec3(target_velocity, "CoM target velocity"))
+        self.target_acceleration = (np.zeros(3) if target_acceleration is None
+                                    else _vec3(target_acceleration, "CoM target acceleration"))
 
     def error(self, s):
         return self.target - s.com
@@ -365,6 +370,9 @@ class ComTask(Task):
 
     def reference_velocity(self):
         return self.target_velocity
+
+    def reference_acceleration(self):
+        return self.target_acceleration
 
 
 class FramePositionTask(Task):
@@ -383,11 +391,15 @@ class FramePositionTask(Task):
         self.frame_id = int(frame_id)
         self.set_target(target)
 
-    def set_target(self, target: np.ndarray, target_velocity: np.ndarray | None = None) -> None:
-        """Set the ``(3,)`` world target (m) and optional velocity (m/s)."""
+    def set_target(self, target: np.ndarray, target_velocity: np.ndarray | None = None,
+                   target_acceleration: np.ndarray | None = None) -> None:
+        """Set the ``(3,)`` world target (m) and optional velocity (m/s) and acceleration
+        (m/s^2)."""
         self.target = _vec3(target, f"{self.name} target")
         self.target_velocity = (np.zeros(3) if target_velocity is None
                                 else _vec3(target_velocity, f"{self.name} target velocity"))
+        self.target_acceleration = (np.zeros(3) if target_acceleration is None else _vec3(
+            target_acceleration, f"{self.name} target acceleration"))
 
     def error(self, s):
         return self.target - s.frame(self.frame_id).position
@@ -403,6 +415,9 @@ class FramePositionTask(Task):
 
     def reference_velocity(self):
         return self.target_velocity
+
+    def reference_acceleration(self):
+        return self.target_acceleration
 
 
 class FrameOrientationTask(Task):

@@ -21,7 +21,7 @@ from typing import Any
 import gymnasium as gym
 
 from wbsim.envs.hand_wall import g1_hand_wall_config, hand_wall_plan
-from wbsim.envs.schedules import one_leg_plan, step_in_place_plan
+from wbsim.envs.schedules import dcc_plan, one_leg_plan, stepping_plan, walking_plan
 
 __all__ = ["ENV_IDS", "RESET_NOISE_SCALE", "register_envs", "register_robot_env", "make",
            "make_humanoid"]
@@ -36,12 +36,20 @@ ENV_IDS: dict[str, dict[str, Any]] = {
     "wbsim/G1Push-v0": {"robot": "g1", "push_magnitude": 40.0, "push_interval": 2.0},
     "wbsim/TalosPush-v0": {"robot": "talos", "push_magnitude": 100.0, "push_interval": 2.0},
     "wbsim/G1OneLeg-v0": {"robot": "g1", "plan": one_leg_plan, "max_seconds": 7.5},
-    "wbsim/G1StepInPlace-v0": {"robot": "g1", "plan": step_in_place_plan},
+    "wbsim/G1StepInPlace-v0": {"robot": "g1", "plan": stepping_plan},
+    "wbsim/G1Walk-v0": {"robot": "g1", "plan": walking_plan,
+                        "reward_weights": {"base_velocity": 1.0}},
+    "wbsim/G1PlanReplay-v0": {"robot": "g1", "plan": dcc_plan, "max_seconds": 6.0},
+    "wbsim/G1PushStep-v0": {"robot": "g1", "plan": stepping_plan, "push_magnitude": 110.0,
+                            "push_interval": 3.0,
+                            "plan_options": {"single_support": 0.4, "double_support": 0.15,
+                                             "n_steps": 18}},
     "wbsim/ICubStand-v0": {"robot": "icub"},
     "wbsim/RomeoStand-v0": {"robot": "romeo"},
     # the G1 with hands leans on a wall with its right hand and lifts its right foot
     "wbsim/G1HandWall-v0": {"robot": g1_hand_wall_config(), "plan": hand_wall_plan,
-                            "pose": "lean", "max_seconds": 8.5, "default_camera_config": {"azimuth": 180.0}},
+                            "pose": "lean", "max_seconds": 8.5,
+                            "default_camera_config": {"azimuth": 180.0}},
 }
 
 
@@ -125,11 +133,13 @@ def make(env_id: str, **kwargs: Any) -> gym.Env:
 
     if env_id not in ENV_IDS:
         raise UnknownNameError("env", env_id, ENV_IDS)
-    from wbsim.envs.humanoid import HumanoidEnv, make_humanoid_env
+    from wbsim.envs.humanoid import HumanoidEnv, make_humanoid_env, plan_parameters
 
     accepted = {**{k: None for k in _params(HumanoidEnv)}, **{k: None for k in
                                                             _params(make_humanoid_env)},
-                "max_episode_steps": None}
+                "max_episode_steps": None,
+                **{k: None for k in plan_parameters(kwargs.get("plan",
+                                                               ENV_IDS[env_id].get("plan")))}}
     for key in kwargs:
         if key not in accepted:
             raise UnknownNameError("option", key,
@@ -151,17 +161,18 @@ def make_humanoid(env_id: str, **kwargs: Any):
     Raises:
         UnknownNameError: unknown id or option (the message lists the known ones).
     """
-    from wbsim.envs.humanoid import HumanoidEnv
+    from wbsim.envs.humanoid import HumanoidEnv, plan_parameters, route_plan_options
     from wbsim.errors import UnknownNameError
 
     if env_id not in ENV_IDS:
         raise UnknownNameError("env", env_id, ENV_IDS)
-    known = _params(HumanoidEnv)
+    plan = kwargs.get("plan", ENV_IDS[env_id].get("plan"))
+    known = _params(HumanoidEnv) + (plan_parameters(plan) if plan is not None else [])
     for key in kwargs:
         if key not in known:
             raise UnknownNameError("option", key, [k for k in known if k != "env_id"],
                                    context=f"of env {env_id!r}")
-    return HumanoidEnv(**{**ENV_IDS[env_id], "env_id": env_id, **kwargs})
+    return HumanoidEnv(**route_plan_options({"env_id": env_id, **kwargs}, ENV_IDS[env_id]))
 
 
 def _params(func) -> list[str]:

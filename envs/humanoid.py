@@ -46,12 +46,21 @@ held over them; ``joint_position`` and ``residual`` modes recompute their inner 
 them.
 
 Pushes (``push_magnitude`` > 0): every ``push_interval`` s, a horizontal force of ``push_magnitude`` N in a
-direction drawn from the env's seeded generator acts on the torso for ``push_duration`` s.
+direction drawn from the env's seeded generator acts on the torso for ``push_duration`` s; and each
+scripted push of ``push_script`` (``(start s, (fx, fy, fz) N, duration s)``) at its time.
 
 Reward, per step (weights in ``reward_weights``): ``alive`` (1.0 while not fallen), ``- upright`` times
 the base tilt squared (rad²), ``- posture`` times the mean squared joint error to the reset posture
 (rad²), ``- torque`` times the mean squared normalised torque (``tau / effort``, of the env step's
-last MuJoCo step), ``- base_velocity`` times the squared base linear speed ((m/s)²).
+last MuJoCo step), ``- base_velocity`` times the squared difference between the base's linear
+velocity and the plan's commanded velocity (``plan.command_velocity(t)``, world; zero except while a
+walking plan's steps are under way, so for every other plan the squared base speed), ((m/s)²).
+
+The plan: ``plan`` is a factory of a plan (:mod:`wbsim.envs.schedules`), called with
+``plan_options`` at construction and at each reset; the reset sets its context (the CoM, feet and
+base at rest). The factory's own keywords are env options too (``-e speed=0.3`` for
+``wbsim/G1Walk-v0``): :func:`make_humanoid_env` and :func:`wbsim.envs.make_humanoid` move them into
+``plan_options``.
 
 Termination (a fall): base height below ``fall_height`` times its reset height, the base tilted more
 than ``fall_tilt`` (rad, 60 deg by default: a pelvis past it does not come back), or any robot body other
@@ -88,15 +97,15 @@ import gymnasium as gym
 import numpy as np
 
 import wbsim
-from wbsim.contacts import ContactSensing, support_polygon
+from wbsim.contacts import ContactSensing, sole_points_in_world, support_polygon
 from wbsim.conventions import base_tilt
 from wbsim.envs.schedules import PhasePlan, standing_plan
 from wbsim.errors import WbsimError, is_real, joint_list, nonfinite_joints
 from wbsim.sim import Pushes, Simulation
 from wbsim.types import Command, ContactSchedule, JointTargets, RobotState
 
-__all__ = ["DEFAULT_REWARD_WEIGHTS", "HumanoidEnv", "INFO_MODES", "make_humanoid_env",
-           "reward_terms"]
+__all__ = ["DEFAULT_REWARD_WEIGHTS", "INFO_MODES", "HumanoidEnv", "make_humanoid_env",
+           "plan_parameters", "reward_terms", "route_plan_options"]
 
 DEFAULT_REWARD_WEIGHTS: Mapping[str, float] = {
     "alive": 1.0, "upright": 1.0, "posture": 0.5, "torque": 0.01, "base_velocity": 0.1,
@@ -120,7 +129,7 @@ def reward_terms(weights: Mapping[str, float], fell, base_quat_wxyz: np.ndarray,
         base_quat_wxyz: ``(4,)`` base orientation ``(w, x, y, z)``.
         joint_error: ``(n,)`` joint angles minus the reset posture, rad.
         torque_normalised: ``(n,)`` applied torque over the effort limits.
-        base_velocity_world: ``(3,)`` the base's linear velocity, m/s.
+        base_velocity_world: ``(3,)`` the base's linear velocity minus the commanded one, m/s.
     """
     q = np.asarray(base_quat_wxyz)
     tilt = base_tilt(q[..., 0], q[..., 1], q[..., 2], q[..., 3])
@@ -159,6 +168,8 @@ class HumanoidEnv(gym.Env):
         env_id: the registered id (for messages).
         push_magnitude, push_interval, push_duration: pushes on the torso (N, s, s); 0 N: none
             (:class:`wbsim.sim.Pushes`).
+        push_script: scripted pushes ``[(start s, (fx, fy, fz) N world, duration s), ...]``
+            (:class:`wbsim.sim.Pushes`; the push-recovery protocol, :mod:`wbsim.pushtest`).
         joint_position_scale: rad per unit action in ``joint_position`` mode.
         pd_frequency_hz: natural frequency of the inner PD in ``joint_position`` mode.
         info_mode: ``"full"`` (default) or ``"lean"`` (see the module docstring, ``info``).
@@ -170,6 +181,8 @@ class HumanoidEnv(gym.Env):
             height), ``azimuth`` and ``elevation`` (deg) and ``trackbodyid`` (the body it
             follows; default 1, the base), as in Gymnasium's MuJoCo envs (there is no ``lookat``:
             the camera looks at the body it follows).
+        plan_options: keyword arguments of ``plan`` (e.g. ``{"speed": 0.3}`` for a walking plan);
+            unknown keys raise :class:`~wbsim.errors.UnknownNameError` listing the factory's.
 
     Attributes:
         sim: the :class:`wbsim.sim.Simulation` it steps (the rollout drives the same object).
@@ -184,10 +197,12 @@ class HumanoidEnv(gym.Env):
                  fall_tilt: float = math.pi / 3,
                  reward_weights: Mapping[str, float] | None = None, env_id: str = "wbsim env",
                  push_magnitude: float = 0.0, push_interval: float = 2.0, push_duration: float = 0.1,
+                 push_script: Any = (),
                  joint_position_scale: float = 0.5, pd_frequency_hz: float = 5.0,
                  info_mode: str = "full", camera_name: str | None = None,
                  camera_id: int | None = None,
-                 default_camera_config: Mapping[str, Any] | None = None):
+                 default_camera_config: Mapping[str, Any] | None = None,
+                 plan_options: Mapping[str, Any] | None = None):
         self._init_kwargs = {k: v for k, v in locals().items() if k not in ("self", "__class__")}
         self.robot = robot if isinstance(robot, wbsim.Robot) else wbsim.load_robot(robot)
         if action_mode not in ("torque", "joint_position"):
@@ -234,7 +249,16 @@ class HumanoidEnv(gym.Env):
                 raise WbsimError(f"{env_id}: {name} must be {expected}, got {value!r}")
         self.env_id = env_id
         self.plan_factory = plan
-        self.plan = plan()
+        self.plan_options = dict(plan_options or {})
+        if self.plan_options:
+            from wbsim.errors import UnknownNameError
+
+            known = plan_parameters(plan)
+            for key in self.plan_options:
+                if key not in known:
+                    raise UnknownNameError("option", key, known,
+                                           context=f"of the plan of env {env_id}")
+        self.plan = plan(**self.plan_options)
         self.pose_name = pose
         self.frame_skip = int(frame_skip)
         self.max_seconds = float(max_seconds)
@@ -246,7 +270,8 @@ class HumanoidEnv(gym.Env):
         self.fall_tilt = float(fall_tilt)
         self.reward_weights = {**DEFAULT_REWARD_WEIGHTS, **(reward_weights or {})}
         self.info_mode = info_mode
-        self.sim = Simulation(self.robot, Pushes(push_magnitude, push_interval, push_duration))
+        self.sim = Simulation(self.robot, Pushes(push_magnitude, push_interval, push_duration,
+                                                 tuple(push_script or ())))
         self.model, self.data = self.sim.model, self.sim.data
         self._camera = _camera_options(self.model, env_id, camera_name, camera_id,
                                        default_camera_config, width, height, render_mode)
@@ -349,7 +374,7 @@ class HumanoidEnv(gym.Env):
         self.sim.reset(q, self.np_random)
         self._q_ref = q
         self._base_height0 = float(self.data.qpos[2])
-        self.plan = self.plan_factory()
+        self.plan = self.plan_factory(**self.plan_options)
         self.plan.set_context(**self._plan_context())
         if self._pd is not None:
             self._pd.reset(q)
@@ -393,14 +418,18 @@ class HumanoidEnv(gym.Env):
                     or base_tilt(qpos[3], qpos[4], qpos[5], qpos[6]) > self.fall_tilt
                     or self.sensing.non_sole_contacts)
 
-    def reward(self, qpos: np.ndarray, qvel: np.ndarray, tau: np.ndarray, fell: np.ndarray
-               ) -> np.ndarray:
+    def reward(self, qpos: np.ndarray, qvel: np.ndarray, tau: np.ndarray, fell: np.ndarray,
+               t: np.ndarray | None = None) -> np.ndarray:
         """The reward ``(k,)`` of ``k`` steps ending in MuJoCo states ``qpos (k, nq)``, ``qvel (k,
-        nv)`` after torques ``tau (k, n_joints)`` (N·m), ``fell (k,)`` their termination flags:
-        the sum of :func:`reward_terms` (what :meth:`step` returns, for a recorded episode)."""
+        nv)`` at times ``t (k,)`` s (for the plan's commanded velocity; ``None``: none commanded)
+        after torques ``tau (k, n_joints)`` (N·m), ``fell (k,)`` their termination flags: the sum
+        of :func:`reward_terms` (what :meth:`step` returns, for a recorded episode)."""
+        velocity = qvel[:, 0:3]
+        if t is not None:
+            velocity = velocity - np.array([self.plan.command_velocity(float(x)) for x in t])
         terms = reward_terms(self.reward_weights, fell, qpos[:, 3:7],
                              qpos[:, self.robot.converter.mj_qadr] - self._q_ref[self._pin_qidx],
-                             tau / self.effort, qvel[:, 0:3])
+                             tau / self.effort, velocity)
         total = np.zeros(len(qpos))
         for value in terms.values():
             total += value
@@ -474,7 +503,7 @@ class HumanoidEnv(gym.Env):
         sim = self.sim
         return {"kwargs": kwargs, "state": sim.get_state(), "q_ref": self._q_ref,
                 "base_height0": self._base_height0, "np_random": self._np_random,
-                "pushes": list(sim.pushes_done), "push_force": sim.push_force.copy(),
+                "pushes": sim.push_memory(), "push_force": sim.push_force.copy(),
                 "plan_context": dict(self.plan.context), "sensing": sim.sensing(),
                 "tau": sim.tau.copy()}
 
@@ -485,7 +514,8 @@ class HumanoidEnv(gym.Env):
         self._q_ref, self._base_height0 = st["q_ref"], st["base_height0"]
         self._np_random = st["np_random"]
         sim._rng = self._np_random
-        sim.pushes_done, sim.push_force, sim.tau = st["pushes"], st["push_force"], st["tau"]
+        sim.restore_push_memory(st["pushes"])
+        sim.push_force, sim.tau = st["push_force"], st["tau"]
         # the reset's context (CoM, feet), which the plan's targets are relative to
         self.plan.set_context(**st["plan_context"])
         # the contacts of the last MuJoCo step (set_state's mj_forward solved the current state's,
@@ -535,11 +565,22 @@ class HumanoidEnv(gym.Env):
         return self.sensing.feet_in_contact
 
     def _plan_context(self) -> dict[str, np.ndarray]:
+        """The reset context of the plan (:mod:`wbsim.envs.schedules`): CoM, foot frames, sole
+        centres, base rotation, mass and gravity, world frame."""
         d = self.data
         ctx = {"com": d.subtree_com[1].copy()}
         for foot in FEET:
-            ctx[foot] = d.xpos[self.robot.foot(foot).mj_body_id].copy()
+            body = self.robot.foot(foot).mj_body_id
+            ctx[foot] = d.xpos[body].copy()
+            ctx[f"{foot}_rotation"] = d.xmat[body].reshape(3, 3).copy()
             ctx[f"{foot.split('_')[0]}_sole_centre"] = support_polygon(self.robot, d, [foot]).mean(0)
+        ctx["base_rotation"] = d.xmat[1].reshape(3, 3).copy()
+        ctx["mass"] = np.array(float(self.robot.total_mass))
+        ctx["gravity"] = self.model.opt.gravity.copy()
+        ctx["floor_height"] = np.array(float(sole_points_in_world(self.robot, d)[:, 2].min()))
+        for foot in FEET:  # the foot frame above its sole when level (the robot's geometry)
+            ctx[f"{foot}_sole_depth"] = np.array(
+                -float(np.mean(self.robot.foot(foot).points_in_foot[:, 2])))
         return ctx
 
     def schedule(self) -> ContactSchedule:
@@ -596,7 +637,8 @@ class HumanoidEnv(gym.Env):
         d = self.data
         terms = reward_terms(self.reward_weights, fell, d.qpos[3:7],
                              self.sim.joint_positions - self._q_ref[self._pin_qidx],
-                             self.sim.tau / self.effort, d.qvel[0:3])
+                             self.sim.tau / self.effort,
+                             d.qvel[0:3] - self.plan.command_velocity(self.sim.time))
         return {k: float(v) for k, v in terms.items()}
 
 
@@ -653,6 +695,32 @@ def _camera_options(model, env_id: str, camera_name: str | None, camera_id: int 
         raise WbsimError(f"{env_id}: frame size {width}x{height}: the renderer's off-screen buffer "
                          f"holds up to {vis.offwidth}x{vis.offheight} pixels")
     return out
+def plan_parameters(plan: Callable[..., Any]) -> list[str]:
+    """The keyword parameters of a plan factory (the env options it takes), sorted."""
+    import inspect
+
+    try:
+        params = inspect.signature(plan).parameters
+    except (TypeError, ValueError):
+        return []
+    return sorted(p for p, v in params.items()
+                  if v.kind in (v.POSITIONAL_OR_KEYWORD, v.KEYWORD_ONLY))
+
+
+def route_plan_options(kwargs: dict[str, Any], defaults: Mapping[str, Any] | None = None
+                       ) -> dict[str, Any]:
+    """``kwargs`` (env options, with ``defaults`` under them, e.g. a registered id's) with every
+    key that is a parameter of the ``plan`` factory and not a :class:`HumanoidEnv` option moved into
+    ``plan_options`` (so ``speed=0.3`` reaches a walking plan)."""
+    import inspect
+
+    merged = {**dict(defaults or {}), **kwargs}
+    plan = merged.get("plan", standing_plan)
+    own = set(inspect.signature(HumanoidEnv).parameters)
+    moved = {k: merged.pop(k) for k in list(merged) if k not in own and k in plan_parameters(plan)}
+    if moved:
+        merged["plan_options"] = {**dict(merged.get("plan_options") or {}), **moved}
+    return merged
 
 
 #: the options of ``action_mode="residual"`` only, with their defaults there
@@ -686,9 +754,11 @@ def make_humanoid_env(action_mode: str = "torque", controller: str | None = None
         from wbsim.envs.wrappers import ControllerInTheLoop
 
         opts = {k: _RESIDUAL_DEFAULTS[k] if v is None else v for k, v in given.items()}
+        kwargs = route_plan_options(kwargs)
         return ControllerInTheLoop(HumanoidEnv(action_mode="torque", **kwargs), opts["controller"],
                                    residual_scale=opts["residual_scale"],
                                    controller_options=opts["controller_options"])
+    kwargs = route_plan_options(kwargs)
     extra = [k for k, v in given.items() if v is not None]
     if extra and action_mode in ("torque", "joint_position"):  # (an unknown mode: HumanoidEnv says)
         raise WbsimError(f"{kwargs.get('env_id', 'wbsim env')}: {', '.join(extra)} "

@@ -1,8 +1,22 @@
 """Contact schedules: which feet are planned in contact when, and the task targets of each instant.
 
-A :class:`PhasePlan` is a list of :class:`Phase`; :meth:`PhasePlan.at` gives the
-:class:`~wbsim.controllers.base.ContactSchedule` at a time. Envs own a plan and hand its schedule to the
-controller and into ``info["schedule"]``.
+Two kinds of plan, one interface (``set_context(**values)`` at reset, ``at(t)`` ->
+:class:`~wbsim.types.ContactSchedule`, ``switch_times(horizon)``, ``command_velocity(t)``):
+
+* :class:`PhasePlan`, a list of :class:`Phase` with target functions of the phase progress
+  (standing, :func:`one_leg_plan`, the former :func:`step_in_place_plan`);
+* :class:`ReferencePlan`, a :class:`~wbsim.reference.WholeBodyReference` built from the reset
+  context (:func:`walking_plan`, :func:`stepping_plan`: the LIPM pattern generator of
+  :mod:`wbsim.planning.walking`), whose schedule carries the reference's targets
+  (:data:`wbsim.reference.TARGET_KEYS`).
+
+Envs own a plan and hand its schedule to the controller and into ``info["schedule"]``. The context
+an env sets (:meth:`wbsim.envs.humanoid.HumanoidEnv.reset`): ``com`` (3,), ``left_foot``,
+``right_foot`` (3,) foot frame origins, ``left_sole_centre``, ``right_sole_centre`` (2,),
+``left_foot_rotation``, ``right_foot_rotation``, ``base_rotation`` (3, 3), ``mass`` (kg),
+``gravity`` (3,) m/s^2, ``floor_height`` (m, the lowest sole point), ``left_foot_sole_depth``,
+``right_foot_sole_depth`` (m, the foot frame's height above its sole points when level); world
+frame, the robot at rest.
 """
 
 from __future__ import annotations
@@ -11,12 +25,15 @@ import bisect
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from wbsim.types import ContactSchedule
 
-__all__ = ["Phase", "PhasePlan", "standing_plan", "BOTH_FEET"]
+__all__ = ["BOTH_FEET", "DCC_PLANS", "MAX_WALK_SPEED", "Phase", "PhasePlan", "ReferencePlan",
+           "dcc_plan", "one_leg_plan", "standing_plan", "step_in_place_plan", "stepping_plan",
+           "walking_plan"]
 
 BOTH_FEET = frozenset({"left_foot", "right_foot"})
 
@@ -124,6 +141,10 @@ class PhasePlan:
         else:
             targets = {}
         return ContactSchedule(**self._fields[i], phase_time=float(t_in), targets=targets)
+
+    def command_velocity(self, t: float) -> np.ndarray:
+        """The commanded base velocity at ``t``: ``(3,)`` zeros (a phase plan does not travel)."""
+        return np.zeros(3)
 
     def switch_times(self, horizon: float) -> list[tuple[float, frozenset[str], frozenset[str]]]:
         """Planned contact-set switches up to ``horizon`` s: ``(time, before, after)``."""
@@ -308,3 +329,184 @@ def step_in_place_plan(step_height: float = 0.03, shift_time: float = 0.8,
               {"com": shift(right, left), "left_foot": rest("left_foot"),
                "right_foot": rest("right_foot")}),
     ], periodic=True, repeat_from=1)
+
+
+# ------------------------------------------------------------------------------------------------
+# plans from a whole-body reference
+# ------------------------------------------------------------------------------------------------
+#: The largest walking speed :func:`walking_plan` accepts, m/s (G1: a 0.32 m step at 0.8 s steps;
+#: tested from 0.1 to 0.3 m/s).
+MAX_WALK_SPEED = 0.4
+
+
+class ReferencePlan:
+    """A plan whose schedule comes from a :class:`~wbsim.reference.WholeBodyReference` built from
+    the reset context (module docstring) by ``build(context)``.
+
+    Args:
+        build: ``context -> WholeBodyReference``, called by :meth:`set_context`.
+        velocity: ``context -> (3,)`` the commanded base velocity (world, m/s) while the
+            reference's footsteps are under way, from the first lift-off to the last landing (the
+            reward of a walking env tracks it; zeros elsewhere); ``None``: zeros.
+        name: for messages.
+
+    Attributes:
+        reference: the :class:`~wbsim.reference.WholeBodyReference` of the last context.
+
+    Before :meth:`set_context`, :meth:`at` raises :class:`~wbsim.errors.WbsimError`.
+    """
+
+    def __init__(self, build: Callable[[Mapping[str, np.ndarray]], Any],
+                 velocity: Callable[[Mapping[str, np.ndarray]], np.ndarray] | None = None,
+                 name: str = "reference plan"):
+        self._build = build
+        self._velocity_of = velocity
+        self.name = name
+        self.context: dict[str, np.ndarray] = {}
+        self.reference: Any = None
+        self._velocity = np.zeros(3)
+        self._window = (0.0, 0.0)
+
+    def set_context(self, **values: np.ndarray) -> None:
+        """Store the reset context and build the reference from it."""
+        self.context = {k: np.asarray(v, dtype=float).copy() for k, v in values.items()}
+        self.reference = self._build(self.context)
+        steps = self.reference.footsteps
+        if steps:
+            self._window = (steps[0].lift_time, steps[-1].land_time)
+        if self._velocity_of is not None:
+            self._velocity = np.asarray(self._velocity_of(self.context), dtype=float)
+
+    def _ref(self):
+        if self.reference is None:
+            from wbsim.errors import WbsimError
+
+            raise WbsimError(f"{self.name}: no reference yet (set_context builds it at reset)")
+        return self.reference
+
+    def at(self, t: float) -> ContactSchedule:
+        """The reference's :class:`~wbsim.types.ContactSchedule` at ``t`` (s)."""
+        return self._ref().schedule(t)
+
+    @property
+    def duration(self) -> float:
+        """Time of the reference's last sample, s."""
+        return self._ref().duration
+
+    def command_velocity(self, t: float) -> np.ndarray:
+        """``(3,)`` commanded base velocity at ``t``, world, m/s (see the class docstring)."""
+        lo, hi = self._window
+        return self._velocity.copy() if lo <= t < hi else np.zeros(3)
+
+    def switch_times(self, horizon: float) -> list[tuple[float, frozenset[str], frozenset[str]]]:
+        """Planned contact-set switches up to ``horizon`` s: ``(time, before, after)``."""
+        return self._ref().switch_times(horizon)
+
+
+def _walk_inputs(c: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    """:func:`wbsim.planning.walking.plan_walk`'s arguments from an env's reset context."""
+    missing = [k for k in ("com", "left_foot", "right_foot", "left_sole_centre",
+                           "right_sole_centre") if k not in c]
+    if missing:
+        from wbsim.errors import WbsimError
+
+        raise WbsimError(f"a walking plan needs the reset context {missing} (set by the env)")
+    eye = np.eye(3)
+    feet = {f: (c[f], c.get(f"{f}_rotation", eye)) for f in ("left_foot", "right_foot")}
+    soles = {"left_foot": c["left_sole_centre"], "right_foot": c["right_sole_centre"]}
+    gravity = float(np.linalg.norm(c["gravity"])) if "gravity" in c else 9.81
+    mass = float(c["mass"]) if "mass" in c else None
+    depth = ({f: float(c[f"{f}_sole_depth"]) for f in ("left_foot", "right_foot")}
+             if "left_foot_sole_depth" in c and "right_foot_sole_depth" in c else None)
+    return {"com": c["com"], "feet": feet, "sole_centres": soles,
+            "base_rotation": c.get("base_rotation"), "mass": mass, "gravity": gravity,
+            "floor_height": float(c.get("floor_height", 0.0)), "sole_depth": depth}
+
+
+def walking_plan(speed: float = 0.2, n_steps: int = 12, single_support: float = 0.6,
+                 double_support: float = 0.3, clearance: float = 0.04,
+                 step_width: float | None = None, touchdown_speed: float = 0.02,
+                 zmp_inward: float = 0.015, zmp_travel: float = 0.06,
+                 first_swing: str = "right_foot") -> ReferencePlan:
+    """Walk straight ahead (along the feet's heading at reset) at ``speed`` m/s: ``n_steps`` steps
+    of ``speed (single_support + double_support)`` m from the LIPM/DCM pattern generator
+    (:func:`wbsim.planning.walking.plan_walk`; 0.8 s initial weight shift, 1 s final shift, then
+    standing), swing feet lifted ``clearance`` m. With the defaults: 12 steps of 0.18 m, the first
+    lift-off at 0.8 s, the tenth landing at 9.5 s, the last at 11.3 s. The gait keeps the
+    LIPM's horizontal CoM acceleration near 1 m/s^2 (a single support of 0.6 s, a double
+    support of 0.3 s, the ZMP 1.5 cm inside the sole centre and travelling 6 cm heel to toe):
+    MuJoCo's soft friction lets a loaded sole point creep 0.28 mm/s per newton of tangential
+    force, so above ~8.4 N per point (~1.0 m/s^2 on one foot of the G1) the diagnostics count
+    ``planar_complementarity`` (0.02 W) in every stance (docs/locomotion.md). A single support of
+    0.5 s (0.4 s of double support) lowers that acceleration but swings the foot faster: its
+    momentum then asks the stance ankle for more than the G1's 35 N·m in pitch.
+
+    Raises:
+        WbsimError: ``|speed| > MAX_WALK_SPEED`` or invalid gait values
+            (:class:`~wbsim.planning.walking.WalkingParameters`).
+    """
+    from wbsim.errors import WbsimError
+    from wbsim.planning.walking import WalkingParameters, plan_walk
+
+    if not (isinstance(speed, (int, float)) and abs(speed) <= MAX_WALK_SPEED):
+        raise WbsimError(f"speed = {speed!r} m/s: expected a number in [-{MAX_WALK_SPEED:g}, "
+                         f"{MAX_WALK_SPEED:g}] (tested from 0.1 to 0.3)")
+    params = WalkingParameters.from_speed(
+        speed, n_steps=n_steps, single_support=single_support, double_support=double_support,
+        clearance=clearance, step_width=step_width, touchdown_speed=touchdown_speed,
+        zmp_inward=zmp_inward, zmp_travel=zmp_travel, first_swing=first_swing)
+
+    def build(c):
+        return plan_walk(params, **_walk_inputs(c))
+
+    def velocity(c):  # along the feet's mean heading at reset
+        R = c.get("left_foot_rotation", np.eye(3)) + c.get("right_foot_rotation", np.eye(3))
+        yaw = math.atan2(R[1, 0], R[0, 0])
+        return np.array([math.cos(yaw), math.sin(yaw), 0.0]) * speed
+
+    return ReferencePlan(build, velocity, name=f"walking plan ({speed:g} m/s)")
+
+
+def stepping_plan(n_steps: int = 12, single_support: float = 0.5, double_support: float = 0.4,
+                  clearance: float = 0.04, touchdown_speed: float = 0.02,
+                  zmp_inward: float = 0.015, first_swing: str = "right_foot") -> ReferencePlan:
+    """Step in place: :func:`walking_plan` at speed 0 (the feet land where they lifted; the CoM
+    sways from sole to sole on the LIPM). With the defaults: 12 steps, the first lift-off at 0.8 s,
+    the tenth landing at 9.4 s, the last at 11.2 s, then standing."""
+    return walking_plan(0.0, n_steps=n_steps, single_support=single_support,
+                        double_support=double_support, clearance=clearance,
+                        touchdown_speed=touchdown_speed, zmp_inward=zmp_inward, zmp_travel=0.0,
+                        first_swing=first_swing)
+
+
+#: The DCC plans shipped with wbsim (``wbsim.assets.PLANS_DIR``), by name.
+DCC_PLANS = {"step": "g1_dcc_step.npz", "walk": "g1_dcc_walk.npz"}
+
+
+def dcc_plan(plan_file: str = "step", land_time: float = 0.2) -> ReferencePlan:
+    """Replay a DCC plan file (:func:`wbsim.planning.plan_replay.reference_from_plan`): ``"step"``
+    or ``"walk"`` (:data:`DCC_PLANS`, shipped) or a path to a ``wbsim dcc plan`` file. The plan is
+    moved horizontally so that its CoM at 0 s is the robot's at reset; ``land_time`` s: the
+    completion's landing of a foot the plan leaves in the air.
+
+    Raises:
+        WbsimError: a file that is not a plan file (read at the first reset).
+    """
+    from pathlib import Path
+
+    from wbsim.assets import PLANS_DIR
+
+    path = Path(PLANS_DIR / DCC_PLANS[plan_file]) if plan_file in DCC_PLANS else Path(plan_file)
+
+    def build(c):
+        from wbsim.planning.plan_file import load_plan
+        from wbsim.planning.plan_replay import reference_from_plan
+
+        plan = load_plan(path)
+        offset = np.zeros(3)
+        if "com" in c:
+            offset[:2] = np.asarray(c["com"])[:2] - np.asarray(plan["com"][0])[:2]
+        mass = float(c["mass"]) if "mass" in c else None
+        return reference_from_plan(plan, land_time=land_time, offset=offset, mass=mass)
+
+    return ReferencePlan(build, name=f"DCC plan {path.name}")

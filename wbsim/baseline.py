@@ -46,7 +46,9 @@ def _episode(cfg: EpisodeConfig) -> dict[str, Any]:
     """One episode's entry of ``per_episode`` (a Ray task with ``workers``)."""
     s = run_episode(cfg)
     return {"seed": cfg.seed, "return": s["return"], "steps": s["steps"],
-            "seconds": s["seconds"], "fell": s["fell"], "events": s["events"]}
+            "seconds": s["seconds"], "fell": s["fell"], "events": s["events"],
+            **{key: s[key] for key in ("base_displacement_m", "feet_displacement_m", "gait",
+                                       "com_tracking_rms_m") if key in s}}
 
 
 def _same(value: Any, default: Any) -> bool:

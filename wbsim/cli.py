@@ -1,5 +1,5 @@
 """The ``wbsim`` command line: ``list``, ``run``, ``statics``, ``report``, ``replay``, ``baseline``,
-``bench``, ``soak``, ``dcc``.
+``bench``, ``soak``, ``pushtest``, ``dcc``.
 
 Each subcommand parses its arguments and calls one library function; no physics or control here.
 Errors of wbsim (unknown names, bad files) print one line and exit with status 2.
@@ -293,6 +293,42 @@ def cmd_soak(args: argparse.Namespace) -> int:
     return 1 if failures else 0
 
 
+def cmd_pushtest(args: argparse.Namespace) -> int:
+    """``wbsim pushtest``: the push-recovery protocol (wbsim.pushtest)."""
+    from wbsim.pushtest import PushTestConfig, plot_push_test, run_push_test
+
+    if args.compare:
+        results = []
+        for path in args.compare:
+            p = Path(path)
+            if not p.is_file():
+                raise WbsimError(f"push-test JSON not found: {p}")
+            results.append(json.loads(p.read_text()))
+        out = plot_push_test(results, args.plot or "pushtest.png")
+        print(f"wbsim pushtest: plot {out}")
+        return 0
+    controller_options = _parse_options(args.controller_option)
+    cfg = PushTestConfig(env=args.env, controller=args.controller, directions=args.directions,
+                         at=args.at, duration=args.duration, settle=args.settle,
+                         start=args.start, growth=args.growth, limit=args.limit,
+                         refine=args.refine, seed=args.seed,
+                         controller_options=controller_options,
+                         env_options=_parse_options(args.env_option))
+    name = f"{args.env.split('/')[-1]}_{args.controller}"
+    json_path = args.json or f"pushtests/{name}.json"
+    plot_path = args.plot or f"pushtests/{name}.png"
+    res = run_push_test(cfg, json_path, plot_path,
+                        progress=None if args.no_progress else
+                        (lambda line: print(line, file=sys.stderr)))
+    print(f"{cfg.env} {cfg.controller}: push at {cfg.at:g} s ({res['phase']['name']}, "
+          f"{res['phase']['time_in_phase_s']:.2f} s in), {cfg.duration:g} s on the torso")
+    for deg, imp in zip(res["directions_deg"], res["max_impulse"]):
+        print(f"  {deg:5.1f} deg  {imp:6.2f} N s  ({imp / cfg.duration:6.1f} N)")
+    print(f"  least over directions {res['min_over_directions']:.2f} N s; JSON {json_path}, "
+          f"plot {plot_path}; {res['wall_seconds']:.0f} s")
+    return 0
+
+
 def cmd_dcc(args: argparse.Namespace) -> int:
     """``wbsim dcc toy|plan|compare``: dynamic complementarity conditions (wbsim.planning)."""
     if args.dcc_command == "toy":
@@ -398,6 +434,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", help="write the report as JSON")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=cmd_soak)
+
+    p = sub.add_parser("pushtest", formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+                       help="push recovery: largest impulse on the torso survived per direction "
+                            "(polar plot + JSON)")
+    p.add_argument("--env", default="wbsim/G1Stand-v0")
+    p.add_argument("--controller", default="projected_id")
+    p.add_argument("--directions", type=int, default=8, help="push directions, from +x (forward)")
+    p.add_argument("--at", type=float, default=2.5, help="push start, s")
+    p.add_argument("--duration", type=float, default=0.1, help="push duration, s")
+    p.add_argument("--settle", type=float, default=3.0,
+                   help="the robot must stay up this long after the push start, s")
+    p.add_argument("--start", type=float, default=4.0, help="first impulse, N s")
+    p.add_argument("--growth", type=float, default=1.5, help="ladder factor per rung")
+    p.add_argument("--limit", type=float, default=80.0, help="largest impulse tried, N s")
+    p.add_argument("--refine", type=int, default=3, help="bisections after the ladder")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--controller-option", "-c", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--env-option", "-e", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--json", help="output JSON (default pushtests/<env>_<controller>.json)")
+    p.add_argument("--plot", help="polar plot PNG (default pushtests/<env>_<controller>.png)")
+    p.add_argument("--compare", nargs="+", metavar="JSON",
+                   help="only plot these results together into --plot (no episodes)")
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=cmd_pushtest)
 
     p = sub.add_parser("report", formatter_class=argparse.ArgumentDefaultsHelpFormatter, help="table of runs, plots per run (--html: one page per run)")
     p.add_argument("runs", nargs="+", metavar="RUN_DIR")

@@ -90,7 +90,11 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
     The summary (also ``summary.json``) holds :data:`SUMMARY_KEYS` and more: ``steps``,
     ``wall_seconds``, ``realtime_factor``, ``base_height_drop_m``, ``stopped_reason``, ``return``,
     ``diagnostics`` (worst magnitudes and first times per event kind), ``momentum_residual_max``
-    (relative to m g), ``pushes``, and, where the schedule has a CoM target,
+    (relative to m g), ``pushes``, ``base_displacement_m`` (the base's last position minus its
+    first, world, m), ``feet_displacement_m`` (the same for the mean of the sole points: where
+    the feet stand, without the body's sway), ``gait`` when the plan has contact switches
+    (:func:`wbsim.gait.gait_summary`: planned switches sensed within 20 ms, touch-downs, slips at
+    impacts or elsewhere), and, where the schedule has a CoM target,
     ``com_tracking_rms_m``, ``swing_clearance_max_m`` (highest lowest-sole-point of a foot planned
     off the floor) and ``swing_clearance_min_hold_m`` (lowest during a ``hold`` phase)
     (:class:`wbsim.metrics.EpisodeMetrics`).
@@ -215,7 +219,7 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
             steps.qpos0, steps.qvel0, steps.qacc, sensing, steps.push, steps.push_point))
         fell_flags = np.zeros(len(steps), dtype=bool)
         fell_flags[-1] = fell
-        reward = env.reward(steps.qpos, steps.qvel, steps.tau, fell_flags)
+        reward = env.reward(steps.qpos, steps.qvel, steps.tau, fell_flags, steps.t + env.dt)
         metrics.update(steps, sensing, relative, reward)
         if log is not None or drawing:
             rows = table.rows(steps, sensing, metrics, relative, reward)
@@ -261,6 +265,7 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
             cfg.web.load(robot)
             cfg.web.look_at(sim.data.subtree_com[1])
         metrics = EpisodeMetrics(robot, sim.data.qpos)
+        feet_middle0 = _feet_middle(robot, sim.data)
         state = sim.state()
         controller.reset(state)
         clock = FrameClock(1.0 / (60.0 if cfg.viewer else cfg.fps))
@@ -354,12 +359,31 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
         summary["diagnostics"] = {k: v for k, v in detector.summary().items() if k != "counts"}
         summary["pushes"] = [{"t": float(t_push), "force": np.asarray(f).tolist()}
                              for t_push, f in sim.pushes_done]
+        if metrics is not None and metrics.steps:
+            summary["base_displacement_m"] = (np.asarray(sim.data.qpos[0:3])
+                                              - metrics.base0).tolist()
+            summary["feet_displacement_m"] = (_feet_middle(robot, sim.data)
+                                              - feet_middle0).tolist()
+        planned = env.plan.switch_times(t_reached) if hasattr(env.plan, "switch_times") else []
+        if planned:
+            from wbsim.gait import gait_summary
+
+            summary["gait"] = gait_summary(
+                planned, [e.to_dict() for e in detector.events], robot.foot_names, t_reached)
         summary["wall_seconds"] = wall
         summary["realtime_factor"] = summary["seconds"] / wall if wall > 0 else float("nan")
         if scene is not None:
             scene.close()
         _close(summary, pending, video, bar, log, env, cfg, detector, own_events)
     return summary
+
+
+def _feet_middle(robot, data) -> np.ndarray:
+    """``(3,)`` the mean of every sole point, world, m (where the feet stand: walking distance and
+    drift without the body's sway)."""
+    from wbsim.contacts import sole_points_in_world
+
+    return sole_points_in_world(robot, data).mean(axis=0)
 
 
 def _frame(env, scene, video, web, values) -> bool:

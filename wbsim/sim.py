@@ -58,23 +58,44 @@ class SimulatorWarning:
 
 @dataclass(frozen=True)
 class Pushes:
-    """Horizontal pushes on the robot's torso: every ``interval`` s (the first at ``interval``), a
-    force of ``magnitude`` N in a direction drawn uniformly from the episode's random generator acts
-    for ``duration`` s. ``magnitude = 0``: no push.
+    """Pushes on the robot's torso (at its centre of mass).
+
+    Periodic: every ``interval`` s (the first at ``interval``), a horizontal force of ``magnitude``
+    N in a direction drawn uniformly from the episode's random generator acts for ``duration`` s;
+    ``magnitude = 0``: none. Scripted: each ``(start s, force (3,) N world, duration s)`` of
+    ``script`` acts from its start for its duration (the push-recovery protocol,
+    :mod:`wbsim.pushtest`); both kinds may be given, their forces add.
 
     Raises:
-        WbsimError: a value that is not a finite number >= 0 (``interval`` > 0).
+        WbsimError: a value that is not a finite number >= 0 (``interval`` > 0); a script entry
+            that is not ``(start >= 0, three finite numbers, duration > 0)``.
     """
 
     magnitude: float = 0.0
     interval: float = 2.0
     duration: float = 0.1
+    script: tuple[tuple[float, tuple[float, float, float], float], ...] = ()
 
     def __post_init__(self):
         for name, low in (("magnitude", 0.0), ("interval", 1e-12), ("duration", 0.0)):
             value = getattr(self, name)
             if not (is_real(value) and low <= value < np.inf):
                 raise WbsimError(f"push {name} must be a finite number >= {low:g}, got {value!r}")
+        entries = []
+        for entry in self.script:
+            try:
+                start, force, duration = entry
+                force = tuple(float(x) for x in force)
+                ok = (is_real(start) and is_real(duration) and 0 <= start < np.inf
+                      and 0 < duration < np.inf and len(force) == 3
+                      and all(np.isfinite(force)))
+            except (TypeError, ValueError):
+                ok = False
+            if not ok:
+                raise WbsimError(f"a scripted push must be (start s >= 0, (fx, fy, fz) N, "
+                                 f"duration s > 0), got {entry!r}")
+            entries.append((float(start), force, float(duration)))
+        object.__setattr__(self, "script", tuple(sorted(entries)))
 
 
 class Simulation:
@@ -110,6 +131,8 @@ class Simulation:
         self.tau = np.zeros(robot.n_joints)
         self.push_force = np.zeros(3)
         self.pushes_done: list[tuple[float, np.ndarray]] = []
+        self._periodic: list[tuple[float, np.ndarray]] = []  # the periodic pushes done
+        self._scripted_done: set[int] = set()  # the scripted pushes started
         self._rng = np.random.default_rng(0)
         self._sensing: ContactSensing | None = None
         #: MuJoCo's ``qpos``, ``qvel`` before the last physics step: the state its sensor values,
@@ -132,6 +155,8 @@ class Simulation:
         self.tau = np.zeros(self.robot.n_joints)
         self.push_force = np.zeros(3)
         self.pushes_done = []
+        self._periodic = []
+        self._scripted_done = set()
         self._rng = rng
         self._sensing = None
         self.warnings = []
@@ -223,16 +248,38 @@ class Simulation:
         """Start, hold or end the push on the torso (``xfrc_applied``) at the current time, per
         the schedule (every physics step does it first; calling it again does nothing new)."""
         p = self.pushes
-        if p.magnitude <= 0.0:
+        if p.magnitude <= 0.0 and not p.script:
             return
         t = self.data.time
-        if t + 1e-9 >= p.interval * (len(self.pushes_done) + 1):  # the next push starts
-            angle = self._rng.uniform(-np.pi, np.pi)
-            force = p.magnitude * np.array([np.cos(angle), np.sin(angle), 0.0])
-            self.pushes_done.append((float(t), force))
-        active = self.pushes_done and t < self.pushes_done[-1][0] + p.duration
-        self.push_force = self.pushes_done[-1][1].copy() if active else np.zeros(3)
+        force = np.zeros(3)
+        if p.magnitude > 0.0:
+            periodic = self._periodic
+            if t + 1e-9 >= p.interval * (len(periodic) + 1):  # the next push starts
+                angle = self._rng.uniform(-np.pi, np.pi)
+                push = (float(t), p.magnitude * np.array([np.cos(angle), np.sin(angle), 0.0]))
+                periodic.append(push)
+                self.pushes_done.append(push)
+            if periodic and t < periodic[-1][0] + p.duration:
+                force += periodic[-1][1]
+        for k, (start, f, duration) in enumerate(p.script):
+            if t + 1e-9 >= start and k not in self._scripted_done:  # it starts
+                self._scripted_done.add(k)
+                self.pushes_done.append((float(t), np.array(f)))
+            if start - 1e-9 <= t < start + duration - 1e-9:
+                force += f
+        self.push_force = force
         self.data.xfrc_applied[self.push_body, 0:3] = self.push_force
+
+    def push_memory(self) -> tuple:
+        """What the push schedule remembers of this episode (the pushes done and started), for
+        :meth:`restore_push_memory` (pickling an env mid-episode)."""
+        return (list(self.pushes_done), list(self._periodic), set(self._scripted_done))
+
+    def restore_push_memory(self, memory: tuple) -> None:
+        """Restore :meth:`push_memory`'s value."""
+        done, periodic, scripted = memory
+        self.pushes_done, self._periodic, self._scripted_done = list(done), list(periodic), set(
+            scripted)
 
     # -- reading -----------------------------------------------------------------------------------
     def sensing(self) -> ContactSensing:

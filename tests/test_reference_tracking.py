@@ -1,0 +1,182 @@
+"""projected_id following a whole-body reference: feed-forward accelerations, orientation and
+posture targets, force feed-forward, the load ramps of a short double support, early
+touch-downs; the readable path and the kernel alike. Independent references: Pinocchio's CoM
+and frame accelerations of the commanded ``qdd`` (``centerOfMass`` / ``getFrameClassicalAcceleration``
+at the command's acceleration), the least-norm distribution of a wrench solved by
+``np.linalg.lstsq``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pinocchio as pin
+import pytest
+from wbsim.controllers import ContactSchedule, RobotState
+from wbsim.controllers.contact_projected_id import ContactProjectedID
+
+from wbsim.errors import WbsimError
+
+BOTH = frozenset({"left_foot", "right_foot"})
+LEFT = frozenset({"left_foot"})
+
+
+def _at_rest(g1, **options):
+    ctrl = ContactProjectedID(g1, **options)
+    q, v = g1.pose_q("stand"), np.zeros(g1.pin_model.nv)
+    ctrl.reset(RobotState(0.0, q, v))
+    return ctrl, RobotState(0.0, q, v)
+
+
+def _com_acceleration(g1, q, v, qdd):
+    model = g1.pin_model
+    data = model.createData()
+    pin.centerOfMass(model, data, q, v, qdd)
+    return data.acom[0].copy()
+
+
+def _frame_acceleration(g1, q, v, qdd, frame):
+    model = g1.pin_model
+    data = model.createData()
+    pin.forwardKinematics(model, data, q, v, qdd)
+    pin.updateFramePlacements(model, data)
+    return pin.getFrameClassicalAcceleration(model, data, frame, pin.LOCAL_WORLD_ALIGNED).vector
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["kernel", "readable"])
+def test_acceleration_feed_forward_reaches_the_com_and_the_swing_foot(g1, fast):
+    """At zero error the commanded CoM and swing-foot accelerations are the feed-forward ones
+    (the tasks' weights dominate the posture's): a CoM target of the current CoM with
+    ``com_acceleration`` a gives ``cdd ~ a`` (Pinocchio, at the command's ``qdd``); without the
+    feed-forward it stays near 0."""
+    ctrl, state = _at_rest(g1, fast=fast)
+    com = ctrl.com_task.target.copy()
+    foot = ctrl._feet0["right_foot"][0].copy()
+    a_com = np.array([0.3, -0.4, 0.0])
+    a_foot = np.array([1.0, 0.0, 2.0])
+    targets = {"com": com, "com_velocity": np.zeros(3), "com_acceleration": a_com,
+               "right_foot": foot, "right_foot_velocity": np.zeros(3),
+               "right_foot_acceleration": a_foot}
+    cmd = ctrl.compute(state, ContactSchedule(LEFT, LEFT, "swing", 1, 0.1, 0.5, targets))
+    qdd = cmd.info["qdd_star"]
+    # (the CoM and foot tasks share the stack by weight: a few cm/s^2 of crosstalk)
+    assert np.allclose(_com_acceleration(g1, state.q, state.v, qdd), a_com, atol=0.05)
+    fid = g1.feet["right_foot"].pin_frame_id
+    assert np.allclose(_frame_acceleration(g1, state.q, state.v, qdd, fid)[:3], a_foot, atol=0.05)
+    ctrl2, _ = _at_rest(g1, fast=fast)
+    plain = {k: (np.zeros(3) if k.endswith("acceleration") else v) for k, v in targets.items()}
+    cmd2 = ctrl2.compute(state, ContactSchedule(LEFT, LEFT, "swing", 1, 0.1, 0.5, plain))
+    assert np.linalg.norm(_com_acceleration(g1, state.q, state.v, cmd2.info["qdd_star"])) < 0.06
+
+
+def test_orientation_and_posture_targets_steer_the_tasks(g1):
+    """``base_orientation``, ``<foot>_orientation`` and ``posture`` become the tasks' targets
+    (their errors are the rotation / joint differences, computed here with ``pin.log3``);
+    malformed ones raise naming the key."""
+    ctrl, state = _at_rest(g1)
+    R = pin.exp3(np.array([0.0, 0.0, 0.05])) @ ctrl._base_R0
+    Rf = pin.exp3(np.array([0.0, 0.1, 0.0]))
+    posture = ctrl._posture0 + 0.01
+    targets = {"base_orientation": R, "right_foot_orientation": Rf, "posture": posture,
+               "right_foot": ctrl._feet0["right_foot"][0]}
+    cmd = ctrl.compute(state, ContactSchedule(LEFT, LEFT, "swing", 1, 0.1, 0.5, targets))
+    err = cmd.info["task_errors"]
+    assert err["base_orientation"] == pytest.approx(0.05, rel=1e-6)
+    fid = g1.feet["right_foot"].pin_frame_id
+    data = g1.pin_model.createData()
+    pin.framesForwardKinematics(g1.pin_model, data, state.q)
+    expected = np.linalg.norm(pin.log3(Rf @ data.oMf[fid].rotation.T))
+    assert err["right_foot_orientation"] == pytest.approx(expected, rel=1e-9)
+    assert err["posture"] == pytest.approx(0.01 * np.sqrt(g1.n_joints), rel=1e-9)
+    for key, bad in (("base_orientation", 2 * np.eye(3)), ("posture", np.zeros(3)),
+                     ("left_foot_wrench", np.zeros(5))):
+        with pytest.raises(WbsimError, match=key):
+            ctrl.compute(state, ContactSchedule(BOTH, targets={key: bad}))
+
+
+def test_dynamic_com_reference_is_not_clamped_to_the_support(g1):
+    """A CoM target outside the support polygon is clamped (a static reference), but not when
+    the schedule gives its acceleration (a LIPM reference leaves the polygon by design)."""
+    ctrl, state = _at_rest(g1)
+    far = ctrl.com_task.target + np.array([0.0, -0.05, 0.0])
+    cmd = ctrl.compute(state, ContactSchedule(LEFT, targets={"com": far}))
+    assert cmd.fallback == "clamped_target"
+    ctrl, state = _at_rest(g1)
+    cmd = ctrl.compute(state, ContactSchedule(LEFT, targets={"com": far,
+                                                             "com_acceleration": np.zeros(3)}))
+    assert "com_target_outside_support" not in cmd.info.get("event", "")
+    assert np.allclose(ctrl.com_task.target, far)
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["kernel", "readable"])
+def test_force_feed_forward_pulls_the_forces_to_the_wrench_reference(g1, fast):
+    """With a large force weight the QP's point forces approach the reference: each foot's wrench
+    spread over its four points by least norm (recomputed with ``np.linalg.lstsq`` on the grasp
+    map). The reference is a static split the robot at rest can realise (half the weight per
+    foot, the left centre of pressure 3 cm behind the CoM, the right 3 cm ahead: the total under
+    the CoM); without it the two centres of pressure stay level."""
+    weight = g1.total_mass * 9.81
+    cops = {}
+    for ff in (True, False):
+        ctrl, state = _at_rest(g1, fast=fast, force_weight=1e3, force_feedforward=ff)
+        com = ctrl.com_task.target
+        targets = {}
+        for f, dx in (("left_foot", -0.03), ("right_foot", 0.03)):
+            o = ctrl._feet0[f][0]
+            cop = np.array([com[0] + dx, o[1], 0.0])
+            force = np.array([0.0, 0.0, weight / 2])
+            targets[f"{f}_wrench"] = np.r_[force, np.cross(cop - o, force)]
+        cmd = ctrl.compute(state, ContactSchedule(BOTH, targets=dict(targets)))
+        f = cmd.point_forces
+        pts = ctrl.contact.point_positions
+        cops[ff] = [float(pts[4 * k:4 * k + 4, 0] @ f[4 * k:4 * k + 4, 2]
+                          / f[4 * k:4 * k + 4, 2].sum()) for k in range(2)]
+        if ff:
+            G = ctrl.contact.grasp
+            for k, name in enumerate(("left_foot", "right_foot")):
+                Gk = G[6 * k:6 * k + 6, 12 * k:12 * k + 12]
+                ref = np.linalg.lstsq(Gk, targets[f"{name}_wrench"], rcond=None)[0].reshape(4, 3)
+                assert np.abs(f[4 * k:4 * k + 4] - ref).max() < 1.0
+    assert cops[True][1] - cops[True][0] == pytest.approx(0.06, abs=0.005)
+    assert abs(cops[False][1] - cops[False][0]) < 0.01
+
+
+def test_short_double_support_ramps_add_up_to_the_weight(g1):
+    """In a 0.3 s double support (shorter than twice ``transition_time`` = 0.6 s) the landing
+    foot's cap and the lifting foot's cap are ramps of half the phase: their sum never drops
+    below the weight, so the exact QP stays feasible through the transfer; with the full 0.3 s
+    ramps it would (0.2 s in: cap 0.67 m g + lifting cap < m g)."""
+    ctrl, state = _at_rest(g1)
+    ctrl.compute(state, ContactSchedule(LEFT, BOTH, "swing", 1, 0.5, 0.6))
+    ctrl.compute(RobotState(0.1, state.q, state.v), ContactSchedule(BOTH, frozenset({"right_foot"}),
+                                                                     "double_support", 2, 0.0,
+                                                                     0.3))
+    weight = g1.total_mass * 9.81
+    for k in range(1, 30):
+        t = 0.1 + 0.01 * k
+        sched = ContactSchedule(BOTH, frozenset({"right_foot"}), "double_support", 2,
+                                0.01 * k, 0.3)
+        _, limits = ctrl._force_bounds(sched, t)
+        caps = dict.fromkeys(ctrl._layout.feet, np.inf)
+        if limits is not None:   # rows: a foot's summed normal forces (its 4 points, 12 columns)
+            rows, values = limits
+            caps.update({ctrl._layout.feet[int(np.flatnonzero(r)[0] // 12)]: c
+                         for r, c in zip(rows, values)})
+        assert sum(min(c, weight) for c in caps.values()) >= weight - 1e-6, (t, caps)
+
+
+def test_early_touchdown_is_latched_until_the_planned_landing(g1):
+    """A swing foot sensed on the floor within ``early_touchdown`` of its planned landing joins
+    the contact set and stays in it through a bounce; earlier, or with the option at 0, the
+    schedule rules."""
+    ctrl, state = _at_rest(g1)
+    sched = ContactSchedule(LEFT, BOTH, "swing", 1, 0.47, 0.5)
+    touching = RobotState(0.97, state.q, state.v, sensed_contacts=BOTH)
+    bounced = RobotState(0.98, state.q, state.v, sensed_contacts=LEFT)
+    assert ctrl.compute(touching, sched).contact_set == BOTH
+    sched2 = ContactSchedule(LEFT, BOTH, "swing", 1, 0.48, 0.5)
+    assert ctrl.compute(bounced, sched2).contact_set == BOTH
+    early = ContactSchedule(LEFT, BOTH, "swing", 1, 0.40, 0.5)
+    ctrl, state = _at_rest(g1)
+    assert ctrl.compute(RobotState(0.9, state.q, state.v, sensed_contacts=BOTH),
+                        early).contact_set == LEFT
+    ctrl, state = _at_rest(g1, early_touchdown=0.0)
+    assert ctrl.compute(touching, sched).contact_set == LEFT
