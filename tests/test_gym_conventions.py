@@ -20,7 +20,9 @@ def test_spec_time_limit_is_the_env_s_own(env_id):
     env = gym.make(env_id)
     base = env.unwrapped
     assert env.spec.max_episode_steps == round(base.max_seconds / base.dt)
-    assert env.spec.max_episode_steps == (3750 if env_id == "wbsim/G1OneLeg-v0" else 5000)
+    # the ids' time limits, written out: 10 s unless the id says otherwise, 2 ms steps
+    seconds = {"wbsim/G1OneLeg-v0": 7.5, "wbsim/G1HandWall-v0": 8.5, "wbsim/G1PlanReplay-v0": 6.0}
+    assert env.spec.max_episode_steps == round(seconds.get(env_id, 10.0) * 500)
     assert env.spec.kwargs["reset_noise_scale"] == RESET_NOISE_SCALE == 0.02
     env.close()
 
