@@ -28,6 +28,7 @@ def test_round_trip_numpy_only(tmp_path):
     assert raw.shape == (10, 3) and raw[7, 1] == 7 and raw[7, 2] == -7
     run = load_run(tmp_path)
     assert np.array_equal(run["a"], np.arange(10))
+    assert "a" in run and "z" not in run and 0 not in run
     assert run.events == [{"kind": "x", "t": 0.3, "step": 3, "where": "p", "magnitude": 2.0}]
     assert run.summary["inf"] == "inf" and run.config == {"who": "test"}
 

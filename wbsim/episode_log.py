@@ -250,6 +250,10 @@ class RunData:
         except ValueError:
             raise KeyError(f"no column {column!r}; columns: {', '.join(self.columns)}") from None
 
+    def __contains__(self, column: object) -> bool:
+        """``"com_z" in run``: the step table has that column."""
+        return column in self.columns
+
     def prefixed(self, prefix: str) -> tuple[list[str], np.ndarray]:
         """Column names starting with ``prefix`` and their ``(n, k)`` block."""
         idx = [i for i, c in enumerate(self.columns) if c.startswith(prefix)]
