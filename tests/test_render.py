@@ -341,3 +341,30 @@ def test_cli_reports_an_unwritable_video_in_one_line(tmp_path, capsys):
     code = main(["run", "--seconds", "0.1", "--video", str(blocker / "x.mp4"), "--no-progress"])
     err = capsys.readouterr().err.strip()
     assert code != 0 and len(err.splitlines()) == 1 and "is not a folder" in err, err
+
+
+def test_an_interrupt_in_the_middle_of_a_frame_leaves_a_playable_video(tmp_path):
+    """Ctrl-C or SIGTERM arriving while a frame is going down ffmpeg's pipe is held until the
+    frame is written (an interrupt inside imageio's write leaves it unable to finish the MP4):
+    the interrupt then raises, and the video closes with every frame."""
+    import os
+    import signal
+
+    import imageio_ffmpeg
+
+    path = tmp_path / "v.mp4"
+    w = VideoWriter(path, fps=10)
+    frame = np.zeros((32, 48, 3), np.uint8)
+    w.append(frame)
+    real = w._writer.append_data
+
+    def interrupted_write(data):
+        os.kill(os.getpid(), signal.SIGINT)  # arrives while the frame is being written
+        real(data)
+
+    w._writer.append_data = interrupted_write
+    with pytest.raises(KeyboardInterrupt):
+        w.append(frame)
+    assert w.n_frames == 2  # the frame was written before the interrupt was raised
+    w.close()
+    assert imageio_ffmpeg.count_frames_and_secs(str(path))[0] == 2

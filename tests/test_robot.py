@@ -196,7 +196,7 @@ def test_robot_descriptions_offline_is_clear(tmp_path, monkeypatch):
     monkeypatch.setenv("ROBOT_DESCRIPTIONS_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("GIT_ALLOW_PROTOCOL", "file")
     monkeypatch.delitem(sys.modules, "robot_descriptions.g1_description", raising=False)
-    with pytest.raises(RobotLoadError, match="robot_descriptions could not fetch") as info:
+    with pytest.raises(RobotLoadError, match="not in robot_descriptions' cache") as info:
         wbsim.load_robot("g1_description")
     assert str(tmp_path / "cache") in str(info.value)
     assert not any((tmp_path / "cache").rglob("*.urdf"))

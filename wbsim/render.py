@@ -126,6 +126,26 @@ def track_distance(base_height: float) -> float:
     return float(np.clip(3.3 * base_height, 1.5, 4.0))
 
 
+@contextlib.contextmanager
+def _signals_deferred():
+    """Hold Ctrl-C and ``SIGTERM`` back while a frame goes down ffmpeg's pipe (or ffmpeg is told
+    to finish): an interrupt raised halfway through imageio's write leaves its writer unable to
+    finish the file, so the MP4 would have no index. The signal is delivered (and its handler
+    raises) as soon as the block ends. Outside the main thread (where signals are not handled)
+    this does nothing."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held = {signal.SIGINT, signal.SIGTERM}
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
 def even_frame(frame: np.ndarray) -> np.ndarray:
     """Pad a ``(h, w, 3)`` frame to even ``h`` and ``w`` by repeating the last row / column."""
     h, w = frame.shape[:2]
@@ -317,14 +337,15 @@ class VideoWriter:
             raise WbsimError(f"video {self.path}: the writer is closed"
                              + (f" after an error: {self._error}" if self._error else ""))
         try:
-            self._writer.append_data(even_frame(frame))
+            with _signals_deferred():  # the frame and its count, before an interrupt raises
+                self._writer.append_data(even_frame(frame))
+                if self._proc is None:
+                    self._proc = _ffmpeg_process(self._writer)
+                self.n_frames += 1
         except OSError as exc:  # imageio-ffmpeg: "[Errno 32] Broken pipe" + the ffmpeg command
             self._stop(exc)
             raise self._failure(f"ffmpeg stopped after {self.n_frames} frame(s); writing frame "
                                 f"{self.n_frames + 1} failed ({_first_line(exc)})") from exc
-        if self._proc is None:
-            self._proc = _ffmpeg_process(self._writer)
-        self.n_frames += 1
 
     def close(self) -> None:
         """Finish the file: stop ffmpeg, wait for it, then open the file and count its frames
@@ -340,7 +361,8 @@ class VideoWriter:
         if writer is None:
             return
         try:
-            writer.close()
+            with _signals_deferred():
+                writer.close()
         except Exception as exc:
             raise self._failure(f"closing ffmpeg failed ({_first_line(exc)})") from exc
         if self.n_frames == 0:
