@@ -520,6 +520,9 @@ class ProjectedIDGains:
 
     com: TaskGains = field(default_factory=lambda: TaskGains(2.0, 1.0, 100.0))
     base_orientation: TaskGains = field(default_factory=lambda: TaskGains(2.0, 1.0, 10.0))
+    #: the torso link's (``robot.config.torso``) orientation, kept at its reset orientation
+    #: relative to the base's target; weight 0, or a robot whose torso is the base: no task.
+    torso_orientation: TaskGains = field(default_factory=lambda: TaskGains(2.0, 1.0, 10.0))
     swing_foot_position: TaskGains = field(default_factory=lambda: TaskGains(3.0, 1.0, 100.0))
     swing_foot_orientation: TaskGains = field(default_factory=lambda: TaskGains(3.0, 1.0, 10.0))
     posture: TaskGains = field(default_factory=lambda: TaskGains(2.0, 1.0, 0.01))
@@ -576,7 +579,8 @@ class ContactProjectedID:
 
     Each step: one Pinocchio pass (:func:`~wbsim.controllers.tasks.compute_snapshot`); the contact
     Jacobian of the feet in contact; the projection ``N_c``, ``J_c^#W``; the task stack (CoM, base
-    orientation, swing-foot position and level orientation, posture) -> ``qdd_des``;
+    orientation, torso orientation, swing-foot position and level orientation, posture) ->
+    ``qdd_des``;
     ``qdd* = N_c qdd_des - J_c^#W Jcdot_c v``; inverse dynamics (``variant``) -> ``tau`` and forces.
 
     Args:
@@ -772,6 +776,7 @@ class ContactProjectedID:
         self._damping_v[self._act] = self.joint_damping
         self._W_mode, self._W_factor, self._W = self._parse_W(W)
         self.base_frame_id = self._base_frame(base_frame)
+        self.torso_frame_id = self._torso_frame()
         self._leg_reach = {f: self._leg_chain(f) for f in robot.feet}
         self._reset_done = False
         self._contact_set: frozenset[str] | None = None
@@ -840,6 +845,18 @@ class ContactProjectedID:
                 return i
         raise WbsimError("no body frame on the root joint; pass base_frame")
 
+    def _torso_frame(self) -> int | None:
+        """The frame of the torso orientation task: ``robot.config.torso``'s body frame, or
+        ``None`` (no config torso, the torso is the base, or the task's weight is 0)."""
+        config = getattr(self.robot, "config", None)
+        name = getattr(config, "torso", "") or ""
+        if not name or self.gains.torso_orientation.weight == 0 or not self.model.existFrame(name):
+            return None
+        fid = self.model.getFrameId(name)
+        if self.model.frames[fid].parentJoint == self.model.frames[self.base_frame_id].parentJoint:
+            return None
+        return fid
+
     def _leg_chain(self, foot: str) -> tuple[int, float]:
         """(hip joint id, upper bound of the hip-to-foot-frame distance in m)."""
         fid = self.robot.feet[foot].pin_frame_id
@@ -863,6 +880,12 @@ class ContactProjectedID:
         self.com_task = ComTask(self._com0, g.com)
         self.base_task = FrameOrientationTask(self.base_frame_id, self._base_R0, g.base_orientation,
                                               name="base_orientation")
+        self.torso_task = None
+        if self.torso_frame_id is not None:
+            R = s.frame(self.torso_frame_id).rotation
+            self._torso_in_base0 = self._base_R0.T @ R  # follows the base's target
+            self.torso_task = FrameOrientationTask(self.torso_frame_id, R, g.torso_orientation,
+                                                   name="torso_orientation")
         self.posture_task = PostureTask(self.qidx, self.vidx, self._posture0, g.posture, self.nv)
         self.foot_position_tasks = {
             f: FramePositionTask(ft.pin_frame_id, self._feet0[f][0], g.swing_foot_position,
@@ -979,6 +1002,8 @@ class ContactProjectedID:
 
     def _tasks(self) -> list[Task]:
         tasks: list[Task] = [self.com_task, self.base_task]
+        if self.torso_task is not None:
+            tasks.append(self.torso_task)
         for f in self._swing:
             tasks += [self.foot_position_tasks[f], self.foot_orientation_tasks[f]]
         tasks.append(self.posture_task)
@@ -1005,6 +1030,8 @@ class ContactProjectedID:
             self._com_acceleration_given = _ZERO3
         if "base_orientation" in targets:
             self.base_task.target = _rotation(targets["base_orientation"], "base_orientation")
+            if self.torso_task is not None:
+                self.torso_task.target = self.base_task.target @ self._torso_in_base0
         if "posture" in targets:
             posture = np.asarray(targets["posture"], dtype=float)
             if posture.shape != self.posture_task.target.shape or not np.all(np.isfinite(posture)):

@@ -489,6 +489,12 @@ def dcc_plan(plan_file: str = "step", land_time: float = 0.2) -> ReferencePlan:
     moved horizontally so that its CoM at 0 s is the robot's at reset; ``land_time`` s: the
     completion's landing of a foot the plan leaves in the air.
 
+    After a reset the plan's ``dcc`` attribute holds the plan's own complementarity accuracy:
+    ``plan_file``, ``horizon_s`` (its last knot's time, s) and ``plan_Nm``
+    (:func:`wbsim.planning.plan_file.complementarity_accuracy` of its knots); the episode's
+    summary puts the simulation's next to it (``dcc_complementarity``,
+    :class:`wbsim.metrics.EpisodeMetrics`).
+
     Raises:
         WbsimError: a file that is not a plan file (read at the first reset).
     """
@@ -499,14 +505,18 @@ def dcc_plan(plan_file: str = "step", land_time: float = 0.2) -> ReferencePlan:
     path = Path(PLANS_DIR / DCC_PLANS[plan_file]) if plan_file in DCC_PLANS else Path(plan_file)
 
     def build(c):
-        from wbsim.planning.plan_file import load_plan
+        from wbsim.planning.plan_file import complementarity_accuracy, load_plan
         from wbsim.planning.plan_replay import reference_from_plan
 
         plan = load_plan(path)
+        P, F = plan["point_positions"], plan["point_forces"]
+        replay.dcc = {"plan_file": path.name, "horizon_s": float(plan["times"][-1]),
+                      "plan_Nm": complementarity_accuracy(P[..., 2], F[..., 2])}
         offset = np.zeros(3)
         if "com" in c:
             offset[:2] = np.asarray(c["com"])[:2] - np.asarray(plan["com"][0])[:2]
         mass = float(c["mass"]) if "mass" in c else None
         return reference_from_plan(plan, land_time=land_time, offset=offset, mass=mass)
 
-    return ReferencePlan(build, name=f"DCC plan {path.name}")
+    replay = ReferencePlan(build, name=f"DCC plan {path.name}")
+    return replay

@@ -7,6 +7,8 @@ at the command's acceleration), the least-norm distribution of a wrench solved b
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pinocchio as pin
 import pytest
@@ -14,6 +16,7 @@ from wbsim.controllers import ContactSchedule, RobotState
 from wbsim.controllers.contact_projected_id import ContactProjectedID
 
 from wbsim.errors import WbsimError
+from wbsim.rollout import EpisodeConfig, run_episode
 
 BOTH = frozenset({"left_foot", "right_foot"})
 LEFT = frozenset({"left_foot"})
@@ -180,3 +183,37 @@ def test_early_touchdown_is_latched_until_the_planned_landing(g1):
                         early).contact_set == LEFT
     ctrl, state = _at_rest(g1, early_touchdown=0.0)
     assert ctrl.compute(touching, sched).contact_set == LEFT
+
+
+def test_torso_orientation_task_follows_the_base_target(g1):
+    """The G1's torso link (``robot.config.torso``) has its own orientation task, whose target
+    turns with the base's (its reset orientation relative to the base kept); weight 0 drops it."""
+    ctrl, state = _at_rest(g1)
+    assert ctrl.torso_task is not None
+    assert g1.pin_model.frames[ctrl.torso_task.frame_id].name == g1.config.torso == "torso_link"
+    R = pin.exp3(np.array([0.0, 0.0, 0.05])) @ ctrl._base_R0
+    cmd = ctrl.compute(state, ContactSchedule(BOTH, targets={"base_orientation": R}))
+    assert "torso_orientation" in cmd.info["task_errors"]
+    assert np.allclose(ctrl.torso_task.target, R @ ctrl._torso_in_base0)
+    # at rest the torso's error is the base's: both turned by the same 0.05 rad of yaw
+    assert cmd.info["task_errors"]["torso_orientation"] == pytest.approx(0.05, rel=1e-6)
+    off, _ = _at_rest(g1, gains={"torso_orientation": (2.0, 1.0, 0.0)})
+    assert off.torso_task is None
+    cmd = off.compute(state, ContactSchedule(BOTH, targets={"base_orientation": R}))
+    assert "torso_orientation" not in cmd.info["task_errors"]
+
+
+def test_walking_stance_heel_does_not_slide_after_lift_off(tmp_path):
+    """G1Walk-v0 (0.2 m/s), 2.5 s: past the second lift-off (1.7 s). Without the torso task the
+    waist pitched the torso back to keep the CoM on the LIPM while the swing leg accelerated; the
+    stance foot's centre of pressure went to 1 cm of its toe edge, its heel slid (v_t f_t 4 W) and
+    the exact QP went infeasible ~60 ms after each lift-off. Now: no slip over 1 W, no solver
+    failure after the reset's first 0.1 s."""
+    s = run_episode(EpisodeConfig(env="wbsim/G1Walk-v0", controller="projected_id",
+                                  seconds=2.5, progress=False, log=str(tmp_path / "run")))
+    events = [json.loads(line) for line in
+              (tmp_path / "run" / "events.jsonl").read_text().splitlines()]
+    assert s["status"] == "completed"
+    slips = [e["magnitude"] for e in events if e["kind"] == "planar_complementarity"]
+    assert slips and max(slips) < 1.0
+    assert not [e for e in events if e["kind"] == "solver_failure" and e["t"] > 0.1]

@@ -1,6 +1,6 @@
 """Episode metrics for the summary, accumulated over chunks of recorded steps: base drift, tilt
 and height drop, joint error, CoM tracking, swing-foot clearance, the momentum residual, the
-return."""
+return, and for a replayed DCC plan the simulation's complementarity accuracy next to the plan's."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import numpy as np
 
 from wbsim.contacts import ContactSensing
 from wbsim.conventions import base_tilt
+from wbsim.planning.plan_file import complementarity_accuracy
 from wbsim.recorder import RecordedSteps
 
 __all__ = ["EpisodeMetrics"]
@@ -22,9 +23,13 @@ class EpisodeMetrics:
     Args:
         robot: the :class:`wbsim.Robot`.
         qpos0: ``(nq,)`` MuJoCo's state at reset (the base's start and the joints' reference).
+        dcc: a replayed DCC plan's ``dcc`` (:func:`wbsim.envs.schedules.dcc_plan`: ``horizon_s``,
+            ``plan_Nm``, ...) or ``None``. With it, the steps that start before ``horizon_s``
+            give the simulation's :func:`~wbsim.planning.plan_file.complementarity_accuracy`
+            (``h`` the sole points' simulated gaps; ``f_n`` sensed, and commanded).
     """
 
-    def __init__(self, robot, qpos0: np.ndarray):
+    def __init__(self, robot, qpos0: np.ndarray, dcc: dict[str, Any] | None = None):
         self.base0 = np.array(qpos0[0:3], dtype=float)
         self.q_ref = np.array(qpos0[robot.converter.mj_qadr], dtype=float)
         self._qadr = robot.converter.mj_qadr
@@ -35,6 +40,8 @@ class EpisodeMetrics:
         self.joint_error = np.zeros(robot.n_joints)
         self.com_err_sq, self.com_err_n = 0.0, 0
         self.swing_max, self.hold_min = -math.inf, math.inf
+        self.dcc = dict(dcc) if dcc else None
+        self._hf_sums, self._hf_n = np.zeros(2), 0  # (sensed, commanded) sums of step values
 
     def joint_errors(self, qpos: np.ndarray) -> np.ndarray:
         """``(k, n)`` joint angles of MuJoCo states ``qpos (k, nq)`` minus the reset posture, rad."""
@@ -72,6 +79,17 @@ class EpisodeMetrics:
             hold = swing & steps.hold[:, None]
             if hold.any():
                 self.hold_min = min(self.hold_min, float(sole_z[hold].min()))
+        if self.dcc is not None:
+            during = steps.t < self.dcc["horizon_s"] - 1e-9  # (a step at the horizon: after)
+            n = int(during.sum())
+            if n:
+                gap = sensing.gap[during]
+                floor = np.asarray(sensing.floor_normal_world, dtype=float)
+                commanded = steps.point_forces[during] @ floor  # (n, p), NaN: not commanded
+                self._hf_sums += n * np.array([
+                    complementarity_accuracy(gap, sensing.normal_force[during]),
+                    complementarity_accuracy(gap, commanded)])
+                self._hf_n += n
 
     def sole_min_z(self, sensing: ContactSensing) -> np.ndarray:
         """``(k, m)`` height of the lowest point of each contact (a foot's sole, a hand), m."""
@@ -82,7 +100,8 @@ class EpisodeMetrics:
         """The summary's metrics: ``steps``, ``return``, ``max_base_tilt_deg``, ``base_drift_m``,
         ``base_height_drop_m``, ``max_joint_error_rad``, ``momentum_residual_max`` (relative to
         ``m g``), and where they apply ``com_tracking_rms_m``, ``swing_clearance_max_m``,
-        ``swing_clearance_min_hold_m``."""
+        ``swing_clearance_min_hold_m``, ``dcc_complementarity`` (the ``dcc`` given, with
+        ``steps``, ``simulated_sensed_Nm`` and ``simulated_commanded_Nm``)."""
         out: dict[str, Any] = {
             "steps": self.steps, "return": self.ret, "max_base_tilt_deg": self.tilt,
             "base_drift_m": self.drift, "base_height_drop_m": self.drop,
@@ -95,4 +114,9 @@ class EpisodeMetrics:
             out["swing_clearance_max_m"] = self.swing_max
         if math.isfinite(self.hold_min):
             out["swing_clearance_min_hold_m"] = self.hold_min
+        if self.dcc is not None:
+            mean = self._hf_sums / self._hf_n if self._hf_n else np.full(2, np.nan)
+            out["dcc_complementarity"] = {**self.dcc, "steps": self._hf_n,
+                                          "simulated_sensed_Nm": float(mean[0]),
+                                          "simulated_commanded_Nm": float(mean[1])}
         return out

@@ -96,8 +96,9 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
     (:func:`wbsim.gait.gait_summary`: planned switches sensed within 20 ms, touch-downs, slips at
     impacts or elsewhere), and, where the schedule has a CoM target,
     ``com_tracking_rms_m``, ``swing_clearance_max_m`` (highest lowest-sole-point of a foot planned
-    off the floor) and ``swing_clearance_min_hold_m`` (lowest during a ``hold`` phase)
-    (:class:`wbsim.metrics.EpisodeMetrics`).
+    off the floor) and ``swing_clearance_min_hold_m`` (lowest during a ``hold`` phase), and for a
+    replayed DCC plan ``dcc_complementarity`` (the plan's mean ``h f_n`` per point and the
+    simulation's over the plan's horizon) (:class:`wbsim.metrics.EpisodeMetrics`).
 
     A controller that returns a non-finite torque stops the episode at that step: the event
     ``invalid_command`` is logged with the step, the log and the video are closed, and the summary
@@ -264,7 +265,7 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
         if cfg.web is not None:
             cfg.web.load(robot)
             cfg.web.look_at(sim.data.subtree_com[1])
-        metrics = EpisodeMetrics(robot, sim.data.qpos)
+        metrics = EpisodeMetrics(robot, sim.data.qpos, getattr(env.plan, "dcc", None))
         feet_middle0 = _feet_middle(robot, sim.data)
         state = sim.state()
         controller.reset(state)

@@ -1,13 +1,17 @@
-"""Train PPO (stable-baselines3) on ``wbsim/G1Stand-v0`` in residual mode, save the policy and a video.
+"""Train PPO (stable-baselines3) on a wbsim env in residual mode, save the policy and a video.
 
-The policy's action is added to the gravity-compensation QP's torques (``action_mode="residual"``,
-``residual_scale`` of the effort limits), so an untrained policy already stands and the agent learns a
-correction, at 50 Hz (:data:`FRAME_SKIP`). Needs the ``[rl]`` extra: ``pip install torch==2.13.0`` (the CPU build) then
+The policy's action is added to a controller's torques (``action_mode="residual"``,
+``residual_scale`` of the effort limits; ``--controller``, default the gravity-compensation QP),
+so an untrained policy already does the task (``--env``, default ``wbsim/G1Stand-v0``) and the
+agent learns a correction, at 50 Hz (:data:`FRAME_SKIP`). Walking needs the walking controller:
+``--env wbsim/G1Walk-v0 --controller projected_id``. Needs the ``[rl]`` extra: ``pip install torch==2.13.0`` (the CPU build) then
 ``pip install -e ".[rl]"``.
 
 Usage::
 
     python -m wbsim.examples.train_ppo --steps 200000 --out runs/ppo_g1_stand
+    python -m wbsim.examples.train_ppo --env wbsim/G1Walk-v0 --controller projected_id \
+        --steps 200000 --out runs/ppo_g1_walk
 
 writes ``OUT/model.zip`` (reload with ``stable_baselines3.PPO.load``) and ``OUT/policy.mp4``.
 """
@@ -32,19 +36,27 @@ FRAME_SKIP = 10
 
 def train(steps: int = 2048, out: str | Path = "runs/ppo_g1_stand", seed: int = 0,
           env_id: str = "wbsim/G1Stand-v0", residual_scale: float = 0.05,
-          video_seconds: float = 2.0, n_steps: int = 1024, overwrite: bool = False) -> Path:
-    """Train for ``steps`` environment steps; returns the folder with ``model.zip`` and the video.
+          video_seconds: float = 2.0, n_steps: int = 1024, overwrite: bool = False,
+          controller: str = "gravity_qp") -> Path:
+    """Train for ``steps`` environment steps on ``env_id`` with ``controller`` in the loop; returns
+    the folder with ``model.zip`` and the video.
 
     Raises:
+        UnknownNameError: an unknown env or controller (the message lists the known ones).
         WbsimError: ``steps`` < 1, or ``out`` already holds a model or a video and ``overwrite``
             is false (checked before training).
     """
     import gymnasium as gym
     from stable_baselines3 import PPO
 
-    from wbsim.errors import WbsimError
+    from wbsim.controllers import controller_class
+    from wbsim.envs import ENV_IDS
+    from wbsim.errors import UnknownNameError, WbsimError
     from wbsim.render import check_video_path
 
+    if env_id not in ENV_IDS:
+        raise UnknownNameError("env", env_id, ENV_IDS)
+    controller_class(controller)
     if not (type(steps) is int and steps >= 1):
         raise WbsimError(f"steps must be an integer >= 1, got {steps!r}")
     out = Path(out)
@@ -53,7 +65,7 @@ def train(steps: int = 2048, out: str | Path = "runs/ppo_g1_stand", seed: int = 
     check_video_path(out / "policy.mp4", overwrite)
     out.mkdir(parents=True, exist_ok=True)
     env = gym.make(env_id, action_mode="residual", residual_scale=residual_scale,
-                   frame_skip=FRAME_SKIP)
+                   controller=controller, frame_skip=FRAME_SKIP)
     model = PPO("MlpPolicy", env, n_steps=min(n_steps, steps), batch_size=64, seed=seed,
                 verbose=0, device="cpu")
     model.learn(total_timesteps=steps)
@@ -63,7 +75,7 @@ def train(steps: int = 2048, out: str | Path = "runs/ppo_g1_stand", seed: int = 
     from wbsim.render import VideoWriter
 
     env = gym.make(env_id, action_mode="residual", residual_scale=residual_scale,
-                   frame_skip=FRAME_SKIP, render_mode="rgb_array")
+                   controller=controller, frame_skip=FRAME_SKIP, render_mode="rgb_array")
     obs, _ = env.reset(seed=seed)
     fps, dt = 30.0, env.unwrapped.dt
     next_frame = 0.0  # frames by simulated time (as wbsim run): the video plays in real time
@@ -82,6 +94,11 @@ def train(steps: int = 2048, out: str | Path = "runs/ppo_g1_stand", seed: int = 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--env", default="wbsim/G1Stand-v0",
+                        help="env id (wbsim list shows them)")
+    parser.add_argument("--controller", default="gravity_qp",
+                        help="the controller the policy's action is added to (projected_id for "
+                             "wbsim/G1Walk-v0 and G1StepInPlace-v0)")
     parser.add_argument("--steps", type=int, default=2048, help="environment steps to train")
     parser.add_argument("--out", default="runs/ppo_g1_stand")
     parser.add_argument("--seed", type=int, default=0)
@@ -92,8 +109,9 @@ def main(argv=None) -> int:
     from wbsim.errors import WbsimError
 
     try:
-        out = train(args.steps, args.out, args.seed, residual_scale=args.residual_scale,
-                    overwrite=args.overwrite)
+        out = train(args.steps, args.out, args.seed, env_id=args.env,
+                    residual_scale=args.residual_scale, overwrite=args.overwrite,
+                    controller=args.controller)
     except WbsimError as exc:
         parser.exit(2, f"train_ppo: error: {exc}\n")
     print(f"saved {out / 'model.zip'} and {out / 'policy.mp4'}")

@@ -36,7 +36,8 @@ import numpy as np
 
 from wbsim.errors import WbsimError
 
-__all__ = ["FORMAT", "contact_set", "load_plan", "save_plan", "summary", "switches"]
+__all__ = ["FORMAT", "complementarity_accuracy", "contact_set", "load_plan", "save_plan", "summary",
+           "switches"]
 
 FORMAT = "wbsim-dcc-plan-1"
 #: Contact thresholds of :func:`contact_set`: height, m; normal force, N.
@@ -54,6 +55,31 @@ def switches(times: np.ndarray, contact: np.ndarray) -> tuple[np.ndarray, np.nda
     d = np.diff(contact.astype(int), axis=0)
     k, i = np.nonzero(d)
     return np.asarray(times)[k + 1], i, d[k, i]
+
+
+def complementarity_accuracy(heights: np.ndarray, normal_forces: np.ndarray) -> float:
+    """The planner's complementarity accuracy, ``mean_k sum_i max(h_ki, 0) max(f_ki, 0) / n``,
+    N·m: the mean over time of the per-point ``h f_n`` (what
+    :func:`~wbsim.planning.receding.run_receding` reports per solve as ``accuracy``), for a plan's
+    knots or a simulation's steps alike.
+
+    Args:
+        heights: ``(k, n)`` height ``h`` of each point above its surface at each time, m (a
+            penetration, ``h < 0``, counts as 0).
+        normal_forces: ``(k, n)`` normal force ``f_n`` at each point, N (NaN: none, 0; a pull
+            counts as 0).
+
+    Returns:
+        The accuracy, N·m (NaN for no rows).
+    """
+    h = np.clip(np.asarray(heights, dtype=float), 0.0, None)
+    f = np.clip(np.nan_to_num(np.asarray(normal_forces, dtype=float)), 0.0, None)
+    if h.shape != f.shape or h.ndim != 2:
+        raise WbsimError(f"complementarity_accuracy: heights {h.shape} and normal_forces "
+                         f"{f.shape} must both be (k, n)")
+    if not len(h):
+        return float("nan")
+    return float(np.mean((h * f).sum(axis=1) / h.shape[1]))
 
 
 def save_plan(path: str | Path, result, foot_rotations: np.ndarray | None = None) -> Path:
