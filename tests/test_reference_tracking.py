@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 import pinocchio as pin
 import pytest
+
 from wbsim.controllers import ContactSchedule, RobotState
 from wbsim.controllers.contact_projected_id import ContactProjectedID
-
 from wbsim.errors import WbsimError
 
 BOTH = frozenset({"left_foot", "right_foot"})
