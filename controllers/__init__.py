@@ -24,7 +24,6 @@ import importlib.metadata
 from typing import Any
 
 from wbsim.controllers.base import Controller
-
 from wbsim.errors import UnknownNameError, WbsimError
 from wbsim.types import STANDING, Command, ContactSchedule, RobotState
 

@@ -27,13 +27,19 @@ from typing import Any, NamedTuple
 import numpy as np
 import pinocchio as pin
 import qpsolvers
+
 from wbsim.controllers._gravity_qp_fast import StaticsKernel, kernel_applies
 from wbsim.controllers.base import scatter_rows, solve_qp
-from wbsim.controllers.friction import (CONE_ROWS, FRICTION_MARGIN, ContactFriction,
-                                        check_friction_option, cone_rows, model_friction,
-                                        simulator_friction)
+from wbsim.controllers.friction import (
+    CONE_ROWS,
+    FRICTION_MARGIN,
+    ContactFriction,
+    check_friction_option,
+    cone_rows,
+    model_friction,
+    simulator_friction,
+)
 from wbsim.controllers.pd import JointPD, PDGains
-
 from wbsim.errors import UnknownNameError, WbsimError, is_real
 from wbsim.types import Command, CommandStatus, ContactSchedule, RobotState
 

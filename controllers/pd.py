@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 from scipy.linalg import cho_factor, cho_solve
-from wbsim.controllers.base import _as_slice
 
+from wbsim.controllers.base import _as_slice
 from wbsim.errors import WbsimError, is_real
 from wbsim.types import Command, ContactSchedule, JointTargets, RobotState
 

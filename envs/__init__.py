@@ -23,8 +23,14 @@ import gymnasium as gym
 from wbsim.envs.hand_wall import g1_hand_wall_config, hand_wall_plan
 from wbsim.envs.schedules import dcc_plan, one_leg_plan, stepping_plan, walking_plan
 
-__all__ = ["ENV_IDS", "RESET_NOISE_SCALE", "register_envs", "register_robot_env", "make",
-           "make_humanoid"]
+__all__ = [
+    "ENV_IDS",
+    "RESET_NOISE_SCALE",
+    "make",
+    "make_humanoid",
+    "register_envs",
+    "register_robot_env",
+]
 
 ENTRY_POINT = "wbsim.envs.humanoid:make_humanoid_env"
 

@@ -188,7 +188,8 @@ class HumanoidEnv(gym.Env):
         sim: the :class:`wbsim.sim.Simulation` it steps (the rollout drives the same object).
     """
 
-    metadata = {"render_modes": ["rgb_array", "human", "depth_array"], "render_fps": 500}
+    # Gymnasium's API: a class attribute, replaced per instance in __init__ (render_fps)
+    metadata = {"render_modes": ["rgb_array", "human", "depth_array"], "render_fps": 500}  # noqa: RUF012
 
     def __init__(self, robot: str | wbsim.RobotConfig | wbsim.Robot = "g1", plan: Callable[[], PhasePlan] = standing_plan,
                  pose: str = "stand", frame_skip: int = 1, max_seconds: float = 10.0,
@@ -275,7 +276,7 @@ class HumanoidEnv(gym.Env):
         self.model, self.data = self.sim.model, self.sim.data
         self._camera = _camera_options(self.model, env_id, camera_name, camera_id,
                                        default_camera_config, width, height, render_mode)
-        self.metadata = {**self.metadata, "render_fps": int(round(1.0 / self.dt))}
+        self.metadata = {**self.metadata, "render_fps": round(1.0 / self.dt)}
 
         n = self.robot.n_joints
         self.effort = np.where(np.isfinite(self.robot.effort_limits), self.robot.effort_limits, 1.0)
@@ -695,10 +696,13 @@ def _camera_options(model, env_id: str, camera_name: str | None, camera_id: int 
         raise WbsimError(f"{env_id}: frame size {width}x{height}: the renderer's off-screen buffer "
                          f"holds up to {vis.offwidth}x{vis.offheight} pixels")
     return out
-def plan_parameters(plan: Callable[..., Any]) -> list[str]:
-    """The keyword parameters of a plan factory (the env options it takes), sorted."""
+def plan_parameters(plan: Callable[..., Any] | None) -> list[str]:
+    """The keyword parameters of a plan factory (the env options it takes), sorted; none for
+    ``None`` (the standing plan)."""
     import inspect
 
+    if plan is None:
+        return []
     try:
         params = inspect.signature(plan).parameters
     except (TypeError, ValueError):
@@ -748,7 +752,7 @@ def make_humanoid_env(action_mode: str = "torque", controller: str | None = None
             ``None``) with another action mode, which would ignore them; and as
             :class:`HumanoidEnv` and :class:`~wbsim.envs.wrappers.ControllerInTheLoop`.
     """
-    given = {"controller": controller, "residual_scale": residual_scale,
+    given: dict[str, Any] = {"controller": controller, "residual_scale": residual_scale,
              "controller_options": controller_options}
     if action_mode == "residual":
         from wbsim.envs.wrappers import ControllerInTheLoop

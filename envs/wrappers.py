@@ -17,9 +17,8 @@ import gymnasium as gym
 import numpy as np
 
 from wbsim.controllers import make_controller
-from wbsim.errors import is_real
-from wbsim.errors import WbsimError
-from wbsim.types import Command
+from wbsim.errors import WbsimError, is_real
+from wbsim.types import Command, RobotState
 
 __all__ = ["ControllerInTheLoop"]
 
@@ -73,7 +72,8 @@ class ControllerInTheLoop(gym.Wrapper):
     def __init__(self, env: gym.Env, controller: str = "gravity_qp", residual_scale: float = 0.1,
                  controller_options: Mapping[str, Any] | None = None):
         super().__init__(env)
-        base = env.unwrapped
+        # duck-typed: any env with HumanoidEnv's torque_hook, robot, action_mode (checked below)
+        base: Any = env.unwrapped
         name = getattr(base, "env_id", type(base).__name__)
         if getattr(base, "action_mode", "torque") != "torque":
             raise WbsimError(f"{name}: ControllerInTheLoop needs a torque-mode env, got "
@@ -92,13 +92,13 @@ class ControllerInTheLoop(gym.Wrapper):
         self.controller_options = dict(controller_options or {})
         self.controller = make_controller(controller, base.robot, **self.controller_options)
         #: the state the controller was reset with at the episode's reset (None before reset)
-        self._reset_state = None
+        self._reset_state: RobotState | None = None
         #: the controller's inputs of its last call, (RobotState, ContactSchedule), for pickling
         self._last_inputs: tuple[Any, Any] | None = None
         #: residual torque (n_joints,) N·m of the current env step (zero until the first step)
         self._residual = np.zeros(base.robot.n_joints)
         #: the last :class:`~wbsim.controllers.base.Command` (of the last substep)
-        self.command = None
+        self.command: Command | None = None
         base.torque_hook = self._substep_torque
 
     def _substep_torque(self, base) -> Command:

@@ -16,10 +16,10 @@ if os.environ.get("ROBOT_DESCRIPTIONS_CACHE"):
     os.environ.setdefault("WBSIM_TEST_RD_SOURCE", os.environ["ROBOT_DESCRIPTIONS_CACHE"])
 os.environ["ROBOT_DESCRIPTIONS_CACHE"] = os.path.join(_TMP, "robot_descriptions")
 
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
+import numpy as np
+import pytest
 
-import wbsim  # noqa: E402
+import wbsim
 
 
 @pytest.fixture(scope="session")

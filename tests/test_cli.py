@@ -56,8 +56,7 @@ def test_report_prints_rows_and_writes_plots(tmp_path, capsys):
     capsys.readouterr()
     assert main(["report", str(tmp_path / "gravity_qp"), str(tmp_path / "zero")]) == 0
     out = capsys.readouterr().out
-    rows = [line for line in out.splitlines() if line.startswith("| gravity_qp") or
-            line.startswith("| zero")]
+    rows = [line for line in out.splitlines() if line.startswith(("| gravity_qp", "| zero"))]
     assert len(rows) == 2
     for ctrl in ("gravity_qp", "zero"):
         png = tmp_path / ctrl / "normal_forces.png"

@@ -16,13 +16,13 @@ import pinocchio as pin
 import pytest
 import qpsolvers
 from conftest import forces_by_name, random_state
+
 from wbsim.controllers import ContactSchedule, RobotState, make_controller
 from wbsim.controllers import contact_projected_id as cpid
 from wbsim.controllers import tasks as T
 from wbsim.controllers.base import solve_qp
 from wbsim.controllers.contact_projected_id import ContactProjectedID
 from wbsim.controllers.friction import FRICTION_MARGIN
-
 from wbsim.errors import UnknownNameError, WbsimError
 from wbsim.types import CommandStatus
 

@@ -4,8 +4,8 @@ import mujoco
 import numpy as np
 import pinocchio as pin
 import pytest
-
 from conftest import random_state
+
 from wbsim.conventions import quat_wxyz_to_xyzw, quat_xyzw_to_wxyz, rotation_from_wxyz
 
 

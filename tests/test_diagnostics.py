@@ -13,9 +13,9 @@ import mujoco
 import numpy as np
 import pinocchio as pin
 import pytest
-from wbsim.controllers.pd import JointPD, PDGains
 
 from wbsim.contacts import OPEN, SLIDING, STICKING, ContactSensor
+from wbsim.controllers.pd import JointPD, PDGains
 from wbsim.diagnostics import (
     EVENT_KINDS,
     VIOLATION_KINDS,

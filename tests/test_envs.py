@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-import wbsim  # noqa: F401  (registers the envs)
+import wbsim  # registers the envs
 from wbsim.envs import ENV_IDS
 from wbsim.errors import UnknownNameError
 
@@ -107,7 +107,7 @@ def test_async_vector_env(context):
                         vector_kwargs={"context": context})
     envs.reset(seed=0)
     for _ in range(1000):
-        obs, rew, term, trunc, _ = envs.step(np.zeros((2, 29), np.float32))
+        obs, *_ = envs.step(np.zeros((2, 29), np.float32))
     assert obs.shape == (2, envs.single_observation_space.shape[0])
     envs.close()
 

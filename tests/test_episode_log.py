@@ -51,11 +51,10 @@ def test_not_a_run_folder(tmp_path):
 
 
 def test_exception_leaves_a_loadable_log(tmp_path):
-    with pytest.raises(RuntimeError):
-        with EpisodeLog(tmp_path, ["t"]) as log:
-            for i in range(5):
-                log.add_row([i])
-            raise RuntimeError("boom")
+    with pytest.raises(RuntimeError), EpisodeLog(tmp_path, ["t"]) as log:
+        for i in range(5):
+            log.add_row([i])
+        raise RuntimeError("boom")
     assert load_run(tmp_path).steps.shape == (5, 1)
 
 

@@ -6,11 +6,17 @@ import mujoco
 import numpy as np
 import pinocchio as pin
 import pytest
-from wbsim.controllers.friction import (CONE_ROWS, FRICTION_MARGIN, SIMULATOR_CONES,
-                                        ContactFriction, check_friction_option, cone_rows,
-                                        simulator_friction,
-                                        stacked_cone_rows)
 
+from wbsim.controllers.friction import (
+    CONE_ROWS,
+    FRICTION_MARGIN,
+    SIMULATOR_CONES,
+    ContactFriction,
+    check_friction_option,
+    cone_rows,
+    simulator_friction,
+    stacked_cone_rows,
+)
 from wbsim.errors import UnknownNameError, WbsimError
 
 

@@ -18,7 +18,10 @@ import pinocchio as pin
 import pytest
 from conftest import forces_by_name
 from scipy.optimize import root
+
+from wbsim.contacts import convex_hull, point_in_polygon
 from wbsim.controllers import make_controller
+from wbsim.controllers.friction import FRICTION_MARGIN
 from wbsim.controllers.gravity_qp import (
     DEFAULT_SOLVER,
     FALLBACKS,
@@ -26,9 +29,6 @@ from wbsim.controllers.gravity_qp import (
     GravityCompensationQP,
     StaticsResult,
 )
-
-from wbsim.controllers.friction import FRICTION_MARGIN
-from wbsim.contacts import convex_hull, point_in_polygon
 from wbsim.errors import UnknownNameError, WbsimError
 from wbsim.types import STANDING, CommandStatus, ContactSchedule, RobotState
 

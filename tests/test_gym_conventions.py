@@ -9,9 +9,9 @@ import sys
 import gymnasium as gym
 import numpy as np
 import pytest
-from wbsim.envs import ENV_IDS, RESET_NOISE_SCALE, make, make_humanoid
 
 import wbsim
+from wbsim.envs import ENV_IDS, RESET_NOISE_SCALE, make, make_humanoid
 from wbsim.errors import WbsimError
 
 

@@ -11,6 +11,9 @@ import numpy as np
 import pinocchio as pin
 import pytest
 import scipy.optimize
+
+import wbsim
+from wbsim.contacts import ContactSensor, contact_frame
 from wbsim.controllers.contact_projected_id import (
     ContactProjectedID,
     build_contact_layout,
@@ -20,13 +23,10 @@ from wbsim.controllers.contact_projected_id import (
 from wbsim.controllers.friction import FRICTION_MARGIN
 from wbsim.controllers.gravity_qp import GravityCompensationError, GravityCompensationQP
 from wbsim.controllers.tasks import compute_snapshot
-from wbsim.envs.hand_wall import HAND_CONTACTS, WALL_Y, g1_hand_wall_config
-
-import wbsim
-from wbsim.contacts import ContactSensor, contact_frame
 from wbsim.diagnostics import EventDetector
+from wbsim.envs.hand_wall import WALL_Y, g1_hand_wall_config
 from wbsim.errors import UnknownNameError
-from wbsim.types import Command, ContactSchedule, RobotState, StepChunk
+from wbsim.types import ContactSchedule, RobotState, StepChunk
 
 THREE = ("left_foot", "right_foot", "right_hand")
 

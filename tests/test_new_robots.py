@@ -209,7 +209,6 @@ def test_custom_robot_env_registers_pickles_and_vectorizes(tmp_path):
 def test_projected_id_lifts_a_foot_on_icub():
     """iCub's feet allow a lift: the one-leg plan on projected_id (qp)."""
     from wbsim.envs.schedules import one_leg_plan
-
     from wbsim.rollout import EpisodeConfig, run_episode
 
     s = run_episode(EpisodeConfig(env="wbsim/ICubStand-v0", controller="projected_id",
@@ -306,7 +305,6 @@ def menagerie_cache(tmp_path, monkeypatch):
 @pytest.mark.parametrize("name", MENAGERIE)
 def test_menagerie_humanoids_load_and_stand(name, menagerie_cache):
     from wbsim.envs.humanoid import HumanoidEnv
-
     from wbsim.rollout import EpisodeConfig, run_episode
 
     left, right = MENAGERIE[name]

@@ -8,9 +8,9 @@ import dataclasses
 import numpy as np
 import pinocchio as pin
 import pytest
+
 from wbsim.controllers.contact_projected_id import ContactProjectedID
 from wbsim.envs.schedules import BOTH_FEET, PhasePlan, one_leg_plan
-
 from wbsim.episode_log import load_run
 from wbsim.rollout import EpisodeConfig, run_episode
 from wbsim.types import ContactSchedule, RobotState

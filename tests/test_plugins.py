@@ -14,9 +14,9 @@ import gymnasium as gym
 import imageio.v2 as imageio
 import numpy as np
 import pytest
-from wbsim.controllers import available_controllers, controller_class, make_controller
 
 import wbsim
+from wbsim.controllers import available_controllers, controller_class, make_controller
 from wbsim.errors import UnknownNameError, WbsimError
 
 README = Path(__file__).resolve().parents[1] / "README.md"

@@ -12,9 +12,9 @@ import json
 import numpy as np
 import pinocchio as pin
 import pytest
+
 from wbsim.controllers import ContactSchedule, RobotState
 from wbsim.controllers.contact_projected_id import ContactProjectedID
-
 from wbsim.errors import WbsimError
 from wbsim.rollout import EpisodeConfig, run_episode
 

@@ -7,9 +7,9 @@ import mujoco
 import numpy as np
 import pinocchio as pin
 import pytest
+from conftest import random_state
 
 import wbsim
-from conftest import random_state
 from wbsim.contacts import convex_hull, point_in_polygon
 from wbsim.errors import NoFeetError, RobotLoadError, UnknownNameError
 
@@ -50,7 +50,7 @@ def test_bias_needs_the_rotating_map_term(g1):
     """Without T^T M Tdot v the bias forces disagree when the base turns: the term is not decoration."""
     pm, pd = g1.pin_model, g1.pin_model.createData()
     q, v = random_state(g1, np.random.default_rng(11))
-    _, M_mj, b_mj = _mj_mass_and_bias(g1, q, v)
+    _, _, b_mj = _mj_mass_and_bias(g1, q, v)
     b_pin = pin.nonLinearEffects(pm, pd, q, v)
     naive = g1.converter.mj_force_to_pin(b_mj, q)
     assert np.linalg.norm(naive - b_pin) / np.linalg.norm(b_pin) > 1e-3
@@ -172,7 +172,7 @@ def test_urdf_without_feet_loads_and_feet_raise(tmp_path):
     assert robot.total_mass == pytest.approx(3.0)
     assert not robot.has_feet
     with pytest.raises(NoFeetError, match="no feet"):
-        robot.feet
+        _ = robot.feet
 
 
 def test_config_with_unknown_key_is_rejected(tmp_path):

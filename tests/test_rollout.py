@@ -15,11 +15,11 @@ import mujoco
 import numpy as np
 import pinocchio as pin
 import pytest
+
 from wbsim.controllers import controller_class
 from wbsim.envs import humanoid
-from wbsim.recorder import StepRecorder
-
 from wbsim.episode_log import load_run
+from wbsim.recorder import StepRecorder
 from wbsim.rollout import EpisodeConfig, run_episode
 
 FEET = ("left_foot", "right_foot")

@@ -53,7 +53,6 @@ def screenshot(url: str, path, width: int = 900, height: int = 650) -> np.ndarra
 def standing(g1):
     """The G1 standing at reset, as a frame's scene and overlay."""
     from wbsim.envs import make_humanoid
-
     from wbsim.scene import FrameValues, Scene
 
     env = make_humanoid("wbsim/G1Stand-v0")

@@ -15,11 +15,12 @@ from wbsim._headless import choose_gl_backend as _choose_gl_backend
 
 _choose_gl_backend()  # before MuJoCo is first imported
 
-from wbsim.errors import NoFeetError, RobotLoadError, UnknownNameError, WbsimError  # noqa: E402
-from wbsim.robot import Foot, Pose, Robot, load_robot  # noqa: E402
-from wbsim.robot_config import ROBOTS, FootConfig, JointDynamics, RobotConfig  # noqa: E402
-from wbsim.sim import Pushes, Simulation  # noqa: E402
-from wbsim.types import (  # noqa: E402
+from wbsim.envs import register_envs as _register_envs
+from wbsim.errors import NoFeetError, RobotLoadError, UnknownNameError, WbsimError
+from wbsim.robot import Foot, Pose, Robot, load_robot
+from wbsim.robot_config import ROBOTS, FootConfig, JointDynamics, RobotConfig
+from wbsim.sim import Pushes, Simulation
+from wbsim.types import (
     STANDING,
     Command,
     CommandStatus,
@@ -28,13 +29,12 @@ from wbsim.types import (  # noqa: E402
     RobotState,
 )
 
-from wbsim.envs import register_envs as _register_envs  # noqa: E402
-
 _register_envs()
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "ROBOTS",
     "STANDING",
     "Command",
     "CommandStatus",
@@ -46,7 +46,6 @@ __all__ = [
     "NoFeetError",
     "Pose",
     "Pushes",
-    "ROBOTS",
     "Robot",
     "RobotConfig",
     "RobotLoadError",

@@ -32,7 +32,7 @@ def default_json_path(env: str, controller: str,
     from wbsim.controllers import controller_class
 
     defaults = {name: p.default for name, p in
-                inspect.signature(controller_class(controller).__init__).parameters.items()}
+                inspect.signature(controller_class(controller)).parameters.items()}
     parts = [f"{env.split('/')[-1]}_{controller.replace(':', '.')}"]
     for key, value in sorted(dict(controller_options or {}).items()):
         if key in defaults and _same(value, defaults[key]):

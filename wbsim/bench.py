@@ -88,12 +88,15 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import mujoco
 import numpy as np
 
 from wbsim.errors import WbsimError
+
+if TYPE_CHECKING:
+    from wbsim.envs.humanoid import HumanoidEnv
 
 __all__ = ["FULL", "QP_SOLVERS", "QUICK", "TARGETS", "BenchSettings", "MjStepReference",
            "format_table", "machine_info", "measure", "paired_ratio", "run_bench"]
@@ -238,6 +241,7 @@ def machine_info() -> dict[str, Any]:
 
     import wbsim
 
+    usable: int | None
     try:
         usable = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
@@ -267,9 +271,9 @@ def _stand_env_id(robot_name: str) -> str:
 
 def _holding_torque(robot) -> np.ndarray:
     """Gravity-compensation torques ``(n_joints,)`` N·m of the stand pose, all feet (gravity_qp)."""
-    from wbsim.controllers import make_controller
+    from wbsim.controllers.gravity_qp import GravityCompensationQP
 
-    res = make_controller("gravity_qp", robot).solve(robot.pose_q("stand"), list(robot.feet))
+    res = GravityCompensationQP(robot).solve(robot.pose_q("stand"), list(robot.feet))
     tau = np.asarray(res.tau_array, dtype=float)
     if not np.all(np.isfinite(tau)):
         raise WbsimError(f"bench: no gravity-compensation torque at the stand pose ({res.status})")
@@ -346,7 +350,7 @@ def _record_states(env_id: str, n: int) -> list[tuple[Any, Any]]:
 
     env = make_env(env_id, max_seconds=1e6)
     try:
-        uenv = env.unwrapped
+        uenv = cast("HumanoidEnv", env.unwrapped)
         ctrl = make_controller("gravity_qp", uenv.robot)
         conv = uenv.robot.converter
         _, info = env.reset(seed=0)
@@ -417,7 +421,7 @@ def bench_loop(env_id: str, controller: str, options: dict[str, Any], log: bool,
     seconds = s.loop_seconds if seconds is None else seconds
     repeats = s.loop_repeats if repeats is None else repeats
 
-    def run(seconds: float) -> tuple[dict[str, Any], float]:
+    def run(seconds: float) -> dict[str, Any]:
         folder = tmp / f"{controller}-{len(options)}-{log}-{time.monotonic_ns()}"
         cfg = EpisodeConfig(env=env_id, controller=controller, controller_options=options,
                             seconds=seconds, log=folder if log else None, progress=False,
@@ -525,7 +529,9 @@ def bench_env_pairs(runs: Sequence[tuple[Any, np.ndarray, int]], blocks: int,
     frame_skip)`` (paired per block), and the raw entry. A run whose index is in ``optional`` and
     that raises is dropped from the later blocks; its place in the result holds the exception (the
     others go on); any other run's exception propagates."""
-    acc = [([], [], [], [], [], []) for _ in runs]
+    # per run: env.step call times and block means, mj_step call times and block means, env.step
+    # CPU and mj_step CPU per block
+    acc: list[tuple[list[float], ...]] = [([], [], [], [], [], []) for _ in runs]
     failed: dict[int, Exception] = {}
     for b in range(blocks + 1):  # block 0 warms up
         for k, ((env, action, n), (e_calls, e_means, m_calls, m_means, e_cpu, m_cpu)) in enumerate(
@@ -534,7 +540,7 @@ def bench_env_pairs(runs: Sequence[tuple[Any, np.ndarray, int]], blocks: int,
                 continue
             try:
                 times, raw, cpu_env, cpu_raw = _env_pair_block(env, action, n)
-            except Exception as exc:  # noqa: BLE001  an optional run: reported by the caller
+            except Exception as exc:  # an optional run: reported by the caller
                 if k not in optional:
                     raise
                 failed[k] = exc
@@ -761,7 +767,7 @@ def _collect(robot_name: str, s: BenchSettings) -> dict[str, Any]:
         for fs in sorted({1, peer_fs}):
             env = make_env(env_id, max_seconds=1e6, frame_skip=fs)
             envs.append(env)
-            action = env.unwrapped.torque_to_action(tau)
+            action = cast("HumanoidEnv", env.unwrapped).torque_to_action(tau)
             if fs == 1 and np.any(np.abs(action) > 1.0):
                 _note("the holding torque exceeds an effort limit; its action is clipped")
             env_runs.append((env, action, max(1, s.env_steps // fs)))
@@ -771,12 +777,12 @@ def _collect(robot_name: str, s: BenchSettings) -> dict[str, Any]:
             env_runs, s.env_blocks, optional=[keys.index("env_step/humanoid_v5")]
             if "env_step/humanoid_v5" in keys else ())))
         for key in sorted(env_pairs, key=lambda k: k.startswith("env_step/humanoid")):  # wbsim 1st
-            if isinstance(env_pairs[key], Exception):  # the peer failed part-way: note, go on
-                exc = env_pairs[key]
-                skipped[key] = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+            pair = env_pairs[key]
+            if isinstance(pair, Exception):  # the peer failed part-way: note, go on
+                skipped[key] = f"{type(pair).__name__}: {pair}".splitlines()[0][:300]
                 _note(f"skipped {key}: {skipped[key]}")
                 continue
-            result[key], result[f"{key}/mj_step"] = env_pairs[key]
+            result[key], result[f"{key}/mj_step"] = pair
     finally:
         for env in envs:
             env.close()

@@ -35,6 +35,7 @@ import numpy as np
 from wbsim.errors import UnknownNameError, WbsimError, check_keys
 
 __all__ = [
+    "CONE_NAMES",
     "MODE_NAMES",
     "OPEN",
     "SLIDING",
@@ -43,15 +44,14 @@ __all__ = [
     "ContactSensor",
     "SensingThresholds",
     "SensorLayout",
-    "CONE_NAMES",
     "add_contact_sensors",
     "contact_frame",
     "convex_hull",
-    "surface_frame",
     "pair_friction",
     "point_in_polygon",
     "sole_points_in_world",
     "support_polygon",
+    "surface_frame",
 ]
 
 

@@ -42,7 +42,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 
@@ -126,10 +126,10 @@ class EpisodeLog:
             (self.dir / stale).unlink(missing_ok=True)
         # unbuffered: add_rows knows how many bytes reached the file, so a failed write (full disk)
         # can be cut back to whole rows
-        self._steps = open(self.dir / STEPS_FILE, "wb", buffering=0)
+        self._steps = open(self.dir / STEPS_FILE, "wb", buffering=0)  # noqa: SIM115  (close())
         self._bytes = 0  # bytes of whole rows in the file
         self._write_error: str | None = None  # set once a write failed: no more rows are written
-        self._events = open(self.dir / EVENTS_FILE, "w")
+        self._events = open(self.dir / EVENTS_FILE, "w")  # noqa: SIM115  (close())
         self.closed = False
 
     def add_rows(self, rows: np.ndarray) -> None:
@@ -224,7 +224,7 @@ class EpisodeLog:
         self.closed = True
         write_parquet(self.dir)
 
-    def __enter__(self) -> EpisodeLog:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -50,7 +50,7 @@ class MomentumBalance:
             sensing: the contact sensors of the same states (``k`` rows).
             push: ``(k, 3)`` external force on the robot other than contacts (world, N), or
                 ``None``.
-            push_point: ``(k, 3)`` where it acts (world, m).
+            push_point: ``(k, 3)`` where it acts (world, m); required with ``push``.
         """
         q, v = self.robot.mj_to_pin(qpos, qvel)
         a = self.robot.converter.mj_acceleration_to_pin(q, v, qacc)
@@ -63,6 +63,8 @@ class MomentumBalance:
         force = sensing.external_force_world + self.mass * self.gravity
         moment = sensing.external_moment_world - np.cross(com, sensing.external_force_world)
         if push is not None:
+            if push_point is None:  # (was a bare TypeError from None - com)
+                raise TypeError("MomentumBalance.residuals: a push needs its push_point")
             force = force + push
             moment = moment + np.cross(push_point - com, push)
         return dhg - np.concatenate([force, moment], axis=-1)

@@ -94,10 +94,10 @@ def check_models(name: str, mj_model: mujoco.MjModel, pin_model: pin.Model, conv
         M_pin = np.triu(M_pin) + np.triu(M_pin, 1).T
         diff = np.abs(converter.mj_matrix_to_pin(M_mj, q) - M_pin)
         if diff.max() > PARITY_RTOL * np.abs(M_pin).max():
-            i, j = np.unravel_index(np.argmax(diff), diff.shape)
+            row, col = np.unravel_index(np.argmax(diff), diff.shape)
             raise RobotLoadError(f"{name}: the mass matrices of MuJoCo and Pinocchio differ by "
                                  f"{diff.max():.3g} (of {np.abs(M_pin).max():.3g}) at "
-                                 f"({labels[i]}, {labels[j]}): the bodies or the joint frames "
+                                 f"({labels[row]}, {labels[col]}): the bodies or the joint frames "
                                  "of the two models do not match")
         g_pin = pin.computeGeneralizedGravity(pin_model, pdata, q)
         g_mj = converter.mj_force_to_pin(d.qfrc_bias, q)  # v = 0: the bias is gravity alone

@@ -26,6 +26,7 @@ import signal
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
+from typing import Self
 
 import mujoco
 import numpy as np
@@ -113,10 +114,8 @@ class FrameRenderer:
             self._renderer = None
 
     def __del__(self):
-        try:
+        with contextlib.suppress(Exception):
             self.close()
-        except Exception:
-            pass
 
 
 def track_distance(base_height: float) -> float:
@@ -395,12 +394,13 @@ class VideoWriter:
         if self._proc is None:
             self._proc = _ffmpeg_process(writer, exc)
         with contextlib.suppress(Exception):
-            writer.close()
+            if writer is not None:  # always: append calls this with its writer
+                writer.close()
         if self._proc is not None and self._proc.poll() is None:  # not with imageio-ffmpeg 0.8
             self._proc.kill()
             self._proc.wait()
 
-    def __enter__(self) -> VideoWriter:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:

@@ -16,7 +16,7 @@ import numpy as np
 
 from wbsim.episode_log import RunData, load_run
 
-__all__ = ["VIOLATION_KINDS", "report_rows", "format_table", "foot_normal_force", "plot_run"]
+__all__ = ["VIOLATION_KINDS", "foot_normal_force", "format_table", "plot_run", "report_rows"]
 
 #: Event kinds counted as violations, in the table's column order.
 VIOLATION_KINDS = ("force_sign", "friction_cone", "complementarity", "planar_complementarity",

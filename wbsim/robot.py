@@ -41,11 +41,25 @@ from wbsim.description import (
 )
 from wbsim.errors import NoFeetError, RobotLoadError, UnknownNameError, WbsimError
 from wbsim.parity import check_models
-from wbsim.robot_config import (CORNER_NAMES, FOOT_NAMES, HAND_NAMES, ROBOTS, ContactConfig,
-                                RobotConfig)
+from wbsim.robot_config import (
+    CORNER_NAMES,
+    FOOT_NAMES,
+    HAND_NAMES,
+    ROBOTS,
+    ContactConfig,
+    RobotConfig,
+)
 
-__all__ = ["Robot", "Contact", "Foot", "Pose", "load_robot", "example_robot_data_dir",
-           "FREE_JOINT", "resolve_config"]
+__all__ = [
+    "FREE_JOINT",
+    "Contact",
+    "Foot",
+    "Pose",
+    "Robot",
+    "example_robot_data_dir",
+    "load_robot",
+    "resolve_config",
+]
 
 #: Name of the MuJoCo free joint at the robot's root.
 FREE_JOINT = "floating_base"
@@ -319,8 +333,8 @@ class Robot:
 
 
 def _pose_kwargs(pose: Pose) -> dict[str, Any]:
-    return dict(base_position=pose.base_position, base_quaternion_wxyz=pose.base_quaternion_wxyz,
-                joints=pose.joints)
+    return {"base_position": pose.base_position,
+            "base_quaternion_wxyz": pose.base_quaternion_wxyz, "joints": pose.joints}
 
 
 # ------------------------------------------------------------------------------------------------

@@ -28,8 +28,17 @@ from wbsim.errors import UnknownNameError, WbsimError, check_keys
 #: Folder of the built-in robots' TOML configs (iCub, Romeo, the G1 with hands).
 ROBOT_CONFIG_DIR = ASSETS_DIR / "robots"
 
-__all__ = ["ContactConfig", "FootConfig", "JointDynamics", "RobotConfig", "ROBOTS", "FOOT_NAMES",
-           "HAND_NAMES", "CORNER_NAMES", "ROBOT_CONFIG_DIR"]
+__all__ = [
+    "CORNER_NAMES",
+    "FOOT_NAMES",
+    "HAND_NAMES",
+    "ROBOTS",
+    "ROBOT_CONFIG_DIR",
+    "ContactConfig",
+    "FootConfig",
+    "JointDynamics",
+    "RobotConfig",
+]
 
 #: Public names of the two feet, for every robot.
 FOOT_NAMES = ("left_foot", "right_foot")

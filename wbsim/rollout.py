@@ -23,7 +23,7 @@ import numpy as np
 from wbsim.controllers import make_controller
 from wbsim.errors import WbsimError, joint_list, nonfinite_joints
 
-__all__ = ["EpisodeConfig", "LOW_LEVELS", "SUMMARY_KEYS", "run_episode"]
+__all__ = ["LOW_LEVELS", "SUMMARY_KEYS", "EpisodeConfig", "run_episode"]
 
 #: Keys every ``summary.json`` holds (scripts read these names).
 SUMMARY_KEYS = ("robot", "env", "controller", "seconds", "fell", "base_drift_m", "max_base_tilt_deg",
@@ -161,7 +161,7 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
                                     "width": cfg.width, "height": cfg.height,
                                     **dict(cfg.env_options)})
     robot, sim = env.robot, env.sim
-    n_steps = int(round(cfg.seconds / env.dt))
+    n_steps = round(cfg.seconds / env.dt)
     problem = None
     if n_steps < 1:
         problem = (f"seconds = {cfg.seconds:g} is shorter than one control step ({env.dt:g} s): "
@@ -189,7 +189,8 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
     hold = cfg.low_level == "hold"
     conv = robot.converter
 
-    log = video = bar = metrics = scene = None
+    log = video = bar = scene = None
+    metrics: EpisodeMetrics | None = None
     last_row, last_step = None, -1  # the step table's row of the last step processed: frames draw it
     t_reached = 0.0  # simulated time of the last recorded step's end, s
     own_events: list[Event] = []  # the loop's own events: fall, invalid_command
@@ -214,6 +215,7 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
         steps = recorder.take()
         if not len(steps):
             return
+        assert metrics is not None  # made before the first step is recorded
         sensing = sim.sensor.decode(steps.sensordata, steps.friction, steps.cone)
         events = detector.update(steps.step_chunk(sensing, robot))
         relative = momentum.relative(momentum.residuals(
@@ -294,8 +296,8 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
                 own_event("invalid_command", step, state.t, where=",".join(bad),
                           status="non-finite torque")
                 summary["status"], summary["stopped_reason"] = (
-                    "stopped", f"controller returned a non-finite torque at step {step} "
-                               f"(t = {state.t:.3f} s) on {joint_list(bad)}")
+                    "stopped", (f"controller returned a non-finite torque at step {step} "
+                                f"(t = {state.t:.3f} s) on {joint_list(bad)}"))
                 break
             env.overlay_command = cmd
             if hold:
@@ -447,9 +449,9 @@ def _close(summary, pending, video, bar, log, env, cfg, detector, own_events) ->
         closing.append(exc)
     if closing:  # after everything that could be written is on disk
         first = pending if pending is not None else closing[0]
-        for exc in closing:
-            if exc is not first:
-                first.add_note(str(exc))
+        for other in closing:
+            if other is not first:
+                first.add_note(str(other))
         if pending is None:
             raise first
 

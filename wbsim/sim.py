@@ -98,6 +98,10 @@ class Pushes:
         object.__setattr__(self, "script", tuple(sorted(entries)))
 
 
+#: the default contact thresholds of a :class:`Simulation` (frozen: one shared instance)
+_DEFAULT_THRESHOLDS = SensingThresholds()
+
+
 class Simulation:
     """One robot on the floor in MuJoCo.
 
@@ -116,7 +120,7 @@ class Simulation:
     """
 
     def __init__(self, robot, pushes: Pushes | None = None,
-                 thresholds: SensingThresholds = SensingThresholds()):
+                 thresholds: SensingThresholds = _DEFAULT_THRESHOLDS):
         self.robot = robot
         self.model = robot.mj_model
         self.data = mujoco.MjData(self.model)

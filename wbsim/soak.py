@@ -138,10 +138,12 @@ def _env_episode(env_id: str, mode: str, actions: str, seconds: float, seed: int
     try:
         obs, _ = env.reset(seed=seed)
         rng = np.random.default_rng(seed)
+        shape = env.action_space.shape
+        assert shape is not None, "a wbsim env's action space is a Box"
         status = "running"
         while status == "running":
-            a = (rng.uniform(-1, 1, env.action_space.shape) if actions == "random"
-                 else np.zeros(env.action_space.shape)).astype(np.float32)
+            a = (rng.uniform(-1, 1, shape) if actions == "random"
+                 else np.zeros(shape)).astype(np.float32)
             obs, reward, terminated, truncated, info = env.step(a)
             if not (np.all(np.isfinite(obs)) and math.isfinite(reward)):
                 problems.append("NaN or inf in an observation or a reward")

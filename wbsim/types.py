@@ -19,12 +19,12 @@ import numpy as np
 
 __all__ = [
     "COMMAND_INFO_KEYS",
+    "STANDING",
     "Command",
     "CommandStatus",
     "ContactSchedule",
     "JointTargets",
     "RobotState",
-    "STANDING",
     "StepChunk",
 ]
 

@@ -16,7 +16,7 @@ import mujoco
 from wbsim.errors import WbsimError
 from wbsim.overlay import OverlayData, draw_geoms
 
-__all__ = ["Viewer", "NO_DISPLAY_MESSAGE"]
+__all__ = ["NO_DISPLAY_MESSAGE", "Viewer"]
 
 #: longest wait, s, for the viewer's render thread to finish in :meth:`Viewer.close`
 CLOSE_TIMEOUT_S = 10.0

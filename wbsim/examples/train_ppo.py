@@ -20,10 +20,14 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
 import wbsim  # noqa: F401  (registers the envs)
+
+if TYPE_CHECKING:
+    from wbsim.envs.humanoid import HumanoidEnv
 
 #: MuJoCo steps (2 ms) per policy step: the policy acts at 50 Hz, while the controller it corrects
 #: runs inside the env at every MuJoCo step (500 Hz). 50 Hz is the rate of learned humanoid
@@ -77,12 +81,12 @@ def train(steps: int = 2048, out: str | Path = "runs/ppo_g1_stand", seed: int = 
     env = gym.make(env_id, action_mode="residual", residual_scale=residual_scale,
                    controller=controller, frame_skip=FRAME_SKIP, render_mode="rgb_array")
     obs, _ = env.reset(seed=seed)
-    fps, dt = 30.0, env.unwrapped.dt
+    fps, dt = 30.0, cast("HumanoidEnv", env.unwrapped).dt
     next_frame = 0.0  # frames by simulated time (as wbsim run): the video plays in real time
     with VideoWriter(out / "policy.mp4", fps=fps) as video:
-        for k in range(int(round(video_seconds / dt))):
+        for k in range(round(video_seconds / dt)):
             if k * dt + 1e-9 >= next_frame:
-                video.append(env.render())
+                video.append(np.asarray(env.render()))  # rgb_array: (h, w, 3) uint8
                 next_frame += 1.0 / fps
             action, _ = model.predict(obs, deterministic=True)
             obs, _, terminated, truncated, _ = env.step(np.asarray(action, np.float32))
