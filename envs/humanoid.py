@@ -64,13 +64,14 @@ base at rest). The factory's own keywords are env options too (``-e speed=0.3`` 
 
 Termination (a fall): base height below ``fall_height`` times its reset height, the base tilted more
 than ``fall_tilt`` (rad, 60 deg by default: a pelvis past it does not come back), or any robot body other
-than the soles touching the floor. Truncation: ``max_seconds`` of simulated time.
+than the soles touching the floor (a body on a wall, e.g. a wrist beside a hand's contact points in
+``G1HandWall-v0``, is a ``non_sole_contact`` event, not a fall). Truncation: ``max_seconds`` of simulated time.
 
 ``info``: ``t`` (s), ``state`` (:class:`~wbsim.types.RobotState`, Pinocchio convention),
 ``schedule`` (:class:`~wbsim.types.ContactSchedule`), ``sensed_contacts`` (feet with a loaded
 sole point), ``contacts`` (:class:`~wbsim.contacts.ContactSensing` of the sole points; after a step it
 describes the state the action was applied at, i.e. MuJoCo's contact solution of that step),
-``non_sole_contacts`` (other robot geoms touching the floor), ``fell``, ``reward_terms``,
+``non_sole_contacts`` (other robot geoms touching the environment), ``fell``, ``reward_terms``,
 ``push_force`` (the push acting in the last MuJoCo step, N, world); in ``residual`` mode also ``command`` (the controller's
 :class:`~wbsim.types.Command` of the last MuJoCo step). With ``info_mode="lean"`` only
 ``t``, ``fell`` and ``reward_terms``: what crosses the pipe of a ``gymnasium`` ``AsyncVectorEnv``
@@ -413,11 +414,11 @@ class HumanoidEnv(gym.Env):
     def has_fallen(self) -> bool:
         """The termination rule (module docstring): the base below ``fall_height`` times its reset
         height or tilted beyond ``fall_tilt``, or a robot geom other than the sole points touching
-        the environment."""
+        the floor."""
         qpos = self.data.qpos
         return bool(qpos[2] < self.fall_height * self._base_height0
                     or base_tilt(qpos[3], qpos[4], qpos[5], qpos[6]) > self.fall_tilt
-                    or self.sensing.non_sole_contacts)
+                    or self.sensing.non_sole_on_floor)
 
     def reward(self, qpos: np.ndarray, qvel: np.ndarray, tau: np.ndarray, fell: np.ndarray,
                t: np.ndarray | None = None) -> np.ndarray:

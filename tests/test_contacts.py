@@ -299,6 +299,7 @@ def test_g1_lying_has_non_sole_contacts(g1):
                   for g in range(m.ngeom)}
     assert set(s.non_sole_contacts) <= geom_names
     assert not set(s.non_sole_contacts) & set(g1.contact_point_names)
+    assert s.non_sole_on_floor == set(s.non_sole_contacts)  # only the floor to touch here
     assert s.external_force_world[2] > s.force_world[:, 2].sum() + 1.0
     assert s.n_external == d.ncon > s.n_sole
 

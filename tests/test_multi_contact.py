@@ -507,3 +507,18 @@ def test_g1_leans_on_the_wall_and_holds_a_foot_up_for_5_s(tmp_path):
     longest = max((t[min(b, len(t) - 1)] - t[a] for a, b in zip(edges[::2], edges[1::2])),
                   default=0.0)
     assert longest >= 5.0, longest
+
+
+def test_a_wrist_on_the_wall_is_an_event_not_a_fall():
+    """With 0.02 rad of joint noise, seed 4 starts G1HandWall with the right wrist's own geom
+    against the wall beside the hand's points: a non-sole contact (on the wall, not the floor),
+    which is not a fall (it was one, at t = 0)."""
+    import gymnasium as gym
+
+    env = gym.make("wbsim/G1HandWall-v0", reset_noise_scale=0.02).unwrapped
+    env.reset(seed=4)
+    s = env.sensing
+    assert any(name.startswith("right_wrist") for name in s.non_sole_contacts)
+    assert not s.non_sole_on_floor
+    assert not env.has_fallen()
+    env.close()

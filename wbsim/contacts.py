@@ -359,14 +359,18 @@ class ContactSensing:
         sensordata: the raw sensor values.
         non_sole_contacts: name -> normal force (N) of each robot geom other than the points that
             touches the environment (read from ``MjData.contact`` at one step; empty otherwise).
+        non_sole_on_floor: the names of ``non_sole_contacts`` that touch the floor (a fall; a
+            wrist on a wall is not one).
     """
 
     def __init__(self, layout: SensorLayout, sensordata: np.ndarray,
                  non_sole_contacts: Mapping[str, float] | None = None,
-                 friction: np.ndarray | None = None, cone: int | np.ndarray = 0):
+                 friction: np.ndarray | None = None, cone: int | np.ndarray = 0,
+                 non_sole_on_floor: Iterable[str] | None = None):
         self.layout = layout
         self.sensordata = sensordata
         self.non_sole_contacts = dict(non_sole_contacts or {})
+        self.non_sole_on_floor = frozenset(non_sole_on_floor or ())
         self._friction = friction
         #: MuJoCo's friction cone of the step(s) (``mjtCone``: 0 pyramidal, 1 elliptic)
         self.cone = cone
@@ -571,14 +575,15 @@ class ContactSensing:
                 and np.array_equal(self.sensordata, other.sensordata, equal_nan=True)
                 and np.array_equal(self.friction, other.friction, equal_nan=True)
                 and np.array_equal(self.cone, other.cone)
-                and self.non_sole_contacts == other.non_sole_contacts)
+                and self.non_sole_contacts == other.non_sole_contacts
+                and self.non_sole_on_floor == other.non_sole_on_floor)
 
     __hash__ = None  # type: ignore[assignment]
 
     def __getstate__(self) -> dict[str, Any]:
         return {"layout": self.layout, "sensordata": self.sensordata,
                 "non_sole_contacts": self.non_sole_contacts, "friction": self._friction,
-                "cone": self.cone}
+                "cone": self.cone, "non_sole_on_floor": self.non_sole_on_floor}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(**state)  # type: ignore[misc]
@@ -709,11 +714,11 @@ class ContactSensor:
         the state before the integration), with the non-sole contacts named, the friction MuJoCo
         used (:meth:`friction`) and its cone type."""
         sd = data.sensordata.copy()
-        non_sole = None
+        non_sole, on_floor = None, None
         if sd[self.layout.external[0]] > sd[self._found].sum():
-            non_sole = self.non_sole_contacts(data)
+            non_sole, on_floor = self._non_sole(data)
         return ContactSensing(self.layout, sd, non_sole, self.friction(data),
-                              int(self.model.opt.cone))
+                              int(self.model.opt.cone), on_floor)
 
     def decode(self, sensordata: np.ndarray, friction: np.ndarray | None = None,
                cone: int | np.ndarray = 0) -> ContactSensing:
@@ -745,9 +750,14 @@ class ContactSensor:
         on the floor, a hand's point on its wall; a point touching anything else counts): an
         active contact (``efc_address >= 0``) with ``dist <= 0`` or a normal force above the
         loaded threshold. From ``data.contact`` and ``mujoco.mj_contactForce``."""
+        return self._non_sole(data)[0]
+
+    def _non_sole(self, data: mujoco.MjData) -> tuple[dict[str, float], set[str]]:
+        """:meth:`non_sole_contacts` and the names among them that touch the floor."""
         out: dict[str, float] = {}
+        on_floor: set[str] = set()
         if not data.ncon:
-            return out
+            return out, on_floor
         con = data.contact
         robot = self.robot_geom_mask[con.geom]                  # (ncon, 2)
         geom = np.where(robot[:, 0], con.geom[:, 0], con.geom[:, 1])
@@ -761,7 +771,10 @@ class ContactSensor:
             mujoco.mj_contactForce(self.model, data, i, f6)
             fn[j] = f6[0]  # the normal component, in the contact frame: it pushes them apart
         touching = (con.dist[candidates] <= 0) | (fn > self.thresholds.normal_force)
-        for g, value in zip(geom[candidates][touching].tolist(), fn[touching].tolist()):
+        for g, o, value in zip(geom[candidates][touching].tolist(),
+                               other[candidates][touching].tolist(), fn[touching].tolist()):
             name = self._geom_names[g]
             out[name] = out.get(name, 0.0) + value
-        return out
+            if o == self.floor_geom_id:
+                on_floor.add(name)
+        return out, on_floor
