@@ -40,8 +40,8 @@ from typing import Any
 
 import numpy as np
 import pinocchio as pin
-from wbsim.controllers.contact_projected_id import ContactProjectedID
 
+from wbsim.controllers.contact_projected_id import ContactProjectedID
 from wbsim.errors import WbsimError, is_real
 from wbsim.planning.walking import LipmTrajectory
 from wbsim.types import Command, ContactSchedule, RobotState

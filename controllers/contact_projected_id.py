@@ -23,10 +23,18 @@ from typing import Any, NamedTuple
 import numpy as np
 import pinocchio as pin
 import qpsolvers
+
+from wbsim.contacts import convex_hull, point_in_polygon
 from wbsim.controllers._projected_id_fast import KernelError, ProjectedIDKernel, TaskSpec
 from wbsim.controllers.base import _as_slice, scatter_rows, solve_qp
-from wbsim.controllers.friction import (FRICTION_MARGIN, ContactFriction, check_friction_option,
-                                        model_friction, simulator_friction, stacked_cone_rows)
+from wbsim.controllers.friction import (
+    FRICTION_MARGIN,
+    ContactFriction,
+    check_friction_option,
+    model_friction,
+    simulator_friction,
+    stacked_cone_rows,
+)
 from wbsim.controllers.tasks import (
     ComTask,
     DynamicsSnapshot,
@@ -41,8 +49,6 @@ from wbsim.controllers.tasks import (
     compute_snapshot,
     solve_task_stack,
 )
-
-from wbsim.contacts import convex_hull, point_in_polygon
 from wbsim.errors import UnknownNameError, WbsimError, is_real
 from wbsim.types import Command, CommandStatus, ContactSchedule, RobotState
 
@@ -325,7 +331,7 @@ def _least_norm(A: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def inverse_dynamics_pinv(M: np.ndarray, h: np.ndarray, qdd: np.ndarray, Jc: np.ndarray,
-                          actuated_v: np.ndarray, grasp: np.ndarray | None = None,
+                          actuated_v: np.ndarray | slice, grasp: np.ndarray | None = None,
                           point_report: tuple[np.ndarray, np.ndarray] | None = None,
                           forces: str = "points", residual_tol: float = 1e-6) -> IDResult:
     """``tau, lambda`` from ``M qdd + h = S^T tau + J_c^T lambda`` with least-norm contact forces.
@@ -995,7 +1001,7 @@ class ContactProjectedID:
         out = []
         for task in self._stack_tasks:
             g = task.gains
-            out.append((g.kp, g.kd, g.weight, task.target,
+            out.append((g.kp, g.kd, g.weight, getattr(task, "target", None),
                         getattr(task, "target_velocity", None),
                         getattr(task, "target_acceleration", None)))
         return out
@@ -1070,9 +1076,9 @@ class ContactProjectedID:
                 if dist > reach:
                     pos = hip_pos + d * (reach / dist)
                     events.append(f"{f}_target_out_of_reach")
-            task = self.foot_position_tasks[f]
-            task.target, task.target_velocity = pos, vel  # validated by _target3
-            task.target_acceleration = acc
+            ftask = self.foot_position_tasks[f]
+            ftask.target, ftask.target_velocity = pos, vel  # validated by _target3
+            ftask.target_acceleration = acc
 
     def _wrench_reference(self, targets: Mapping[str, Any], foot_rotations: np.ndarray
                           ) -> np.ndarray | None:
@@ -1151,6 +1157,7 @@ class ContactProjectedID:
         events: list[str] = []
         targets = schedule.targets or {}
         kernel = self._kernel
+        terms: _Terms | ProjectedIDKernel
         if kernel is not None:
             q, v = _state_arrays(self.model, state)
             kernel.kinematics(q, v)

@@ -90,7 +90,7 @@ class PhasePlan:
                       for i, p in enumerate(self.phases)]
         # per phase, the schedule's fields that do not change within the phase (at() adds
         # phase_time and targets)
-        self._fields = [{"contact_set": p.contact_set, "next_contact_set": nxt.contact_set,
+        self._fields: list[dict[str, Any]] = [{"contact_set": p.contact_set, "next_contact_set": nxt.contact_set,
                          "phase": p.name, "phase_index": i, "phase_duration": p.duration}
                         for i, (p, nxt) in enumerate(zip(self.phases, self._next))]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from wbsim.assets import PLANS_DIR
 
+from wbsim.assets import PLANS_DIR
 from wbsim.errors import WbsimError
 from wbsim.planning.plan_file import complementarity_accuracy, load_plan
 from wbsim.rollout import EpisodeConfig, run_episode

@@ -97,14 +97,14 @@ def gait_summary(planned: Iterable[tuple[float, Iterable[str], Iterable[str]]],
         d = e.get("detail", {})
         if e["kind"] != "planar_complementarity" or d.get("source") != "simulated":
             continue
-        foot = _foot_of(e["where"], feet)
-        if foot is None:
+        owner = _foot_of(e["where"], feet)
+        if owner is None:
             continue
         t = float(e["t"])
-        if any(td - lo <= t <= td + hi for td in sensed.get((foot, "make"), [])):
-            at_impacts[foot] += 1
+        if any(td - lo <= t <= td + hi for td in sensed.get((owner, "make"), [])):
+            at_impacts[owner] += 1
         else:
-            elsewhere[foot] += 1
+            elsewhere[owner] += 1
             fastest = max(fastest, float(d.get("slip_velocity", 0.0)))
     return {
         "planned_switches": n_planned,

@@ -256,7 +256,7 @@ class WholeBodyReference:
         out = {"com": lin(self.com), "com_velocity": lin(self.com_velocity),
                "com_acceleration": lin(self.com_acceleration),
                "base_orientation": rot(self.base_rotation),
-               "base_angular_velocity": lin(self.base_angular_velocity)}
+               "base_angular_velocity": lin(_given(self.base_angular_velocity))}
         pos, vel, acc = lin(self.foot_position), lin(self.foot_velocity), lin(self.foot_acceleration)
         wrench = None if self.foot_wrench is None else lin(self.foot_wrench)
         for k, name in enumerate(self.foot_names):
@@ -325,3 +325,10 @@ class WholeBodyReference:
         return {"source": self.source, "duration_s": self.duration,
                 "switches": len(self.switch_times()), "steps": len(self.footsteps),
                 "com_travel_m": (self.com[-1] - self.com[0]).tolist()}
+
+
+def _given(a: np.ndarray | None) -> np.ndarray:
+    """A field that ``__post_init__`` has filled in (never ``None`` after it)."""
+    if a is None:
+        raise AssertionError("a reference field was not filled in at construction")
+    return a

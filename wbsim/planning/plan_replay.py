@@ -65,6 +65,8 @@ def _corners(robot: str, point_names: Sequence[str]) -> np.ndarray:
     names = list(point_names)
     for foot in _FEET:
         corners = cfg.feet[foot].corners
+        if corners is None:
+            raise WbsimError(f"plan for robot {robot!r}: its config gives no {foot} sole corners")
         for cname in CORNER_NAMES:
             if f"{foot}_{cname}" not in names:
                 raise WbsimError(f"plan point names {names} lack {foot}_{cname}")
@@ -206,6 +208,8 @@ def reference_from_plan(plan: Mapping[str, np.ndarray] | str | Path, sample_dt: 
             best = (outside, knots_t, kp)
         if outside < -0.01:
             break
+    if best is None:  # the loop above runs at least once
+        raise AssertionError("no settle shift was tried")
     _, knots_t, kp = best
     pieces.append((LipmTrajectory(knots_t, kp, w, c_end), t0))
     lipm_end = t0 + settle_shift

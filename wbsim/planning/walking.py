@@ -221,7 +221,7 @@ class LipmTrajectory:
         knot_com: ``(K, 2)`` the CoM at the knots (forward).
     """
 
-    def __init__(self, knot_times: Sequence[float], knot_zmp: np.ndarray, omega: float,
+    def __init__(self, knot_times: Sequence[float] | np.ndarray, knot_zmp: np.ndarray, omega: float,
                  com0: np.ndarray, dcm0: np.ndarray | None = None):
         t = np.asarray(knot_times, dtype=float)
         p = np.asarray(knot_zmp, dtype=float)
@@ -261,7 +261,7 @@ class LipmTrajectory:
         self._A, self._C = A, C
         self.knot_dcm, self.knot_com = xi, c
 
-    def evaluate(self, times: np.ndarray) -> dict[str, np.ndarray]:
+    def evaluate(self, times: Sequence[float] | np.ndarray) -> dict[str, np.ndarray]:
         """``zmp``, ``dcm``, ``com``, ``com_velocity``, ``com_acceleration``, each ``(N, 2)``, at
         ``times (N,)`` s (before the first knot: the first segment's formulas)."""
         tt = np.atleast_1d(np.asarray(times, dtype=float))
@@ -300,8 +300,9 @@ def swing_profile(clearance: float, duration: float, touchdown_speed: float = 0.
 
     def peak(c: float) -> float:
         p = c * shape + landing
-        s = [r.real for r in p.deriv().roots() if abs(r.imag) < 1e-12 and 0 < r.real < 1]
-        return float(max(p(np.array([0.0, 1.0, *s]))))
+        roots = np.asarray(p.deriv().roots(), dtype=complex)
+        s = [float(r.real) for r in roots if abs(r.imag) < 1e-12 and 0.0 < float(r.real) < 1.0]
+        return float(np.max(p(np.array([0.0, 1.0, *s]))))
 
     lo, hi = 0.0, max(2.0 * clearance, 1e-12)
     if clearance <= 0.0:
