@@ -17,7 +17,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from wbsim.envs.schedules import BOTH_FEET, Phase, PhasePlan, _lerp, smoothstep
+from wbsim.envs.schedules import BOTH_FEET, Phase, PhasePlan, _lerp, foot_lift_targets
 from wbsim.robot_config import ROBOTS, ContactConfig, RobotConfig
 
 __all__ = ["HAND_CONTACTS", "HAND_CORNERS", "LEAN_POSE", "WALL_Y", "g1_hand_wall_config",
@@ -109,14 +109,7 @@ def hand_wall_plan(lean: float = 0.06, lift_height: float = 0.05, shift_time: fl
     def com_lean(s, c):
         return leaning(c)
 
-    def foot_rest(s, c):
-        return c["right_foot"].copy()
-
-    def foot_up(s, c):
-        return c["right_foot"] + np.array([0.0, 0.0, lift_height * smoothstep(s)])
-
-    def foot_hold(s, c):
-        return c["right_foot"] + np.array([0.0, 0.0, lift_height])
+    foot_rest, foot_up, foot_hold = foot_lift_targets("right_foot", lift_height)
 
     stance = frozenset({"left_foot", "right_hand"})
     return PhasePlan([

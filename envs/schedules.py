@@ -32,7 +32,7 @@ import numpy as np
 from wbsim.types import ContactSchedule
 
 __all__ = ["BOTH_FEET", "DCC_PLANS", "MAX_WALK_SPEED", "Phase", "PhasePlan", "ReferencePlan",
-           "dcc_plan", "one_leg_plan", "standing_plan", "step_in_place_plan", "stepping_plan",
+           "dcc_plan", "foot_lift_targets", "one_leg_plan", "standing_plan", "step_in_place_plan", "stepping_plan",
            "walking_plan"]
 
 BOTH_FEET = frozenset({"left_foot", "right_foot"})
@@ -180,6 +180,23 @@ def _lerp(a: np.ndarray, b: np.ndarray, s: float) -> np.ndarray:
     return a + (b - a) * smoothstep(s)
 
 
+def foot_lift_targets(foot: str, lift_height: float) -> tuple[TargetFn, TargetFn, TargetFn]:
+    """A foot's targets for a vertical lift (world position of the foot link origin, m, from its
+    reset position in the context under ``foot``): at rest, rising ``lift_height`` m over a phase
+    (quintic ``smoothstep`` of the phase fraction ``s``, zero velocity and acceleration at both
+    ends), and held up. Each is ``fn(s, context) -> (3,)``."""
+    def rest(s, c):
+        return c[foot].copy()
+
+    def up(s, c):
+        return c[foot] + np.array([0.0, 0.0, lift_height * smoothstep(s)])
+
+    def hold(s, c):
+        return c[foot] + np.array([0.0, 0.0, lift_height])
+
+    return rest, up, hold
+
+
 def one_leg_plan(lift_height: float = 0.05, shift_margin: float = 0.01,
                  touchdown_speed: float = 0.03, return_fraction: float = 0.5) -> PhasePlan:
     """The one-leg scenario: stand 1 s, shift the CoM towards the left sole (1.5 s), lift the right foot
@@ -253,14 +270,7 @@ def one_leg_plan(lift_height: float = 0.05, shift_margin: float = 0.01,
         p = _points(c)
         return _lerp(p["short"], p["back"], s)
 
-    def foot_rest(s, c):
-        return c["right_foot"].copy()
-
-    def foot_up(s, c):
-        return c["right_foot"] + np.array([0.0, 0.0, lift_height * smoothstep(s)])
-
-    def foot_hold(s, c):
-        return c["right_foot"] + np.array([0.0, 0.0, lift_height])
+    foot_rest, foot_up, foot_hold = foot_lift_targets("right_foot", lift_height)
 
     def foot_down(s, c):
         # cubic Hermite from the hold (at rest) to the rest height at s = 1, arriving at
