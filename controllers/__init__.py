@@ -52,6 +52,7 @@ CONTROLLERS: dict[str, str] = {
     "pd": "wbsim.controllers.pd:PDController",
     "zero": "wbsim.controllers.pd:ZeroController",
     "stepping": "wbsim.controllers.capture_stepping:CaptureStepping",
+    "push_step": "wbsim.controllers.push_stepping:PushStepping",
 }
 
 

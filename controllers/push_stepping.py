@@ -1,0 +1,457 @@
+"""Stepping out of pushes from quiet standing (controller ``"push_step"``): stand in double
+support, step only when the measured capture point leaves the support polygon, and land the foot
+on the capture point predicted at touch-down.
+
+Owns :class:`PushStepping`, a layer that makes its own contact schedule (the env's plan is only a
+standing one) for :class:`ContactProjectedID`. Linear inverted pendulum (LIPM), ``omega =
+sqrt(g / z_c)`` with ``z_c`` the CoM height over the floor at reset; horizontal components, world
+frame:
+
+* Capture point (DCM) ``xi = c + cd / omega`` from the measured CoM (Pinocchio).
+* Balance (every phase): the ZMP ``p_d = xi + (k / omega) (xi - xi_home)`` (DCM feedback,
+  Englsberger et al. 2015, with a constant reference ``xi_home``: the CoM over the feet as at
+  reset) clamped ``zmp_margin`` inside the support polygon of the feet in contact; the CoM task
+  gets ``cdd = omega^2 (c - p_cmd)`` (its xy targets are the measured ones; z is held).
+  A clamped ZMP is the ankle strategy at its limit.
+* Trigger: in double support, when ``xi`` is more than ``trigger_margin`` outside the support
+  polygon (the ankles can no longer bring it back), a step begins: a weight shift of
+  ``shift_time`` (the swing foot's load ramps off), then ``single_support`` s of swing.
+* Stepping foot: the one on the side the capture point goes (its lateral offset from the feet's
+  mid point, along the stance heading), so the legs never cross.
+* Landing: the sole centre lands at the capture point predicted at touch-down, ``xi_T = p_s +
+  (xi - p_s) exp(omega (t_land - t))`` (``p_s`` the commanded ZMP), plus ``land_offset`` m
+  further along the step (the DCM then lies inside the new support polygon and the ZMP can pull
+  it back), clipped to the kinematic box of a step from the stance foot; re-planned every control
+  step until ``freeze_time`` before the touch-down (minimum-jerk in xy, a ``step_height`` bump in
+  z). After the touch-down the home moves over the new feet; a further step (the trailing foot,
+  the stance the foot nearer the capture point) may follow after ``min_double_support`` s (at
+  most ``max_steps``).
+* Whole body: the torso and the posture are compliant during the recovery (their tasks see a
+  fraction of their errors), and when the whole-body QP's exact problem is infeasible (it is,
+  for most of a recovery) its relaxation is weighted to keep the commanded CoM acceleration.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pinocchio as pin
+from wbsim.controllers.capture_stepping import _eval_quintic, _quintic
+from wbsim.controllers.contact_projected_id import ContactProjectedID
+
+from wbsim.errors import WbsimError, is_real
+from wbsim.types import Command, ContactSchedule, RobotState
+
+__all__ = ["PushStepping", "polygon_exit"]
+
+
+def _hull_halfplanes(points: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """Inward unit normals ``(m, 2)`` and offsets ``(m,)`` of the convex hull of ``points``
+    (``n . x >= offset`` inside), or ``None`` for a degenerate hull."""
+    from wbsim.contacts import convex_hull
+
+    hull = convex_hull(points[:, :2])
+    if len(hull) < 3:
+        return None
+    edges = np.roll(hull, -1, axis=0) - hull
+    normals = np.stack([-edges[:, 1], edges[:, 0]], axis=1)
+    normals /= np.linalg.norm(normals, axis=1, keepdims=True)       # inward (ccw hull)
+    return normals, np.einsum("ij,ij->i", normals, hull)
+
+
+def polygon_exit(p: np.ndarray, points: np.ndarray) -> float:
+    """How far (m) the point ``p`` (2,) lies outside the convex hull of ``points`` (n, >= 2) along
+    the most violated edge normal; negative inside (minus the distance to the nearest edge)."""
+    hp = _hull_halfplanes(np.asarray(points, dtype=float))
+    if hp is None:
+        return float("inf")
+    normals, offsets = hp
+    return float(-np.min(normals @ np.asarray(p, dtype=float)[:2] - offsets))
+
+
+def _clamp(p: np.ndarray, points: np.ndarray, margin: float) -> np.ndarray:
+    """``p`` (2,) moved into the convex hull of ``points`` shrunk by ``margin`` (projections on
+    the violated half-planes)."""
+    hp = _hull_halfplanes(points)
+    if hp is None:
+        return p
+    normals, offsets = hp
+    offsets = offsets + margin
+    q = np.asarray(p, dtype=float).copy()
+    for _ in range(8):
+        viol = normals @ q - offsets
+        k = int(np.argmin(viol))
+        if viol[k] >= -1e-12:
+            break
+        q = q - viol[k] * normals[k]
+    return q
+
+
+def _bump(s: float) -> tuple[float, float, float]:
+    """``64 s^3 (1 - s)^3`` (1 at ``s = 1/2``, flat at both ends) and its first two derivatives."""
+    s = min(max(s, 0.0), 1.0)
+    return (64.0 * s**3 * (1.0 - s) ** 3,
+            64.0 * (3 * s**2 - 12 * s**3 + 15 * s**4 - 6 * s**5),
+            64.0 * (6 * s - 36 * s**2 + 60 * s**3 - 30 * s**4))
+
+
+class PushStepping:
+    """Stand; step to the capture point when a push takes it out of the feet (module docstring).
+
+    Args:
+        robot: a :class:`wbsim.Robot` with feet ``left_foot`` and ``right_foot``.
+        dcm_gain: ``k``, 1/s, of the DCM feedback.
+        zmp_margin: m, the commanded ZMP stays this far inside the support polygon.
+        trigger_margin: m, the first step begins when the capture point is this far outside the
+            feet (negative: still inside, the step starts while the push acts).
+        retrigger_margin: m, the same for a further step (after a touch-down).
+        shift_time: s, the weight shift before the lift-off.
+        single_support, next_single_support: s, the swing's duration (first, further steps).
+        step_height, next_step_height: m, the swing's apex above the floor.
+        land_offset: m, the landing sole centre lies this far beyond the predicted capture point
+            (along the line from the stance sole centre).
+        lateral_offset: m, and this far further out on the swing foot's side.
+        max_step_length, max_step_back: m, forward / backward reach of a step from the stance foot.
+        min_step_width, max_step_width: m, the lateral distance of the landing foot frame from the
+            stance foot frame.
+        freeze_time: s, the landing point is fixed this long before the touch-down.
+        touchdown_wait: s the double support may wait past the planned touch-down for a sensed
+            one (0: the planned time; a sensed touch-down after 90 % of the swing ends it early).
+        min_double_support: s after a touch-down before another step may begin.
+        max_steps: steps per episode at most.
+        crouch: m the CoM height target drops over 0.3 s from the first trigger (reach).
+        compliance: the fraction of the torso-orientation and posture errors their tasks see
+            from a trigger until ``recovery_time`` s after the last touch-down (then a ramp back
+            to 1 over ``recovery_time``): the torso's lean after a push is not fought.
+        com_priority: ``w`` of the relaxation weight ``M + w m J_com^T J_com`` of the whole-body
+            QP when its exact problem is infeasible (the relaxed QP otherwise
+            gives up CoM acceleration first: measured, the realised CoM acceleration then
+            differed from the commanded one in sign); 0: ``M``. In a swing too (double
+            support only measured worse: 10 / 4 N s forward / backward instead of 18 / 12).
+        passthrough: before the first trigger hand the env's schedule to
+            :class:`ContactProjectedID` unchanged (plain standing; ``False``: the DCM feedback
+            above from the start).
+        wbc_options: options of :class:`ContactProjectedID` (``transition_time`` defaults to
+            0.05 s here: a landing foot must take load at once).
+
+    Raises:
+        WbsimError: a value out of range; UnknownNameError: an unknown whole-body option.
+    """
+
+    name = "push_step"
+
+    def __init__(self, robot, dcm_gain: float = 1.5, zmp_margin: float = 0.03,
+                 trigger_margin: float = -0.02, shift_time: float = 0.02,
+                 single_support: float = 0.25, step_height: float = 0.04,
+                 land_offset: float = 0.03, lateral_offset: float = 0.04,
+                 max_step_length: float = 0.5, min_step_width: float = 0.2,
+                 max_step_width: float = 0.75,
+                 freeze_time: float = 0.05, min_double_support: float = 0.15, max_steps: int = 6,
+                 retrigger_margin: float = 0.0, crouch: float = 0.0, compliance: float = 0.15,
+                 recovery_time: float = 1.0, next_single_support: float = 0.35,
+                 next_step_height: float = 0.06, max_step_back: float = 0.3,
+                 touchdown_wait: float = 0.0, passthrough: bool = False,
+                 com_priority: float = 10.0,
+                 wbc_options: Mapping[str, Any] | None = None):
+        checks = (("dcm_gain", dcm_gain, dcm_gain >= 0), ("zmp_margin", zmp_margin, zmp_margin >= 0),
+                  ("trigger_margin", trigger_margin, True),
+                  ("shift_time", shift_time, shift_time > 0),
+                  ("single_support", single_support, single_support > 0),
+                  ("step_height", step_height, step_height >= 0),
+                  ("land_offset", land_offset, True),
+                  ("lateral_offset", lateral_offset, True),
+                  ("retrigger_margin", retrigger_margin, True),
+                  ("crouch", crouch, 0 <= crouch < 0.3),
+                  ("compliance", compliance, 0 <= compliance <= 1),
+                  ("recovery_time", recovery_time, recovery_time > 0),
+                  ("next_single_support", next_single_support,
+                   next_single_support > freeze_time),
+                  ("next_step_height", next_step_height, next_step_height >= 0),
+                  ("max_step_back", max_step_back, max_step_back > 0),
+                  ("touchdown_wait", touchdown_wait, touchdown_wait >= 0),
+                  ("com_priority", com_priority, com_priority >= 0),
+                  ("max_step_length", max_step_length, max_step_length > 0),
+                  ("min_step_width", min_step_width, min_step_width > 0),
+                  ("max_step_width", max_step_width, max_step_width > min_step_width),
+                  ("freeze_time", freeze_time, 0 <= freeze_time < single_support),
+                  ("min_double_support", min_double_support, min_double_support >= 0),
+                  ("max_steps", max_steps, max_steps >= 0))
+        for name, value, ok in checks:
+            if not (is_real(value) and math.isfinite(value) and ok):
+                raise WbsimError(f"push_step: {name} = {value!r} is out of range")
+        from wbsim.controllers import check_options
+
+        options = {"transition_time": 0.05, **dict(wbc_options or {})}
+        check_options("of projected_id (wbc_options)", ContactProjectedID, options,
+                      skip=("robot",))
+        self.robot = robot
+        self.wbc = ContactProjectedID(robot, **options)
+        self.model = robot.pin_model
+        self.data = self.model.createData()
+        self.g = float(np.linalg.norm(self.model.gravity.linear))
+        self.dcm_gain, self.zmp_margin = float(dcm_gain), float(zmp_margin)
+        self.trigger_margin, self.shift_time = float(trigger_margin), float(shift_time)
+        self.single_support, self.step_height = float(single_support), float(step_height)
+        self.land_offset, self.max_step_length = float(land_offset), float(max_step_length)
+        self.min_step_width, self.max_step_width = float(min_step_width), float(max_step_width)
+        self.freeze_time, self.min_double_support = float(freeze_time), float(min_double_support)
+        self.max_steps = int(max_steps)
+        self.lateral_offset, self.retrigger_margin = float(lateral_offset), float(retrigger_margin)
+        self.crouch = float(crouch)
+        self.compliance, self.recovery_time = float(compliance), float(recovery_time)
+        self.next_single_support = float(next_single_support)
+        self.next_step_height = float(next_step_height)
+        self.max_step_back, self.touchdown_wait = float(max_step_back), float(touchdown_wait)
+        self.passthrough = bool(passthrough)
+        self.com_priority = float(com_priority)
+        self._mass = float(sum(i.mass for i in self.model.inertias))
+        self._W_relax: np.ndarray | None = None
+        if self.com_priority > 0:
+            solve = self.wbc._solve_qp
+
+            def solve_qp(terms, qdd_star, bounds, _wbc=self.wbc):
+                """The whole-body QP with the relaxation weighted ``M + w m J_com^T J_com``: when
+                ``qdd*`` is infeasible, the CoM acceleration (the step's balance) gives last."""
+                if self._W_relax is None:
+                    return solve(terms, qdd_star, bounds)
+                saved = _wbc._W_mode, _wbc._W
+                _wbc._W_mode, _wbc._W = "fixed", terms.M + self._W_relax
+                try:
+                    return solve(terms, qdd_star, bounds)
+                finally:
+                    _wbc._W_mode, _wbc._W = saved
+
+            self.wbc._solve_qp = solve_qp
+        self.feet = tuple(robot.foot_names)
+        if set(self.feet) != {"left_foot", "right_foot"}:
+            raise WbsimError(f"push_step: needs feet left_foot and right_foot, not {self.feet}")
+        self._frame = {f: robot.feet[f].pin_frame_id for f in self.feet}
+        self._points = {f: np.asarray(robot.feet[f].points_in_foot, dtype=float) for f in self.feet}
+        self._sole = {f: p.mean(axis=0) for f, p in self._points.items()}
+        self._base = self.wbc.base_frame_id
+        self.reset_done = False
+
+    # -- protocol ---------------------------------------------------------------------------------
+    def reset(self, state: RobotState) -> None:
+        """Reset the whole-body controller; stand on both feet, the home over them as now."""
+        self.wbc.reset(state)
+        c, _, feet = self._measure(state)
+        mid = self._mid(feet)
+        self._home_offset = c[:2] - mid
+        self._home = c[:2].copy()
+        self._z = float(c[2])
+        self._R0 = self.data.oMf[self._base].rotation.copy()
+        self._posture0 = np.asarray(state.q)[self.wbc.qidx].copy()
+        self._floor = min(float(np.min((M.rotation @ self._points[f].T)[2] + M.translation[2]))
+                          for f, M in feet.items())
+        self._foot_z = {f: float(M.translation[2]) for f, M in feet.items()}
+        self.omega = math.sqrt(self.g / max(self._z - self._floor, 1e-3))
+        self.mode, self.t_mode = "stand", float(state.t) - 1e3
+        self._T, self._h = self.single_support, self.step_height
+        self.swing_foot: str | None = None
+        self.steps: list[dict[str, Any]] = []
+        self._swing: dict[str, Any] | None = None
+        self._last_exit = -float("inf")
+        self.reset_done = True
+
+    def _measure(self, state: RobotState) -> tuple[np.ndarray, np.ndarray, dict]:
+        model, data = self.model, self.data
+        pin.forwardKinematics(model, data, state.q, state.v)
+        pin.centerOfMass(model, data, state.q, state.v, False)
+        pin.updateFramePlacements(model, data)
+        feet = {f: data.oMf[i] for f, i in self._frame.items()}
+        return data.com[0].copy(), data.vcom[0].copy(), feet
+
+    def _sole_points(self, feet: dict, names) -> np.ndarray:
+        return np.vstack([(feet[f].rotation @ self._points[f].T).T + feet[f].translation
+                          for f in names])
+
+    def _mid(self, feet: dict) -> np.ndarray:
+        return 0.5 * sum(feet[f].rotation @ self._sole[f] + feet[f].translation
+                         for f in self.feet)[:2]
+
+    def compute(self, state: RobotState, schedule: ContactSchedule) -> Command:
+        """The whole-body command of this step (module docstring); ``Command.info`` adds
+        ``capture_point`` (2,), ``zmp_command`` (2,), ``push_step_mode`` and ``stepping_time``."""
+        t_start = time.perf_counter()
+        if not self.reset_done:
+            self.reset(state)
+        t = float(state.t)
+        c, cd, feet = self._measure(state)
+        w = self.omega
+        xi = c[:2] + cd[:2] / w
+        both = frozenset(self.feet)
+        if self.mode == "stand":
+            exit_ = polygon_exit(xi, self._sole_points(feet, self.feet))
+            margin = self.retrigger_margin if self.steps else self.trigger_margin
+            if (exit_ > margin and exit_ > self._last_exit and len(self.steps) < self.max_steps
+                    and t - self.t_mode >= self.min_double_support):
+                self._begin_step(t, xi, feet)
+            self._last_exit = exit_
+        if self.mode == "shift" and t - self.t_mode >= self.shift_time:
+            self.mode, self.t_mode = "swing", self.t_mode + self.shift_time
+            M = feet[self.swing_foot]
+            p0 = M.translation.copy()
+            self._swing = {"p0": p0, "t0": t, "coef": _quintic(p0[:2], np.zeros(2), np.zeros(2),
+                                                                self._target, self._T),
+                           "target": self._target.copy()}
+        if self.mode == "swing":
+            sensed = state.sensed_contacts or frozenset()
+            landed = (t - self.t_mode >= self._T + self.touchdown_wait - 1e-9
+                      or (self.swing_foot in sensed
+                          and t - self.t_mode > 0.9 * self._T))
+            if landed:
+                self.mode, self.t_mode = "stand", t
+                self._home = self._mid(feet) + self._home_offset
+                self.steps[-1]["landed_at"] = t
+                self.steps[-1]["landed"] = feet[self.swing_foot].translation[:2].copy()
+                self.steps[-1]["yaw"] = {f: math.atan2(M.rotation[1, 0], M.rotation[0, 0])
+                                         for f, M in feet.items()}
+                self.swing_foot = None
+        if not self.steps and self.passthrough:   # no push to step out of: plain standing
+            cmd = self.wbc.compute(state, schedule)
+            cmd.info.update(capture_point=xi, zmp_command=xi, push_step_mode=self.mode,
+                            stepping_time=time.perf_counter() - t_start)
+            return cmd
+        stance = both if self.swing_foot is None or self.mode == "shift" else (
+            both - {self.swing_foot})
+        p_d = xi + (self.dcm_gain / w) * (xi - self._home)
+        p_cmd = _clamp(p_d, self._sole_points(feet, stance), self.zmp_margin)
+        tg: dict[str, Any] = dict(schedule.targets or {})
+        for key in [k for k in tg if k.endswith("_wrench")]:
+            del tg[key]
+        z, zd, zdd = self._height(t)
+        tg["com"] = np.array([c[0], c[1], z])
+        tg["com_velocity"] = np.array([cd[0], cd[1], zd])
+        tg["com_acceleration"] = np.array([w * w * (c[0] - p_cmd[0]), w * w * (c[1] - p_cmd[1]),
+                                           zdd])
+        alpha = self._stiffness(t)
+        if alpha < 1.0:   # upper body compliant: the torso's lean helps, do not fight it
+            R = self.data.oMf[self._base].rotation
+            tg["base_orientation"] = R @ pin.exp3(alpha * pin.log3(R.T @ self._R0))
+            q = np.asarray(state.q)[self.wbc.qidx]
+            tg["posture"] = q + alpha * (self._posture0 - q)
+        if self.mode == "shift":
+            self._target = self._landing(t, xi, p_cmd, feet)
+            sched = ContactSchedule(both, both - {self.swing_foot}, "shift", 1,
+                                    t - self.t_mode, self.shift_time, tg)
+        elif self.mode == "swing":
+            self._swing_targets(tg, t, xi, p_cmd, feet)
+            sched = ContactSchedule(stance, both, "swing", 2, t - self.t_mode,
+                                    self._T, tg)
+        else:
+            sched = ContactSchedule(both, both, "stand", 0, t - self.t_mode, float("inf"), tg)
+        if self.com_priority > 0:
+            Jc = pin.jacobianCenterOfMass(self.model, self.data, state.q, False)
+            self._W_relax = self.com_priority * self._mass * (Jc.T @ Jc)
+        cmd = self.wbc.compute(state, sched)
+        self._W_relax = None
+        cmd.info.update(capture_point=xi, zmp_command=p_cmd, push_step_mode=self.mode,
+                        stepping_time=time.perf_counter() - t_start)
+        return cmd
+
+    # -- pieces -----------------------------------------------------------------------------------
+    def _stiffness(self, t: float) -> float:
+        """The fraction of the torso's and the posture's errors their tasks see: ``compliance``
+        from a step's trigger until ``recovery_time`` after the last touch-down, then a linear
+        ramp back to 1 over ``recovery_time``."""
+        if not self.steps:
+            return 1.0
+        if self.mode != "stand":
+            return self.compliance
+        s = (t - self.t_mode - self.recovery_time) / self.recovery_time
+        return self.compliance + (1.0 - self.compliance) * min(max(s, 0.0), 1.0)
+
+    def _height(self, t: float) -> tuple[float, float, float]:
+        """CoM height target, velocity, acceleration: the reset height, lowered by ``crouch`` over
+        0.3 s from the first step's trigger (a wide stance needs the room)."""
+        if not self.steps or self.crouch == 0.0:
+            return self._z, 0.0, 0.0
+        T = 0.3
+        s = min(max((t - self.steps[0]["at"]) / T, 0.0), 1.0)
+        f = 10 * s**3 - 15 * s**4 + 6 * s**5
+        df = (30 * s**2 - 60 * s**3 + 30 * s**4) / T if s < 1.0 else 0.0
+        ddf = (60 * s - 180 * s**2 + 120 * s**3) / T**2 if s < 1.0 else 0.0
+        return self._z - self.crouch * f, -self.crouch * df, -self.crouch * ddf
+
+    def _begin_step(self, t: float, xi: np.ndarray, feet: dict) -> None:
+        """Pick the foot on the capture point's side; start the weight shift."""
+        first = not self.steps
+        self._T = self.single_support if first else self.next_single_support
+        self._h = self.step_height if first else self.next_step_height
+        if first:   # from standing: the foot on the side the capture point goes
+            mid = self._mid(feet)
+            lf = feet["left_foot"].translation[:2] - feet["right_foot"].translation[:2]
+            left = lf / max(float(np.linalg.norm(lf)), 1e-9)
+            self.swing_foot = "left_foot" if float((xi - mid) @ left) >= 0.0 else "right_foot"
+        else:                # a further step: the trailing foot (the stance is the nearer one)
+            dist = {f: float(np.linalg.norm(xi - (feet[f].rotation @ self._sole[f]
+                                                  + feet[f].translation)[:2])) for f in self.feet}
+            self.swing_foot = max(self.feet, key=lambda f: dist[f])
+        self.mode, self.t_mode = "shift", t
+        stance = "right_foot" if self.swing_foot == "left_foot" else "left_foot"
+        self._target = feet[self.swing_foot].translation[:2].copy()
+        self.steps.append({"foot": self.swing_foot, "stance": stance, "at": t,
+                           "capture_point": xi.copy()})
+
+    def _landing(self, t: float, xi: np.ndarray, p_cmd: np.ndarray, feet: dict) -> np.ndarray:
+        """The swing foot frame's landing (2,): its sole centre on the capture point predicted at
+        the touch-down plus ``land_offset``, within the step's kinematic box."""
+        foot = self.swing_foot
+        stance = self.steps[-1]["stance"]
+        t_land = (self.t_mode + self._T + (self.shift_time if self.mode == "shift"
+                                                         else 0.0))
+        remaining = max(t_land - t, 0.0)
+        xi_T = p_cmd + (xi - p_cmd) * math.exp(self.omega * remaining)
+        S = feet[stance]
+        d = xi_T - (S.rotation @ self._sole[stance] + S.translation)[:2]
+        n = float(np.linalg.norm(d))
+        sole = xi_T + (self.land_offset * d / n if n > 1e-9 else 0.0)
+        Rs = S.rotation
+        yaw = math.atan2(Rs[1, 0], Rs[0, 0])
+        side = 1.0 if foot.startswith("left") else -1.0
+        sole = sole + side * self.lateral_offset * np.array([-math.sin(yaw), math.cos(yaw)])
+        R = feet[foot].rotation
+        frame = sole - (R @ self._sole[foot])[:2]
+        return self._reachable(frame, S, foot)
+
+    def _swing_targets(self, tg: dict, t: float, xi: np.ndarray, p_cmd: np.ndarray,
+                       feet: dict) -> None:
+        sw = self._swing
+        foot = self.swing_foot
+        tau = t - sw["t0"]
+        remaining = self._T - (t - self.t_mode)
+        if remaining > self.freeze_time:
+            target = self._landing(t, xi, p_cmd, feet)
+            if float(np.linalg.norm(target - sw["target"])) > 0.003:
+                x, v, a = _eval_quintic(sw["coef"], tau)
+                sw["coef"] = _quintic(x, v, a, target, max(remaining, 1e-3))
+                sw["t0"], sw["target"], tau = t, target, 0.0
+        x, v, a = _eval_quintic(sw["coef"], min(tau, max(self.t_mode + self._T
+                                                         - sw["t0"], 0.0)))
+        T = self._T
+        s = (t - self.t_mode) / T
+        b, db, ddb = _bump(s)
+        z0 = self._foot_z[foot]
+        tg[foot] = np.array([x[0], x[1], z0 + self._h * b - 0.004 * min(s, 2.0)])
+        tg[f"{foot}_velocity"] = np.array([v[0], v[1], self._h * db / T])
+        tg[f"{foot}_acceleration"] = np.array([a[0], a[1], self._h * ddb / T**2])
+        self.steps[-1]["target"] = sw["target"].copy()
+
+    def _reachable(self, target: np.ndarray, stance, foot: str) -> np.ndarray:
+        """``target`` (2,) clipped to the box of a step of ``foot`` from the ``stance`` placement
+        (``+-max_step_length`` along its heading; across it, on the swing foot's side, between
+        ``min_step_width`` and ``max_step_width``)."""
+        R = stance.rotation
+        yaw = math.atan2(R[1, 0], R[0, 0])
+        fwd = np.array([math.cos(yaw), math.sin(yaw)])
+        left = np.array([-math.sin(yaw), math.cos(yaw)])
+        rel = target - stance.translation[:2]
+        x = float(np.clip(rel @ fwd, -self.max_step_back, self.max_step_length))
+        side = 1.0 if foot.startswith("left") else -1.0
+        y = side * float(np.clip(side * (rel @ left), self.min_step_width, self.max_step_width))
+        return stance.translation[:2] + x * fwd + y * left

@@ -1,0 +1,90 @@
+"""push_step (wbsim.controllers.push_stepping): the support-polygon test, the step trigger on the
+capture point, the stepping foot chosen by the push's side, the landing beyond the capture point,
+and a forward push the standing controller falls to, recovered by a step."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from wbsim.controllers import STANDING, RobotState, make_controller
+from wbsim.controllers.push_stepping import PushStepping, polygon_exit
+
+from wbsim.errors import WbsimError
+
+
+def test_polygon_exit_is_signed_distance_to_the_edges():
+    square = np.array([[0, 0, 0], [1, 0, 0], [1, 1, 0], [0, 1, 0]], dtype=float)
+    assert polygon_exit(np.array([0.5, 0.5]), square) == pytest.approx(-0.5)
+    assert polygon_exit(np.array([0.9, 0.5]), square) == pytest.approx(-0.1)
+    assert polygon_exit(np.array([1.3, 0.5]), square) == pytest.approx(0.3)
+    assert polygon_exit(np.array([0.5, -0.2]), square) == pytest.approx(0.2)
+
+
+def _state(g1, vel):
+    q, v = g1.pose_q("stand"), np.zeros(g1.pin_model.nv)
+    v[:2] = vel   # floating base linear velocity (the root joint's, ~ the CoM's at rest)
+    return RobotState(0.0, q, v)
+
+
+def _pushed(g1, vel, **options):
+    ctrl = PushStepping(g1, **options)
+    ctrl.reset(_state(g1, (0.0, 0.0)))
+    cmd = ctrl.compute(_state(g1, vel), STANDING)
+    return ctrl, cmd
+
+
+def test_at_rest_no_step_and_capture_point_is_the_com(g1):
+    ctrl, cmd = _pushed(g1, (0.0, 0.0))
+    assert ctrl.mode == "stand" and ctrl.steps == []
+    assert np.all(np.isfinite(cmd.tau))
+    c, _, _ = ctrl._measure(_state(g1, (0.0, 0.0)))
+    np.testing.assert_allclose(cmd.info["capture_point"], c[:2], atol=1e-9)
+
+
+@pytest.mark.parametrize("vel, foot", [((0.0, 0.7), "left_foot"), ((0.0, -0.7), "right_foot"),
+                                       ((0.5, 0.2), "left_foot"), ((-0.5, -0.2), "right_foot")])
+def test_capture_point_outside_the_feet_starts_a_step_on_its_side(g1, vel, foot):
+    ctrl, cmd = _pushed(g1, vel)
+    assert ctrl.mode == "shift" and ctrl.swing_foot == foot
+    # the shift hands the swing foot's load over: the schedule the whole-body controller got
+    # keeps both feet now and only the stance foot next
+    assert len(ctrl.steps) == 1 and ctrl.steps[0]["foot"] == foot
+    assert np.all(np.isfinite(cmd.tau))
+
+
+def test_landing_lies_beyond_the_capture_point_within_reach(g1):
+    ctrl, _ = _pushed(g1, (0.0, 0.7), land_offset=0.05, lateral_offset=0.0)
+    c, cd, feet = ctrl._measure(_state(g1, (0.0, 0.7)))
+    xi = c[:2] + cd[:2] / ctrl.omega
+    stance = feet["right_foot"].translation[:2]
+    # ZMP on the stance foot: the capture point runs away from it until the touch-down
+    target = ctrl._landing(0.0, xi, stance.copy(), feet)
+    xi_T = stance + (xi - stance) * math.exp(ctrl.omega * (ctrl.shift_time + ctrl._T))
+    sole = target + (feet["left_foot"].rotation @ ctrl._sole["left_foot"])[:2]
+    assert sole[1] == pytest.approx(min(xi_T[1] + 0.05, stance[1] + ctrl.max_step_width
+                                        + ctrl._sole["left_foot"][1]), abs=0.02)
+    assert sole[1] > xi[1]
+    assert ctrl.min_step_width - 1e-9 <= target[1] - stance[1] <= ctrl.max_step_width + 1e-9
+    assert abs(target[0] - stance[0]) <= ctrl.max_step_length + 1e-9
+
+
+def test_out_of_range_options_raise(g1):
+    with pytest.raises(WbsimError, match="single_support"):
+        PushStepping(g1, single_support=0.0)
+    with pytest.raises(WbsimError, match="max_step_width"):
+        PushStepping(g1, min_step_width=0.3, max_step_width=0.2)
+
+
+def test_registered_as_push_step(g1):
+    assert isinstance(make_controller("push_step", g1), PushStepping)
+
+
+def test_forward_push_the_standing_controller_falls_to_is_recovered_by_a_step():
+    from wbsim.pushtest import PushTestConfig, _trial
+
+    impulse, angle = 20.25, 0.0   # the full protocol's result forward (videos/pushtest_g1.png)
+    stand = _trial(PushTestConfig(controller="projected_id", at=1.5), angle, impulse)
+    step = _trial(PushTestConfig(controller="push_step", at=1.5), angle, impulse)
+    assert not stand["survived"] and step["survived"]
