@@ -756,6 +756,10 @@ class ContactProjectedID:
                                             self.model_friction, self.mu, friction_margin)
         self.force_weight = float(force_weight)
         self.relax_weight = float(relax_weight)
+        #: ``(nv, nv)`` positive semi-definite, or ``None``: added to the relaxed QP's weight ``W``
+        #: for the solves while it is set (a controller built on this one sets it per step: e.g.
+        #: ``push_step`` adds ``w m J_com^T J_com`` so that the CoM acceleration gives last)
+        self.relaxation_extra_weight: np.ndarray | None = None
         self.min_normal_force = float(min_normal_force)
         self.transition_time = float(transition_time)
         self.transition_force = float(transition_force)
@@ -1408,6 +1412,8 @@ class ContactProjectedID:
             if res.found:
                 return res
         W = M if self._W_mode == "M" else self._W
+        if self.relaxation_extra_weight is not None:
+            W = W + self.relaxation_extra_weight
         problem = build_contact_qp(M, h, qdd_star, Jc, terms.Jc_dot_v, grasp, layout.friction,
                                    rhs, self._act, self.tau_limit, self.force_weight,
                                    self.relax_weight, W, force_limits=limits,

@@ -40,9 +40,9 @@ from typing import Any
 
 import numpy as np
 import pinocchio as pin
+
 from wbsim.controllers.capture_stepping import _eval_quintic, _quintic
 from wbsim.controllers.contact_projected_id import ContactProjectedID
-
 from wbsim.errors import WbsimError, is_real
 from wbsim.types import Command, ContactSchedule, RobotState
 
@@ -136,7 +136,9 @@ class PushStepping:
             :class:`ContactProjectedID` unchanged (plain standing; ``False``: the DCM feedback
             above from the start).
         wbc_options: options of :class:`ContactProjectedID` (``transition_time`` defaults to
-            0.05 s here: a landing foot must take load at once).
+            0.05 s here: a landing foot must take load at once; its ``torso_orientation`` task is
+            off, weight 0, unless ``gains`` sets it: an upright torso fights the lean that
+            ``compliance`` allows, and a 20 N s forward push then fells the robot).
 
     Raises:
         WbsimError: a value out of range; UnknownNameError: an unknown whole-body option.
@@ -186,6 +188,10 @@ class PushStepping:
         from wbsim.controllers import check_options
 
         options = {"transition_time": 0.05, **dict(wbc_options or {})}
+        if options.get("gains") is None or isinstance(options["gains"], Mapping):
+            # no upright-torso task: the recovery lets the upper body lean (``compliance``)
+            options["gains"] = {"torso_orientation": (2.0, 1.0, 0.0),
+                                **dict(options.get("gains") or {})}
         check_options("of projected_id (wbc_options)", ContactProjectedID, options,
                       skip=("robot",))
         self.robot = robot
@@ -209,23 +215,6 @@ class PushStepping:
         self.passthrough = bool(passthrough)
         self.com_priority = float(com_priority)
         self._mass = float(sum(i.mass for i in self.model.inertias))
-        self._W_relax: np.ndarray | None = None
-        if self.com_priority > 0:
-            solve = self.wbc._solve_qp
-
-            def solve_qp(terms, qdd_star, bounds, _wbc=self.wbc):
-                """The whole-body QP with the relaxation weighted ``M + w m J_com^T J_com``: when
-                ``qdd*`` is infeasible, the CoM acceleration (the step's balance) gives last."""
-                if self._W_relax is None:
-                    return solve(terms, qdd_star, bounds)
-                saved = _wbc._W_mode, _wbc._W
-                _wbc._W_mode, _wbc._W = "fixed", terms.M + self._W_relax
-                try:
-                    return solve(terms, qdd_star, bounds)
-                finally:
-                    _wbc._W_mode, _wbc._W = saved
-
-            self.wbc._solve_qp = solve_qp
         self.feet = tuple(robot.foot_names)
         if set(self.feet) != {"left_foot", "right_foot"}:
             raise WbsimError(f"push_step: needs feet left_foot and right_foot, not {self.feet}")
@@ -255,6 +244,7 @@ class PushStepping:
         self.swing_foot: str | None = None
         self.steps: list[dict[str, Any]] = []
         self._swing: dict[str, Any] | None = None
+        self._target = np.zeros(2)  # the swing foot frame's landing (x, y), m, world
         self._last_exit = -float("inf")
         self.reset_done = True
 
@@ -345,11 +335,13 @@ class PushStepping:
                                     self._T, tg)
         else:
             sched = ContactSchedule(both, both, "stand", 0, t - self.t_mode, float("inf"), tg)
-        if self.com_priority > 0:
+        if self.com_priority > 0:  # the relaxed QP keeps the CoM acceleration (docstring)
             Jc = pin.jacobianCenterOfMass(self.model, self.data, state.q, False)
-            self._W_relax = self.com_priority * self._mass * (Jc.T @ Jc)
-        cmd = self.wbc.compute(state, sched)
-        self._W_relax = None
+            self.wbc.relaxation_extra_weight = self.com_priority * self._mass * (Jc.T @ Jc)
+        try:
+            cmd = self.wbc.compute(state, sched)
+        finally:
+            self.wbc.relaxation_extra_weight = None
         cmd.info.update(capture_point=xi, zmp_command=p_cmd, push_step_mode=self.mode,
                         stepping_time=time.perf_counter() - t_start)
         return cmd
@@ -402,6 +394,8 @@ class PushStepping:
         """The swing foot frame's landing (2,): its sole centre on the capture point predicted at
         the touch-down plus ``land_offset``, within the step's kinematic box."""
         foot = self.swing_foot
+        if foot is None:
+            raise AssertionError("_landing outside a step")
         stance = self.steps[-1]["stance"]
         t_land = (self.t_mode + self._T + (self.shift_time if self.mode == "shift"
                                                          else 0.0))
@@ -421,8 +415,9 @@ class PushStepping:
 
     def _swing_targets(self, tg: dict, t: float, xi: np.ndarray, p_cmd: np.ndarray,
                        feet: dict) -> None:
-        sw = self._swing
-        foot = self.swing_foot
+        sw, foot = self._swing, self.swing_foot
+        if sw is None or foot is None:
+            raise AssertionError("_swing_targets outside a swing")
         tau = t - sw["t0"]
         remaining = self._T - (t - self.t_mode)
         if remaining > self.freeze_time:

@@ -8,9 +8,9 @@ import math
 
 import numpy as np
 import pytest
+
 from wbsim.controllers import STANDING, RobotState, make_controller
 from wbsim.controllers.push_stepping import PushStepping, polygon_exit
-
 from wbsim.errors import WbsimError
 
 
@@ -88,3 +88,12 @@ def test_forward_push_the_standing_controller_falls_to_is_recovered_by_a_step():
     stand = _trial(PushTestConfig(controller="projected_id", at=1.5), angle, impulse)
     step = _trial(PushTestConfig(controller="push_step", at=1.5), angle, impulse)
     assert not stand["survived"] and step["survived"]
+
+
+def test_the_upper_body_may_lean_unless_told_otherwise(g1):
+    """push_step's whole-body controller has no upright-torso task by default (its compliance
+    lets the upper body lean; with the task, the forward push above fells the robot); a
+    ``gains`` option sets it."""
+    assert PushStepping(g1).wbc.gains.torso_orientation.weight == 0.0
+    wbc = PushStepping(g1, wbc_options={"gains": {"torso_orientation": (2.0, 1.0, 5.0)}}).wbc
+    assert wbc.gains.torso_orientation.weight == 5.0
