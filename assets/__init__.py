@@ -5,6 +5,7 @@
 (``wbsim dcc plan --task step --seconds 4`` and ``--task walk --seconds 3.5``, Baumgarte 0.05 / 20,
 2026-12-01), replayed by ``wbsim/G1PlanReplay-v0`` (:func:`wbsim.envs.schedules.dcc_plan`).
 """
+
 from pathlib import Path
 
 __all__ = ["ASSETS_DIR", "SCENE_XML"]

@@ -89,15 +89,20 @@ def _import_target(target: str, what: str) -> Any:
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise WbsimError(f"{what}: cannot import module {module_name!r} of {target!r} ({exc}); "
-                         "is it installed or on PYTHONPATH?") from exc
+        raise WbsimError(
+            f"{what}: cannot import module {module_name!r} of {target!r} ({exc}); "
+            "is it installed or on PYTHONPATH?"
+        ) from exc
     obj = module
     for part in attr.split("."):
         if not hasattr(obj, part):
-            classes = sorted(n for n, v in vars(module).items()
-                             if isinstance(v, type) and not n.startswith("_"))
-            raise WbsimError(f"{what}: module {module_name!r} has no attribute {attr!r}; its "
-                             f"classes: {', '.join(classes) or '(none)'}")
+            classes = sorted(
+                n for n, v in vars(module).items() if isinstance(v, type) and not n.startswith("_")
+            )
+            raise WbsimError(
+                f"{what}: module {module_name!r} has no attribute {attr!r}; its "
+                f"classes: {', '.join(classes) or '(none)'}"
+            )
         obj = getattr(obj, part)
     return obj
 
@@ -111,14 +116,18 @@ def check_controller_class(cls: Any, what: str) -> type:
         WbsimError: not a class, or a class without them (the message names what is missing).
     """
     if not isinstance(cls, type):
-        raise WbsimError(f"{what}: {cls!r} is not a class; a controller is a class built with "
-                         "(robot, **options) that follows wbsim.controllers.base.Controller")
+        raise WbsimError(
+            f"{what}: {cls!r} is not a class; a controller is a class built with "
+            "(robot, **options) that follows wbsim.controllers.base.Controller"
+        )
     missing = [m for m in _PROTOCOL_METHODS if not callable(getattr(cls, m, None))]
     if missing:
-        raise WbsimError(f"{what}: class {cls.__qualname__} does not follow the controller "
-                         f"protocol (wbsim.controllers.base.Controller): missing method(s) "
-                         f"{', '.join(missing)}; it needs reset(state), compute(state, schedule) "
-                         "-> Command and a name")
+        raise WbsimError(
+            f"{what}: class {cls.__qualname__} does not follow the controller "
+            f"protocol (wbsim.controllers.base.Controller): missing method(s) "
+            f"{', '.join(missing)}; it needs reset(state), compute(state, schedule) "
+            "-> Command and a name"
+        )
     return cls
 
 
@@ -138,15 +147,18 @@ def controller_class(name: str) -> type:
         module, cls = CONTROLLERS[name].split(":")
         return getattr(importlib.import_module(module), cls)
     if ":" in name:
-        return check_controller_class(_import_target(name, f"controller {name!r}"),
-                                      f"controller {name!r}")
+        return check_controller_class(
+            _import_target(name, f"controller {name!r}"), f"controller {name!r}"
+        )
     plugins = _entry_points()
     if name in plugins:
         try:
             obj = plugins[name].load()
         except Exception as exc:  # whatever the plug-in raises on import
-            raise WbsimError(f"controller {name!r}: the plug-in {plugins[name].value!r} does "
-                             f"not load: {type(exc).__name__}: {exc}") from exc
+            raise WbsimError(
+                f"controller {name!r}: the plug-in {plugins[name].value!r} does "
+                f"not load: {type(exc).__name__}: {exc}"
+            ) from exc
         return check_controller_class(obj, f"controller {name!r} ({plugins[name].value})")
     raise UnknownNameError("controller", name, [*available_controllers(), "<package.module:Class>"])
 
@@ -165,10 +177,12 @@ def make_controller(name: str, robot, /, **options: Any) -> Controller:
     controller = cls(robot, **options)
     missing = [a for a in _PROTOCOL_ATTRIBUTES if not hasattr(controller, a)]
     if missing:
-        raise WbsimError(f"controller {name!r}: class {cls.__qualname__} does not follow the "
-                         "controller protocol (wbsim.controllers.base.Controller): missing "
-                         f"attribute(s) {', '.join(missing)} (e.g. a class attribute name = "
-                         "'my_controller')")
+        raise WbsimError(
+            f"controller {name!r}: class {cls.__qualname__} does not follow the "
+            "controller protocol (wbsim.controllers.base.Controller): missing "
+            f"attribute(s) {', '.join(missing)} (e.g. a class attribute name = "
+            "'my_controller')"
+        )
     return controller
 
 

@@ -85,9 +85,17 @@ class StaticsKernel:
     ``solve_time`` (s).
     """
 
-    def __init__(self, model: pin.Model, foot_frame_ids: tuple[int, ...],
-                 point_offsets: np.ndarray, cone: np.ndarray, cone_rhs: np.ndarray, eps: float,
-                 actuated_v: np.ndarray, effort: np.ndarray | None = None):
+    def __init__(
+        self,
+        model: pin.Model,
+        foot_frame_ids: tuple[int, ...],
+        point_offsets: np.ndarray,
+        cone: np.ndarray,
+        cone_rhs: np.ndarray,
+        eps: float,
+        actuated_v: np.ndarray,
+        effort: np.ndarray | None = None,
+    ):
         self.model = model
         self.data = data = model.createData()
         nf, npf = len(foot_frame_ids), point_offsets.shape[1]
@@ -99,11 +107,17 @@ class StaticsKernel:
         self.foot_frame_ids = tuple(int(i) for i in foot_frame_ids)
         joints = [int(model.frames[i].parentJoint) for i in self.foot_frame_ids]
         # the joints the contact forces reach: those on the chains from the base to the soles
-        reached = sorted({v for j in joints for i in model.supports[j] if i > 1
-                          for v in range(model.joints[i].idx_v,
-                                         model.joints[i].idx_v + model.joints[i].nv)})
+        reached = sorted(
+            {
+                v
+                for j in joints
+                for i in model.supports[j]
+                if i > 1
+                for v in range(model.joints[i].idx_v, model.joints[i].idx_v + model.joints[i].nv)
+            }
+        )
         nl = len(reached)
-        self.cols = np.array(list(range(6)) + reached, dtype=np.intp)   # base + reached v-rows
+        self.cols = np.array(list(range(6)) + reached, dtype=np.intp)  # base + reached v-rows
         contiguous = np.array_equal(self.cols, np.arange(6 + nl))
         actuated_v = np.asarray(actuated_v, dtype=np.intp)
         self.vidx = actuated_v
@@ -116,21 +130,24 @@ class StaticsKernel:
         for k in range(nf):
             for i, p in enumerate(point_offsets[k]):
                 c = 3 * (npf * k + i)
-                T[c:c + 3, 6 * k:6 * k + 3] = np.eye(3)
-                T[c:c + 3, 6 * k + 3:6 * k + 6] = -pin.skew(p)
+                T[c : c + 3, 6 * k : 6 * k + 3] = np.eye(3)
+                T[c : c + 3, 6 * k + 3 : 6 * k + 6] = -pin.skew(p)
         self.TT = np.ascontiguousarray(T.T)
-        if contiguous:          # J_feet^T of the base and reached columns: a view, no copy
+        if contiguous:  # J_feet^T of the base and reached columns: a view, no copy
             self.J_sel = None
-            self.JfT = self.J_feet[:, :6 + nl].T
+            self.JfT = self.J_feet[:, : 6 + nl].T
         else:
             self.J_sel = np.empty((6 * nf, 6 + nl))
             self.JfT = self.J_sel.T
         # torque limits of the reached joints with a finite one: rows [0 I] tau_L in [-lim, lim]
-        lim = (np.full(nl, np.inf) if effort is None
-               else np.asarray(effort, dtype=float)[self.reached_joints])
+        lim = (
+            np.full(nl, np.inf)
+            if effort is None
+            else np.asarray(effort, dtype=float)[self.reached_joints]
+        )
         limited = np.flatnonzero(np.isfinite(lim))
         nt = limited.size
-        ne = nin + nt                                    # the first equality row
+        ne = nin + nt  # the first equality row
         rows = ne + 6 + nl
         self.A = np.zeros((rows, m + nl))
         self.A[nin + np.arange(nt), m + limited] = 1.0
@@ -138,12 +155,15 @@ class StaticsKernel:
         # it (broadcast over the foot's points) at each call
         row, col = self.A.strides
         cone_blocks = np.lib.stride_tricks.as_strided(
-            self.A, shape=(nf, npf, kr, 3), strides=(npf * (kr * row + 3 * col),
-                                                     kr * row + 3 * col, row, col), writeable=True)
+            self.A,
+            shape=(nf, npf, kr, 3),
+            strides=(npf * (kr * row + 3 * col), kr * row + 3 * col, row, col),
+            writeable=True,
+        )
         self.cone = np.array(cone, dtype=float)
         self.cone_R = np.zeros((nf, kr, 3))
-        self.A[ne + 6:, m:] = np.eye(nl)
-        self.JT = self.A[ne:, :m]                        # (J^T) rows base + reached (a view)
+        self.A[ne + 6 :, m:] = np.eye(nl)
+        self.JT = self.A[ne:, :m]  # (J^T) rows base + reached (a view)
         self.H = np.diag(np.concatenate([np.full(m, eps), np.ones(nl)]))
         self.c = np.zeros(m + nl)
         self.bu = np.zeros(rows)
@@ -151,13 +171,13 @@ class StaticsKernel:
         self.h = self.bu[:nin].copy()
         self.h_zero = not np.any(self.h)
         self.bu[nin:ne] = lim[limited]
-        self.g_eq = self.bu[ne:]                         # [g_u; g_L]
+        self.g_eq = self.bu[ne:]  # [g_u; g_L]
         self.bl = np.full(rows, _NO_LOWER)
         self.bl[nin:ne] = -lim[limited]
         self.sense = np.zeros(rows, dtype=np.intc)
         self.sense[ne:] = _EQUALITY
-        self.gq = np.zeros(nv)                           # g(q)
-        self.y = np.zeros(rows)                          # A x
+        self.gq = np.zeros(nv)  # g(q)
+        self.y = np.zeros(rows)  # A x
         self.y_in, self.y_eq = self.y[:nin], self.y[ne:]
         # -M g_0 (total mass times the model's gravity): g(q) = J_com^T of it
         self.mg = -pin.computeTotalMass(model) * np.array(model.gravity.linear)
@@ -166,15 +186,18 @@ class StaticsKernel:
         self.W = np.zeros((m, m))
         row, col = self.W.strides
         blocks = np.lib.stride_tricks.as_strided(
-            self.W, shape=(nf, npf, 3, 3), strides=(npf * 3 * (row + col), 3 * (row + col), row,
-                                                    col), writeable=True)
+            self.W,
+            shape=(nf, npf, 3, 3),
+            strides=(npf * 3 * (row + col), 3 * (row + col), row, col),
+            writeable=True,
+        )
         views = tuple(data.oMi[j].rotation for j in joints)
         if not all(np.shares_memory(v, data.oMi[j].rotation) for v, j in zip(views, joints)):
             raise RuntimeError("pinocchio's oMi rotations are not views of its data")
         self.rot_pairs = tuple(zip(blocks, views))
         self.cone_parts = tuple(zip(cone_blocks, self.cone, self.cone_R, views))
         self.nc = nc
-        self.solver: Any = None                          # daqp.Model, set up on the first call
+        self.solver: Any = None  # daqp.Model, set up on the first call
         self.tau: np.ndarray = np.full(len(actuated_v), np.nan)
         self.forces: np.ndarray = np.full((nc, 3), np.nan)
         self.sole_forces: np.ndarray = self.forces
@@ -198,19 +221,20 @@ class StaticsKernel:
             block[...] = CR
         gfj, local, ids = pin.getFrameJacobian, pin.LOCAL, self.foot_frame_ids
         if len(ids) == 2:
-            np.concatenate((gfj(model, data, ids[0], local), gfj(model, data, ids[1], local)),
-                           out=self.J_feet)
+            np.concatenate(
+                (gfj(model, data, ids[0], local), gfj(model, data, ids[1], local)), out=self.J_feet
+            )
         else:
             np.concatenate([gfj(model, data, fid, local) for fid in ids], out=self.J_feet)
         if self.J_sel is not None:
             np.take(self.J_feet, self.cols, axis=1, out=self.J_sel)
-        np.matmul(self.JfT, self.TT, out=self.JT)       # J^T = J_feet^T T^T
+        np.matmul(self.JfT, self.TT, out=self.JT)  # J^T = J_feet^T T^T
         t0 = time.perf_counter()
         try:
             if self.solver is None:
                 self.solver = daqp.Model()
                 flag = self.solver.setup(self.H, self.c, self.A, self.bu, self.bl, self.sense)[0]
-            else:   # given sense: a cold start, the answer does not depend on earlier calls
+            else:  # given sense: a cold start, the answer does not depend on earlier calls
                 flag = self.solver.update(A=self.A, bupper=self.bu, sense=self.sense)
             if flag < 0:
                 self.solver = None
@@ -229,7 +253,7 @@ class StaticsKernel:
         np.subtract(self.g_eq, r, out=r)
         self.residual = math.sqrt(r.dot(r))
         m = self.m
-        tau = self.gq.take(self.vidx)                    # joints no contact reaches: tau = g
+        tau = self.gq.take(self.vidx)  # joints no contact reaches: tau = g
         tau[self.reached_joints] = x[m:]
         self.tau = tau
         self.sole_forces = x[:m].reshape(self.nc, 3)

@@ -67,8 +67,9 @@ def _as_slice(idx):
 
 def _check(info: int, what: str, projection: bool) -> None:
     if info != 0:
-        raise KernelError(f"{what} is not symmetric positive definite (dpotrf info={info})",
-                          projection)
+        raise KernelError(
+            f"{what} is not symmetric positive definite (dpotrf info={info})", projection
+        )
 
 
 def _placement_map(points_in_foot: np.ndarray) -> np.ndarray:
@@ -84,17 +85,23 @@ def _placement_map(points_in_foot: np.ndarray) -> np.ndarray:
     B = np.zeros((16 * nf, ng + 3 * n_pts))
     if nf == 0:
         return B
-    offset = B[15, :ng]                            # times H[0][3, 3] = 1
-    skew = ((0, 1, 2, -1.0), (0, 2, 1, 1.0), (1, 0, 2, 1.0), (1, 2, 0, -1.0), (2, 0, 1, -1.0),
-            (2, 1, 0, 1.0))                        # [r]x entries: (row, col, component, sign)
+    offset = B[15, :ng]  # times H[0][3, 3] = 1
+    skew = (
+        (0, 1, 2, -1.0),
+        (0, 2, 1, 1.0),
+        (1, 0, 2, 1.0),
+        (1, 2, 0, -1.0),
+        (2, 0, 1, -1.0),
+        (2, 1, 0, 1.0),
+    )  # [r]x entries: (row, col, component, sign)
     for k in range(nf):
         for p in range(4):
             c = 12 * k + 3 * p
             pt = 4 * k + p
             for i in range(3):
                 offset[(6 * k + i) * 3 * n_pts + c + i] = 1.0
-                B[16 * k + 4 * i + 3, ng + 3 * pt + i] = 1.0           # + o_i
-                for j in range(3):                                     # r_i = sum_j R_ij p_j
+                B[16 * k + 4 * i + 3, ng + 3 * pt + i] = 1.0  # + o_i
+                for j in range(3):  # r_i = sum_j R_ij p_j
                     B[16 * k + 4 * i + j, ng + 3 * pt + i] = points_in_foot[k, p, j]
             for r_, c_, x_, s_ in skew:
                 col = (6 * k + 3 + r_) * 3 * n_pts + c + c_
@@ -127,11 +134,21 @@ class ProjectedIDKernel:
     error norm). Arrays are the kernel's own buffers, rewritten at the next step.
     """
 
-    def __init__(self, model: pin.Model, foot_frame_ids: tuple[int, ...],
-                 points_in_foot: np.ndarray, tasks: tuple[TaskSpec, ...],
-                 actuated_v: slice | np.ndarray, W_factor: np.ndarray | None, nullspace: bool,
-                 regularization: float, damping_v: np.ndarray | None,
-                 friction: np.ndarray | None, reached: np.ndarray, tau_limit: np.ndarray):
+    def __init__(
+        self,
+        model: pin.Model,
+        foot_frame_ids: tuple[int, ...],
+        points_in_foot: np.ndarray,
+        tasks: tuple[TaskSpec, ...],
+        actuated_v: slice | np.ndarray,
+        W_factor: np.ndarray | None,
+        nullspace: bool,
+        regularization: float,
+        damping_v: np.ndarray | None,
+        friction: np.ndarray | None,
+        reached: np.ndarray,
+        tau_limit: np.ndarray,
+    ):
         self.model, self.data = model, model.createData()
         nv = self.nv = model.nv
         self.frame_ids = tuple(int(f) for f in foot_frame_ids)
@@ -146,7 +163,7 @@ class ProjectedIDKernel:
         self.damping_v = damping_v
         self._M = np.empty((nv, nv))
         self._M_fresh = False
-        row, col = np.divmod(np.arange(nv * nv), nv)   # M from its upper triangle (column-major)
+        row, col = np.divmod(np.arange(nv * nv), nv)  # M from its upper triangle (column-major)
         self._mirror = np.maximum(row, col) * nv + np.minimum(row, col)
         self.reg_I = np.eye(nv) * float(regularization)
         self.reg_I.setflags(write=False)
@@ -179,19 +196,24 @@ class ProjectedIDKernel:
         self._written: list[float | None] = [None] * len(self.tasks)
         # [A N | b - A qdd_p] by blocks: runs of ordinary tasks (one product), posture (rows of N)
         self._ANb = np.empty((k, nv + 1))
-        runs: list[list] = []          # [first row, end row, posture selection or None, task]
+        runs: list[list] = []  # [first row, end row, posture selection or None, task]
         for i, (first, end, post) in enumerate(zip(starts, ends, self._posture)):
             if post is None and runs and runs[-1][2] is None:
                 runs[-1][1] = end
             else:
                 runs.append([first, end, None if post is None else post[2], i])
-        self._blocks = [(self._ANb[a:e], self.A[a:e] if sel is None else sel, sel is not None, i)
-                        for a, e, sel, i in runs]
+        self._blocks = [
+            (self._ANb[a:e], self.A[a:e] if sel is None else sel, sel is not None, i)
+            for a, e, sel, i in runs
+        ]
         self.error_norms: list[float] = [0.0] * len(self.tasks)
         self.qp = friction is not None and nf > 0
         if self.qp:
-            self._qp_layout(np.asarray(friction, dtype=float), np.asarray(reached, dtype=bool),
-                            np.asarray(tau_limit, dtype=float))
+            self._qp_layout(
+                np.asarray(friction, dtype=float),
+                np.asarray(reached, dtype=bool),
+                np.asarray(tau_limit, dtype=float),
+            )
 
     def _qp_layout(self, friction: np.ndarray, reached: np.ndarray, tau_limit: np.ndarray) -> None:
         """The exact QP's rows in DAQP's two-sided form, ``lower <= C f <= upper``: the
@@ -219,17 +241,22 @@ class ProjectedIDKernel:
         self.rows_t_v = _as_slice(act_v[rows_t])
         self.rows_v = _as_slice(np.r_[unact_v, act_v[rows_t]])
         ne, nt = self.n_eq, self.n_t
-        self._lim_lo = np.r_[np.zeros(ne), tau_limit[rows_t]]   # b -+ lim (0: the equalities)
+        self._lim_lo = np.r_[np.zeros(ne), tau_limit[rows_t]]  # b -+ lim (0: the equalities)
         self.n3 = friction.shape[1]
         m = ne + nt + friction.shape[0]
         self.C = np.empty((m, self.n3))
-        self.C[ne + nt:] = friction
+        self.C[ne + nt :] = friction
         self.lower = np.full(m, -np.inf)
         self.upper = np.empty(m)
         self.sense = np.zeros(m, dtype=np.intc)
         self.sense[:ne] = _EQUALITY
-        self._head = (self.C[:ne + nt], self.lower[:ne + nt], self.upper[:ne + nt],
-                      self.upper[ne + nt:], self.C[ne:ne + nt])
+        self._head = (
+            self.C[: ne + nt],
+            self.lower[: ne + nt],
+            self.upper[: ne + nt],
+            self.upper[ne + nt :],
+            self.C[ne : ne + nt],
+        )
         self.eps_I: dict[float, np.ndarray] = {}
 
     # -- stage 1 ------------------------------------------------------------------------------
@@ -245,7 +272,7 @@ class ProjectedIDKernel:
         if self.damping_v is None:
             self.h = data.nle
         else:
-            h = np.multiply(self.damping_v, v)      # D qdot on the actuated rows
+            h = np.multiply(self.damping_v, v)  # D qdot on the actuated rows
             h += data.nle
             self.h = h
         self._frames: dict[int, tuple] = {}
@@ -260,12 +287,12 @@ class ProjectedIDKernel:
         Hs = []
         for k, f in enumerate(self.frame_ids):
             Hs.append(place(model, data, f).homogeneous)
-            JcA[6 * k:6 * k + 6, :nv] = jac(model, data, f, _LWA)
-            JcA[6 * k:6 * k + 6, nv] = acc(model, data, f, _LWA).vector
+            JcA[6 * k : 6 * k + 6, :nv] = jac(model, data, f, _LWA)
+            JcA[6 * k : 6 * k + 6, nv] = acc(model, data, f, _LWA).vector
         H = np.array(Hs)
         self.foot_positions = H[:, 0:3, 3]
         self.foot_rotations = H[:, 0:3, 0:3]
-        y = H.reshape(-1).dot(self._placement)       # [G (flat) | sole points (flat)]
+        y = H.reshape(-1).dot(self._placement)  # [G (flat) | sole points (flat)]
         ng = self._ng
         self.grasp = y[:ng].reshape(6 * nf, 12 * nf)
         self.points = y[ng:].reshape(-1, 3)
@@ -309,9 +336,9 @@ class ProjectedIDKernel:
                 projection's).
         """
         nv, aug = self.nv, self.augmented
-        Mu = self.data.M                                     # its upper triangle is read
+        Mu = self.data.M  # its upper triangle is read
         if self.nf == 0:
-            if self.W_factor is None:                        # M must be SPD all the same
+            if self.W_factor is None:  # M must be SPD all the same
                 _check(dposv(Mu, np.zeros(nv), lower=0)[2], "M", True)
             aug[...] = self._E
             self.Jc_pinv = np.zeros((nv, 0))
@@ -327,17 +354,19 @@ class ProjectedIDKernel:
             JWJ = Jc.dot(Winv_JcT)
             L, X, info = dposv(JWJ, Winv_JcT.T, lower=1)
             _check(info, _JWJ, True)
-            d = min(L.diagonal().tolist())              # the pivot test of tasks.cholesky
+            d = min(L.diagonal().tolist())  # the pivot test of tasks.cholesky
             if d * d <= 1e-13 * max(JWJ.diagonal().tolist()):
-                raise KernelError(f"{_JWJ} is (numerically) singular: smallest Cholesky pivot "
-                                  f"{d * d:.3g}", True)
+                raise KernelError(
+                    f"{_JWJ} is (numerically) singular: smallest Cholesky pivot {d * d:.3g}", True
+                )
             Jc_pinv = self.Jc_pinv = X.T
-            np.subtract(self._E, Jc_pinv.dot(self.JcA), out=aug)     # [N_c | qdd_p]
+            np.subtract(self._E, Jc_pinv.dot(self.JcA), out=aug)  # [N_c | qdd_p]
         # the task rows, sqrt(w) J and sqrt(w) (kp e + kd (xdot_ref - J v) - Jdot v)
         q, v = self.q, self.v
         norms, written = self.error_norms, self._written
-        for i, (spec, (A, b), post, tg) in enumerate(zip(self.tasks, self._views, self._posture,
-                                                        targets)):
+        for i, (spec, (A, b), post, tg) in enumerate(
+            zip(self.tasks, self._views, self._posture, targets)
+        ):
             kp, kd, w, target, target_vel, target_acc = tg
             sw = math.sqrt(w)
             kind = spec.kind
@@ -347,7 +376,7 @@ class ProjectedIDKernel:
                 if written[i] != w:
                     np.multiply(J, sw, out=A)
                     written[i] = w
-                np.multiply(e, kp, out=b)          # kp e + kd (0 - v), rounded alike
+                np.multiply(e, kp, out=b)  # kp e + kd (0 - v), rounded alike
                 b -= kd * v[vsel]
                 b *= sw
                 norms[i] = math.sqrt(float(e.dot(e)))
@@ -379,18 +408,19 @@ class ProjectedIDKernel:
             # projection N qdd_des + qdd_p returns it unchanged: N qdd_p = 0, N N = N)
             ANb = self._ANb
             for out, rows, is_sel, k in self._blocks:
-                if is_sel:   # sqrt(w) S [N | qdd_p] = sqrt(w) [N | qdd_p][selection]
+                if is_sel:  # sqrt(w) S [N | qdd_p] = sqrt(w) [N | qdd_p][selection]
                     np.multiply(aug[rows], math.sqrt(targets[k][2]), out=out)
                 else:
                     rows.dot(aug, out=out)
             col = ANb[:, nv]
-            np.subtract(self.b, col, out=col)              # b - A qdd_p
-            HrT = ANb.T.dot(ANb[:, :nv])    # [(A N)^T (A N); (b - A qdd_p)^T (A N)]
+            np.subtract(self.b, col, out=col)  # b - A qdd_p
+            HrT = ANb.T.dot(ANb[:, :nv])  # [(A N)^T (A N); (b - A qdd_p)^T (A N)]
             H = HrT[:nv]
             H += self.reg_I
             if not math.isfinite(_sum(HrT, axis=None)):
-                raise KernelError("non-finite task Jacobian or acceleration in the task stack",
-                                  False)
+                raise KernelError(
+                    "non-finite task Jacobian or acceleration in the task stack", False
+                )
             _, z, info = dposv(H.T, HrT[nv], lower=1)
             _check(info, "task-stack normal matrix", False)
             qdd_des = self.particular + self.Nc.dot(z)
@@ -401,32 +431,37 @@ class ProjectedIDKernel:
             H += self.reg_I
             rhs = A.T.dot(b)
             if not math.isfinite(_sum(H, axis=None) + _sum(rhs)):
-                raise KernelError("non-finite task Jacobian or acceleration in the task stack",
-                                  False)
+                raise KernelError(
+                    "non-finite task Jacobian or acceleration in the task stack", False
+                )
             _, qdd_des, info = dposv(H, rhs, lower=1)
             _check(info, "task-stack normal matrix", False)
             self.qdd_des = qdd_des
             self.qdd_star = self.Nc.dot(qdd_des) + self.particular
 
     # -- stage 3 ------------------------------------------------------------------------------
-    def solve_qp(self, friction_rhs: np.ndarray, force_weight: float,
-                 force_limits: tuple[np.ndarray, np.ndarray] | None = None,
-                 force_reference: np.ndarray | None = None) -> tuple:
+    def solve_qp(
+        self,
+        friction_rhs: np.ndarray,
+        force_weight: float,
+        force_limits: tuple[np.ndarray, np.ndarray] | None = None,
+        force_reference: np.ndarray | None = None,
+    ) -> tuple:
         """The exact QP (``qdd = qdd*``) by DAQP: ``(found, f (3 n_points,), tau (n_joints,),
         status)``; ``f``, ``tau`` NaN when not found. ``force_reference``: ``f_ref (3 n_points,)``
         of the cost ``eps ||f - f_ref||^2`` (``None``: 0)."""
         C, lower, upper, sense = self.C, self.lower, self.upper, self.sense
         C_head, lower_head, upper_head, upper_fr, Ar = self._head
-        b = dsymv(1.0, self.data.M, self.qdd_star, 1.0, self.h, lower=0)   # M qdd* + h
+        b = dsymv(1.0, self.data.M, self.qdd_star, 1.0, self.h, lower=0)  # M qdd* + h
         Jc, rows = self.Jc, self.rows_v
-        Jc[:, rows].T.dot(self.grasp, out=C_head)    # (J_c^T G) rows: unactuated, limited
+        Jc[:, rows].T.dot(self.grasp, out=C_head)  # (J_c^T G) rows: unactuated, limited
         bh = b[rows]
-        np.subtract(bh, self._lim_lo, out=lower_head)        # equalities: b_u; limits: b_a -+ lim
+        np.subtract(bh, self._lim_lo, out=lower_head)  # equalities: b_u; limits: b_a -+ lim
         np.add(bh, self._lim_lo, out=upper_head)
         upper_fr[...] = friction_rhs
         if self.cost_in_C:
             Ac, bc = Ar, b[self.rows_t_v]
-        else:                              # a reached joint without torque limit
+        else:  # a reached joint without torque limit
             Ac, bc = Jc[:, self.cost_v].T.dot(self.grasp), b[self.cost_v]
         eps_I = self.eps_I.get(force_weight)
         if eps_I is None:
@@ -443,12 +478,19 @@ class ProjectedIDKernel:
             upper = np.concatenate([upper, h_f])
             sense = np.concatenate([sense, np.zeros(len(h_f), dtype=np.intc)])
         unreached = self.unreached_v
-        if unreached is not None and max(map(float.__sub__, map(abs, b[unreached].tolist()),
-                                             self.lim_unreached_list)) > 0.0:
+        if (
+            unreached is not None
+            and max(map(float.__sub__, map(abs, b[unreached].tolist()), self.lim_unreached_list))
+            > 0.0
+        ):
             over = np.abs(b[unreached]) > self.lim_unreached
             rows_v = np.arange(self.nv)[self.act][self.unreached_idx[over]]
-            return (False, None, None,
-                    f"torque limit exceeded on joints (v-rows) {rows_v.tolist()}")
+            return (
+                False,
+                None,
+                None,
+                f"torque limit exceeded on joints (v-rows) {rows_v.tolist()}",
+            )
         try:
             x, _, exitflag, _ = daqp.solve(P, qv, C, upper, lower, sense)
         except Exception as exc:  # noqa: BLE001  a solver may raise on a degenerate problem

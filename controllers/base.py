@@ -60,8 +60,9 @@ def _row_index(all_names: tuple[str, ...], names: tuple[str, ...]) -> np.ndarray
     return np.array([index[n] for n in names], dtype=np.intp)
 
 
-def scatter_rows(all_names: tuple[str, ...], names: tuple[str, ...], values, width: int,
-                 nan: bool = False) -> np.ndarray:
+def scatter_rows(
+    all_names: tuple[str, ...], names: tuple[str, ...], values, width: int, nan: bool = False
+) -> np.ndarray:
     """``(len(all_names), width)`` array holding ``values[i]`` at the row of ``names[i]`` in
     ``all_names`` and 0 elsewhere (NaN everywhere when ``nan`` and no values): per-contact results
     of a controller (e.g. the points of the feet in contact) in the robot's order.
@@ -72,7 +73,8 @@ def scatter_rows(all_names: tuple[str, ...], names: tuple[str, ...], values, wid
     out = np.full((len(all_names), width), np.nan) if nan else np.zeros((len(all_names), width))
     if names:
         out[_row_index(tuple(all_names), tuple(names))] = np.asarray(values, dtype=float).reshape(
-            len(names), width)
+            len(names), width
+        )
     return out
 
 
@@ -102,8 +104,16 @@ def solve_qp(problem: qpsolvers.Problem, solver: str, **options: Any) -> QPSolut
     """
     if solver == "osqp":
         P, q, G, h, A, b, lb, ub = problem.unpack()
-        problem = qpsolvers.Problem(spa.csc_matrix(P), q, None if G is None else spa.csc_matrix(G),
-                                    h, None if A is None else spa.csc_matrix(A), b, lb, ub)
+        problem = qpsolvers.Problem(
+            spa.csc_matrix(P),
+            q,
+            None if G is None else spa.csc_matrix(G),
+            h,
+            None if A is None else spa.csc_matrix(A),
+            b,
+            lb,
+            ub,
+        )
     t0 = time.perf_counter()
     try:
         with warnings.catch_warnings():

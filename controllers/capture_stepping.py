@@ -49,13 +49,22 @@ from wbsim.types import Command, ContactSchedule, RobotState
 __all__ = ["CaptureStepping"]
 
 
-def _quintic(x0: np.ndarray, v0: np.ndarray, a0: np.ndarray, x1: np.ndarray, T: float
-             ) -> np.ndarray:
+def _quintic(
+    x0: np.ndarray, v0: np.ndarray, a0: np.ndarray, x1: np.ndarray, T: float
+) -> np.ndarray:
     """``(6, d)`` coefficients (in ``tau``, ascending) of the quintic from ``(x0, v0, a0)`` at
     ``tau = 0`` to ``(x1, 0, 0)`` at ``tau = T``."""
-    V = np.array([[1, 0, 0, 0, 0, 0], [0, 1, 0, 0, 0, 0], [0, 0, 2, 0, 0, 0],
-                  [1, T, T**2, T**3, T**4, T**5], [0, 1, 2 * T, 3 * T**2, 4 * T**3, 5 * T**4],
-                  [0, 0, 2, 6 * T, 12 * T**2, 20 * T**3]], dtype=float)
+    V = np.array(
+        [
+            [1, 0, 0, 0, 0, 0],
+            [0, 1, 0, 0, 0, 0],
+            [0, 0, 2, 0, 0, 0],
+            [1, T, T**2, T**3, T**4, T**5],
+            [0, 1, 2 * T, 3 * T**2, 4 * T**3, 5 * T**4],
+            [0, 0, 2, 6 * T, 12 * T**2, 20 * T**3],
+        ],
+        dtype=float,
+    )
     rhs = np.vstack([x0, v0, a0, x1, np.zeros_like(x1), np.zeros_like(x1)])
     return np.linalg.solve(V, rhs)
 
@@ -91,26 +100,36 @@ class CaptureStepping:
 
     name = "stepping"
 
-    def __init__(self, robot, dcm_gain: float = 3.0, zmp_margin: float = 0.01,
-                 step_deadband: float = 0.02, max_step_length: float = 0.45,
-                 min_step_width: float = 0.16, max_step_width: float = 0.5,
-                 freeze_time: float = 0.08, adjust_steps: bool = True, step_gain: float = 1.3,
-                 wbc_options: Mapping[str, Any] | None = None):
-        for name, value, ok in (("dcm_gain", dcm_gain, dcm_gain >= 0),
-                                ("zmp_margin", zmp_margin, zmp_margin >= 0),
-                                ("step_deadband", step_deadband, step_deadband >= 0),
-                                ("max_step_length", max_step_length, max_step_length > 0),
-                                ("min_step_width", min_step_width, min_step_width > 0),
-                                ("max_step_width", max_step_width, max_step_width > min_step_width),
-                                ("freeze_time", freeze_time, freeze_time >= 0),
-                                ("step_gain", step_gain, step_gain >= 0)):
+    def __init__(
+        self,
+        robot,
+        dcm_gain: float = 3.0,
+        zmp_margin: float = 0.01,
+        step_deadband: float = 0.02,
+        max_step_length: float = 0.45,
+        min_step_width: float = 0.16,
+        max_step_width: float = 0.5,
+        freeze_time: float = 0.08,
+        adjust_steps: bool = True,
+        step_gain: float = 1.3,
+        wbc_options: Mapping[str, Any] | None = None,
+    ):
+        for name, value, ok in (
+            ("dcm_gain", dcm_gain, dcm_gain >= 0),
+            ("zmp_margin", zmp_margin, zmp_margin >= 0),
+            ("step_deadband", step_deadband, step_deadband >= 0),
+            ("max_step_length", max_step_length, max_step_length > 0),
+            ("min_step_width", min_step_width, min_step_width > 0),
+            ("max_step_width", max_step_width, max_step_width > min_step_width),
+            ("freeze_time", freeze_time, freeze_time >= 0),
+            ("step_gain", step_gain, step_gain >= 0),
+        ):
             if not (is_real(value) and math.isfinite(value) and ok):
                 raise WbsimError(f"stepping: {name} = {value!r} is out of range")
         from wbsim.controllers import check_options
 
         options = dict(wbc_options or {})
-        check_options("of projected_id (wbc_options)", ContactProjectedID, options,
-                      skip=("robot",))
+        check_options("of projected_id (wbc_options)", ContactProjectedID, options, skip=("robot",))
         self.robot = robot
         self.wbc = ContactProjectedID(robot, **options)
         self.model = robot.pin_model
@@ -131,8 +150,8 @@ class CaptureStepping:
         """Reset the whole-body controller and forget every moved footstep."""
         self.wbc.reset(state)
         self._moves: list[tuple[float, float, np.ndarray]] = []  # (land, ds end, d (2,))
-        self._offset = np.zeros(2)          # sum of the moves of the steps already landed
-        self._settled = np.zeros(2)         # the moves whose double support is over
+        self._offset = np.zeros(2)  # sum of the moves of the steps already landed
+        self._settled = np.zeros(2)  # the moves whose double support is over
         self._swing: dict[str, Any] | None = None
         self.reset_done = True
 
@@ -147,14 +166,14 @@ class CaptureStepping:
 
     def _perturbation(self, t: float, w: float) -> tuple[np.ndarray, np.ndarray]:
         """``(xi_d, dp)`` (2,) each at ``t``: the DCM and ZMP offsets of the moved footsteps."""
-        while self._moves and self._moves[0][1] <= t:   # fully shifted: a constant from now on
+        while self._moves and self._moves[0][1] <= t:  # fully shifted: a constant from now on
             self._settled = self._settled + self._moves.pop(0)[2]
         xi = self._settled.copy()
         dp = self._settled.copy()
         for land, ds_end, d in self._moves:
-            lipm = LipmTrajectory([land - 10.0, land, ds_end], np.array([np.zeros(2),
-                                                                         np.zeros(2), d]),
-                                  w, np.zeros(2))
+            lipm = LipmTrajectory(
+                [land - 10.0, land, ds_end], np.array([np.zeros(2), np.zeros(2), d]), w, np.zeros(2)
+            )
             ev = lipm.evaluate([t])
             xi += ev["dcm"][0]
             dp += ev["zmp"][0]
@@ -169,7 +188,7 @@ class CaptureStepping:
             self.reset(state)
         tg = dict(schedule.targets or {})
         if not all(k in tg for k in ("dcm", "zmp", "com")):
-            return self.wbc.compute(state, schedule)     # no LIPM reference: nothing to adjust
+            return self.wbc.compute(state, schedule)  # no LIPM reference: nothing to adjust
         t = float(state.t)
         c, cd, feet = self._measure(state)
         floor = float(np.asarray(tg["zmp"])[2])
@@ -182,32 +201,56 @@ class CaptureStepping:
         p_d = p_ref + (1.0 + self.dcm_gain / w) * e
         support = [f for f in self.feet if f in schedule.contact_set]
         p_cmd = self._clamp(p_d, [feet[f] for f in support], [self._points[f] for f in support])
-        acc = np.array([w * w * (c[0] - p_cmd[0]), w * w * (c[1] - p_cmd[1]),
-                        float(np.asarray(tg.get("com_acceleration", np.zeros(3)))[2])])
+        acc = np.array(
+            [
+                w * w * (c[0] - p_cmd[0]),
+                w * w * (c[1] - p_cmd[1]),
+                float(np.asarray(tg.get("com_acceleration", np.zeros(3)))[2]),
+            ]
+        )
         com_ref = np.asarray(tg["com"], dtype=float)
         tg["com"] = np.array([c[0], c[1], com_ref[2]])
-        tg["com_velocity"] = np.array([cd[0], cd[1],
-                                       float(np.asarray(tg.get("com_velocity", np.zeros(3)))[2])])
+        tg["com_velocity"] = np.array(
+            [cd[0], cd[1], float(np.asarray(tg.get("com_velocity", np.zeros(3)))[2])]
+        )
         tg["com_acceleration"] = acc
         move = np.zeros(2)
         swing = [f for f in self.feet if f not in schedule.contact_set]
         if len(swing) == 1 and f"{swing[0]}_landing" in tg and "landing_time" in tg:
-            move = self._swing_targets(tg, swing[0], support[0] if support else None, feet, t,
-                                       float(np.asarray(tg["landing_time"])[0]), e, w,
-                                       schedule)
+            move = self._swing_targets(
+                tg,
+                swing[0],
+                support[0] if support else None,
+                feet,
+                t,
+                float(np.asarray(tg["landing_time"])[0]),
+                e,
+                w,
+                schedule,
+            )
         else:
             self._close_swing(t, schedule)
-            for f in self.feet:   # a foot in contact: the plan's place, moved
+            for f in self.feet:  # a foot in contact: the plan's place, moved
                 if f in tg:
                     tg[f] = np.asarray(tg[f], dtype=float) + np.append(self._offset, 0.0)
         for key in [k for k in tg if k.endswith("_wrench")]:
-            del tg[key]            # the plan's force split no longer matches a moved footstep
-        sched = ContactSchedule(schedule.contact_set, schedule.next_contact_set, schedule.phase,
-                                schedule.phase_index, schedule.phase_time,
-                                schedule.phase_duration, tg)
+            del tg[key]  # the plan's force split no longer matches a moved footstep
+        sched = ContactSchedule(
+            schedule.contact_set,
+            schedule.next_contact_set,
+            schedule.phase,
+            schedule.phase_index,
+            schedule.phase_time,
+            schedule.phase_duration,
+            tg,
+        )
         cmd = self.wbc.compute(state, sched)
-        cmd.info.update(dcm_error=e, zmp_command=p_cmd, step_offset=move,
-                        stepping_time=time.perf_counter() - t_start)
+        cmd.info.update(
+            dcm_error=e,
+            zmp_command=p_cmd,
+            step_offset=move,
+            stepping_time=time.perf_counter() - t_start,
+        )
         return cmd
 
     # -- pieces -----------------------------------------------------------------------------------
@@ -224,10 +267,10 @@ class CaptureStepping:
             return p
         edges = np.roll(hull, -1, axis=0) - hull
         normals = np.stack([-edges[:, 1], edges[:, 0]], axis=1)
-        normals /= np.linalg.norm(normals, axis=1, keepdims=True)       # inward (ccw hull)
+        normals /= np.linalg.norm(normals, axis=1, keepdims=True)  # inward (ccw hull)
         offsets = np.einsum("ij,ij->i", normals, hull) + self.zmp_margin
         q = p.copy()
-        for _ in range(8):   # project onto the violated half-planes (a few passes suffice)
+        for _ in range(8):  # project onto the violated half-planes (a few passes suffice)
             viol = normals @ q - offsets
             k = int(np.argmin(viol))
             if viol[k] >= -1e-12:
@@ -240,27 +283,46 @@ class CaptureStepping:
         sw = self._swing
         if sw is not None and t >= sw["land"] - 1e-9:
             if np.any(sw["move"] != 0.0):
-                ds_end = sw["land"] + (schedule.phase_duration if math.isfinite(
-                    schedule.phase_duration) else 0.3)
+                ds_end = sw["land"] + (
+                    schedule.phase_duration if math.isfinite(schedule.phase_duration) else 0.3
+                )
                 self._moves.append((sw["land"], ds_end, sw["move"].copy()))
                 self._offset = self._offset + sw["move"]
             self._swing = None
 
-    def _swing_targets(self, tg: dict, foot: str, stance: str | None, feet: dict, t: float,
-                       land: float, e: np.ndarray, w: float, schedule: ContactSchedule
-                       ) -> np.ndarray:
+    def _swing_targets(
+        self,
+        tg: dict,
+        foot: str,
+        stance: str | None,
+        feet: dict,
+        t: float,
+        land: float,
+        e: np.ndarray,
+        w: float,
+        schedule: ContactSchedule,
+    ) -> np.ndarray:
         """Set the swing foot's targets in ``tg`` (minimum-jerk to the moved landing); returns
         the move ``(2,)`` of this landing."""
         sw = self._swing
         if sw is None or sw["foot"] != foot or abs(sw["land"] - land) > 1e-6:
-            pos0 = np.asarray(tg[foot], dtype=float)      # the plan's target now
+            pos0 = np.asarray(tg[foot], dtype=float)  # the plan's target now
             vel0 = np.asarray(tg.get(f"{foot}_velocity", np.zeros(3)), dtype=float)
             acc0 = np.asarray(tg.get(f"{foot}_acceleration", np.zeros(3)), dtype=float)
             start = pos0[:2] + self._offset
-            sw = self._swing = {"foot": foot, "land": land, "move": np.zeros(2), "t0": t,
-                                "coef": _quintic(start, vel0[:2], acc0[:2],
-                                                 np.asarray(tg[f"{foot}_landing"])[:2]
-                                                 + self._offset, max(land - t, 1e-3))}
+            sw = self._swing = {
+                "foot": foot,
+                "land": land,
+                "move": np.zeros(2),
+                "t0": t,
+                "coef": _quintic(
+                    start,
+                    vel0[:2],
+                    acc0[:2],
+                    np.asarray(tg[f"{foot}_landing"])[:2] + self._offset,
+                    max(land - t, 1e-3),
+                ),
+            }
         nominal = np.asarray(tg[f"{foot}_landing"], dtype=float)[:2] + self._offset
         remaining = land - t
         if self.adjust_steps and stance is not None and remaining > self.freeze_time:

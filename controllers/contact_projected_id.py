@@ -134,8 +134,12 @@ def _grasp_foot(rel: np.ndarray) -> np.ndarray:
     return np.vstack([np.hstack([np.eye(3)] * len(rel)), np.hstack([pin.skew(r) for r in rel])])
 
 
-def build_contact_layout(robot, contact_set: Iterable[str], friction: ContactFriction | None = None,
-                         min_normal_force: float | Mapping[str, float] = 0.0) -> ContactLayout:
+def build_contact_layout(
+    robot,
+    contact_set: Iterable[str],
+    friction: ContactFriction | None = None,
+    min_normal_force: float | Mapping[str, float] = 0.0,
+) -> ContactLayout:
     """:class:`ContactLayout` of ``contact_set`` (contact names: feet and hands), its friction
     rows in each contact's frame (the floor's is the world's) with each contact's ``mu`` and the
     cone type of ``friction`` (default: the robot's MuJoCo model,
@@ -155,8 +159,11 @@ def build_contact_layout(robot, contact_set: Iterable[str], friction: ContactFri
         friction = simulator_friction(None, None, feet, model_friction(robot))
     per = [len(f.point_names) for f in objs]
     mu = np.repeat([friction.mu[f] for f in feet], per)
-    rot = (None if all(np.array_equal(f.surface_rotation, np.eye(3)) for f in objs)
-           else np.repeat(np.array([f.surface_rotation for f in objs]), per, axis=0))
+    rot = (
+        None
+        if all(np.array_equal(f.surface_rotation, np.eye(3)) for f in objs)
+        else np.repeat(np.array([f.surface_rotation for f in objs]), per, axis=0)
+    )
     C, d = stacked_cone_rows(len(mu), mu, rot, 0.0, friction.cone)
     if isinstance(min_normal_force, Mapping):
         d[0::5] = -np.repeat([float(min_normal_force.get(f, 0.0)) for f in feet], per)
@@ -166,12 +173,16 @@ def build_contact_layout(robot, contact_set: Iterable[str], friction: ContactFri
         feet=feet,
         frame_ids=tuple(f.pin_frame_id for f in objs),
         point_names=tuple(n for f in objs for n in f.point_names),
-        points_in_foot=(np.array([f.points_in_foot for f in objs]) if feet
-                        else np.zeros((0, 4, 3))),
+        points_in_foot=(
+            np.array([f.points_in_foot for f in objs]) if feet else np.zeros((0, 4, 3))
+        ),
         friction=C,
         friction_rhs=d,
-        distribution=(np.array([np.linalg.pinv(_grasp_foot(f.points_in_foot)) for f in objs])
-                      if feet else np.zeros((0, 12, 6))),
+        distribution=(
+            np.array([np.linalg.pinv(_grasp_foot(f.points_in_foot)) for f in objs])
+            if feet
+            else np.zeros((0, 12, 6))
+        ),
     )
 
 
@@ -208,10 +219,10 @@ def contact_kinematics(s: DynamicsSnapshot, layout: ContactLayout) -> ContactKin
     Jc_dot_v = np.concatenate([fk.drift for fk in frames]) if nf else np.zeros(0)
     pos = np.array([fk.position for fk in frames]).reshape(nf, 3)
     rot = np.array([fk.rotation for fk in frames]).reshape(nf, 3, 3)
-    rel = np.matmul(layout.points_in_foot, rot.transpose(0, 2, 1))        # (nf, 4, 3) world axes
+    rel = np.matmul(layout.points_in_foot, rot.transpose(0, 2, 1))  # (nf, 4, 3) world axes
     G = np.zeros((6 * nf, 12 * nf))
     for k in range(nf):
-        G[6 * k:6 * k + 6, 12 * k:12 * k + 12] = _grasp_foot(rel[k])
+        G[6 * k : 6 * k + 6, 12 * k : 12 * k + 12] = _grasp_foot(rel[k])
     return ContactKinematics(Jc, Jc_dot_v, pos, (rel + pos[:, None, :]).reshape(-1, 3), G, rot)
 
 
@@ -244,8 +255,12 @@ class ContactProjection:
 _JWJ = "J_c W^-1 J_c^T (contact Jacobian rank-deficient?)"
 
 
-def contact_projection(Jc: np.ndarray, Jc_dot_v: np.ndarray, W: np.ndarray | None = None,
-                       W_cholesky: np.ndarray | None = None) -> ContactProjection:
+def contact_projection(
+    Jc: np.ndarray,
+    Jc_dot_v: np.ndarray,
+    W: np.ndarray | None = None,
+    W_cholesky: np.ndarray | None = None,
+) -> ContactProjection:
     """:class:`ContactProjection` for the contact Jacobian ``Jc (nc, nv)`` (full row rank) with
     drift ``Jc_dot_v (nc,)`` and the SPD weight ``W (nv, nv)``, or its lower Cholesky factor
     ``W_cholesky`` (:func:`~wbsim.controllers.tasks.cholesky`). Two Cholesky solves, no explicit
@@ -262,11 +277,12 @@ def contact_projection(Jc: np.ndarray, Jc_dot_v: np.ndarray, W: np.ndarray | Non
     nc, nv = Jc.shape
     if nc == 0:
         return ContactProjection(Jc, Jc_dot_v, np.zeros((nv, 0)), np.eye(nv), np.zeros(nv))
-    Winv_JcT = cholesky_solve(W_cholesky, Jc.T)                           # W^-1 J_c^T
+    Winv_JcT = cholesky_solve(W_cholesky, Jc.T)  # W^-1 J_c^T
     JWJ = Jc @ Winv_JcT
-    Jc_pinv = cholesky_solve(cholesky(JWJ, _JWJ), Winv_JcT.T).T          # (nv, nc)
-    return ContactProjection(Jc, Jc_dot_v, Jc_pinv, np.eye(nv) - Jc_pinv @ Jc,
-                             -(Jc_pinv @ Jc_dot_v))
+    Jc_pinv = cholesky_solve(cholesky(JWJ, _JWJ), Winv_JcT.T).T  # (nv, nc)
+    return ContactProjection(
+        Jc, Jc_dot_v, Jc_pinv, np.eye(nv) - Jc_pinv @ Jc, -(Jc_pinv @ Jc_dot_v)
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -305,8 +321,9 @@ def _unactuated(nv: int, actuated_v: np.ndarray | slice) -> np.ndarray | slice:
     return _as_slice(np.flatnonzero(mask))
 
 
-def distribute_wrench(wrench: np.ndarray, rotation: np.ndarray,
-                      distribution: np.ndarray) -> np.ndarray:
+def distribute_wrench(
+    wrench: np.ndarray, rotation: np.ndarray, distribution: np.ndarray
+) -> np.ndarray:
     """Least-norm point forces ``(4, 3)`` (world frame, N) of one foot with ``G f = wrench``.
 
     Args:
@@ -330,10 +347,17 @@ def _least_norm(A: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.linalg.lstsq(A, b, rcond=None)[0]
 
 
-def inverse_dynamics_pinv(M: np.ndarray, h: np.ndarray, qdd: np.ndarray, Jc: np.ndarray,
-                          actuated_v: np.ndarray | slice, grasp: np.ndarray | None = None,
-                          point_report: tuple[np.ndarray, np.ndarray] | None = None,
-                          forces: str = "points", residual_tol: float = 1e-6) -> IDResult:
+def inverse_dynamics_pinv(
+    M: np.ndarray,
+    h: np.ndarray,
+    qdd: np.ndarray,
+    Jc: np.ndarray,
+    actuated_v: np.ndarray | slice,
+    grasp: np.ndarray | None = None,
+    point_report: tuple[np.ndarray, np.ndarray] | None = None,
+    forces: str = "points",
+    residual_tol: float = 1e-6,
+) -> IDResult:
     """``tau, lambda`` from ``M qdd + h = S^T tau + J_c^T lambda`` with least-norm contact forces.
 
     The unactuated (floating-base) rows fix the contact forces up to their null space; the least-norm
@@ -388,25 +412,43 @@ def inverse_dynamics_pinv(M: np.ndarray, h: np.ndarray, qdd: np.ndarray, Jc: np.
         gen = b - Jc.T @ lam
         rotations, distribution = point_report
         for k in range(nf):
-            pf[4 * k:4 * k + 4] = distribute_wrench(lam[6 * k:6 * k + 6], rotations[k], distribution[k])
+            pf[4 * k : 4 * k + 4] = distribute_wrench(
+                lam[6 * k : 6 * k + 6], rotations[k], distribution[k]
+            )
     r = gen[unact]
     residual = float(np.sqrt(r @ r))
     found = residual <= residual_tol * (1.0 + float(np.sqrt(b @ b)))
     tau = gen[actuated_v]
     status = "ok" if found else f"unactuated rows unbalanced (residual {residual:.3g})"
-    return IDResult(found, np.asarray(qdd, dtype=float).copy(), tau, lam, pf, status, False,
-                    time.perf_counter() - t0)
+    return IDResult(
+        found,
+        np.asarray(qdd, dtype=float).copy(),
+        tau,
+        lam,
+        pf,
+        status,
+        False,
+        time.perf_counter() - t0,
+    )
 
 
-
-
-def build_contact_qp(M: np.ndarray, h: np.ndarray, qdd_star: np.ndarray, Jc: np.ndarray,
-                     Jc_dot_v: np.ndarray, grasp: np.ndarray, friction: np.ndarray,
-                     friction_rhs: np.ndarray, actuated_v: np.ndarray | slice,
-                     tau_limit: np.ndarray, force_weight: float = 1e-5,
-                     relax_weight: float | None = None, W: np.ndarray | None = None,
-                     force_limits: tuple[np.ndarray, np.ndarray] | None = None,
-                     force_reference: np.ndarray | None = None) -> qpsolvers.Problem:
+def build_contact_qp(
+    M: np.ndarray,
+    h: np.ndarray,
+    qdd_star: np.ndarray,
+    Jc: np.ndarray,
+    Jc_dot_v: np.ndarray,
+    grasp: np.ndarray,
+    friction: np.ndarray,
+    friction_rhs: np.ndarray,
+    actuated_v: np.ndarray | slice,
+    tau_limit: np.ndarray,
+    force_weight: float = 1e-5,
+    relax_weight: float | None = None,
+    W: np.ndarray | None = None,
+    force_limits: tuple[np.ndarray, np.ndarray] | None = None,
+    force_reference: np.ndarray | None = None,
+) -> qpsolvers.Problem:
     """The inverse-dynamics QP of the ``"qp"`` variant (pure function; docs/controllers.md,
     "The contact QP"). ``A_f = J_c^T G`` is the generalised force of the point forces ``f``,
     ``a`` / ``u`` the actuated / unactuated rows.
@@ -462,7 +504,7 @@ def build_contact_qp(M: np.ndarray, h: np.ndarray, qdd_star: np.ndarray, Jc: np.
         return qpsolvers.Problem(P, q, np.vstack(Gs), np.concatenate(hs), Au, bu)
     Wd = M if W is None else W
     ha, hu = h[actuated_v], h[unact]
-    Ct = np.hstack([M[actuated_v], -Aa])                  # tau = Ct x + ha
+    Ct = np.hstack([M[actuated_v], -Aa])  # tau = Ct x + ha
     P = Ct.T @ Ct
     P[:nv, :nv] += relax_weight * Wd
     P[nv:, nv:] += force_weight * np.eye(npf)
@@ -474,7 +516,7 @@ def build_contact_qp(M: np.ndarray, h: np.ndarray, qdd_star: np.ndarray, Jc: np.
     b = np.concatenate([-hu, -Jc_dot_v])
     on_f = [np.hstack([np.zeros((friction.shape[0], nv)), friction])]
     hs = [friction_rhs]
-    on_f += [Ct[lim], -Ct[lim]]                           # tau <= lim, -tau <= lim
+    on_f += [Ct[lim], -Ct[lim]]  # tau <= lim, -tau <= lim
     hs += [(tau_limit - ha)[lim], (tau_limit + ha)[lim]]
     if force_limits is not None:
         on_f.append(np.hstack([np.zeros((force_limits[0].shape[0], nv)), force_limits[0]]))
@@ -482,37 +524,56 @@ def build_contact_qp(M: np.ndarray, h: np.ndarray, qdd_star: np.ndarray, Jc: np.
     return qpsolvers.Problem(P, q, np.vstack(on_f), np.concatenate(hs), A, b)
 
 
-def contact_qp_result(x: np.ndarray | None, M: np.ndarray, h: np.ndarray,
-                      qdd_star: np.ndarray, Jc: np.ndarray, grasp: np.ndarray,
-                      actuated_v: np.ndarray | slice, relaxed: bool, status: str = "ok",
-                      solve_time: float = 0.0) -> IDResult:
+def contact_qp_result(
+    x: np.ndarray | None,
+    M: np.ndarray,
+    h: np.ndarray,
+    qdd_star: np.ndarray,
+    Jc: np.ndarray,
+    grasp: np.ndarray,
+    actuated_v: np.ndarray | slice,
+    relaxed: bool,
+    status: str = "ok",
+    solve_time: float = 0.0,
+) -> IDResult:
     """The :class:`IDResult` of a solution ``x`` of :func:`build_contact_qp` (``None``: no
     solution; then ``found=False``, NaN torques and forces): ``f``, ``qdd`` (``qdd*`` or the
     relaxed one), ``tau = (M qdd + h - J_c^T G f)_a``, ``lambda = G f``."""
     nv, n_tau = M.shape[0], len(np.arange(M.shape[0])[actuated_v])
     if x is None:
-        return IDResult(False, np.array(qdd_star, dtype=float), np.full(n_tau, np.nan),
-                        np.full(grasp.shape[0], np.nan), np.full((grasp.shape[1] // 3, 3), np.nan),
-                        status, relaxed, solve_time)
+        return IDResult(
+            False,
+            np.array(qdd_star, dtype=float),
+            np.full(n_tau, np.nan),
+            np.full(grasp.shape[0], np.nan),
+            np.full((grasp.shape[1] // 3, 3), np.nan),
+            status,
+            relaxed,
+            solve_time,
+        )
     f = x[nv:] if relaxed else x
     qdd = x[:nv].copy() if relaxed else np.array(qdd_star, dtype=float)
     tau = (M @ qdd + h - Jc.T @ (grasp @ f))[actuated_v]
-    return IDResult(True, qdd, tau, grasp @ f, f.reshape(-1, 3).copy(), status, relaxed,
-                    solve_time)
+    return IDResult(True, qdd, tau, grasp @ f, f.reshape(-1, 3).copy(), status, relaxed, solve_time)
 
 
-def _solve_contact_qp(problem: qpsolvers.Problem, solver: str, args: tuple[Any, ...],
-                      relaxed: bool) -> IDResult:
+def _solve_contact_qp(
+    problem: qpsolvers.Problem, solver: str, args: tuple[Any, ...], relaxed: bool
+) -> IDResult:
     """Solve a built contact QP (:func:`~wbsim.controllers.base.solve_qp`) and read it."""
     sol = solve_qp(problem, solver)
     if sol.x is None:
-        status = (f"{solver} error: {sol.error}" if sol.error is not None
-                  else f"{solver}: no solution (infeasible)")
+        status = (
+            f"{solver} error: {sol.error}"
+            if sol.error is not None
+            else f"{solver}: no solution (infeasible)"
+        )
     else:
         status = "ok"
     M, h, qdd_star, Jc, grasp, actuated_v = args
-    return contact_qp_result(sol.x, M, h, qdd_star, Jc, grasp, actuated_v, relaxed, status,
-                             sol.seconds)
+    return contact_qp_result(
+        sol.x, M, h, qdd_star, Jc, grasp, actuated_v, relaxed, status, sol.seconds
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -542,7 +603,9 @@ class ProjectedIDGains:
         known = {f.name for f in fields(cls)}
         unknown = set(value) - known
         if unknown:
-            raise WbsimError(f"ProjectedIDGains: unknown keys {sorted(unknown)}; known: {sorted(known)}")
+            raise WbsimError(
+                f"ProjectedIDGains: unknown keys {sorted(unknown)}; known: {sorted(known)}"
+            )
         return cls(**{k: TaskGains.from_value(v) for k, v in value.items()})
 
 
@@ -567,8 +630,13 @@ def _rotation(value: Any, key: str) -> np.ndarray:
         R = np.array(value, dtype=float)
     except (TypeError, ValueError):
         R = None
-    if R is None or R.shape != (3, 3) or not np.all(np.isfinite(R)) or (
-            np.abs(R.T @ R - np.eye(3)).max() > 1e-6) or np.linalg.det(R) <= 0:
+    if (
+        R is None
+        or R.shape != (3, 3)
+        or not np.all(np.isfinite(R))
+        or (np.abs(R.T @ R - np.eye(3)).max() > 1e-6)
+        or np.linalg.det(R) <= 0
+    ):
         raise WbsimError(f"schedule target {key!r} must be a (3, 3) rotation matrix, got {value!r}")
     return R
 
@@ -701,18 +769,34 @@ class ContactProjectedID:
 
     name = "projected_id"
 
-    def __init__(self, robot, variant: str = "qp", W: np.ndarray | str | None = None,
-                 contact_source: str = "schedule", mu: float | None = None,
-                 friction_margin: float = FRICTION_MARGIN, solver: str | None = None,
-                 gains: ProjectedIDGains | Mapping[str, Any] | None = None, force_weight: float = 1.0,
-                 relax_weight: float = 1e5, min_normal_force: float = 0.0,
-                 torque_limits: np.ndarray | None = None, task_space: str = "nullspace",
-                 regularization: float = 1e-6, check_targets: bool = True, com_margin: float = 0.01,
-                 base_frame: str | None = None, pinv_forces: str = "points",
-                 transition_time: float = 0.3, transition_force: float = 4.0,
-                 release_time: float = 0.02, joint_damping: float | np.ndarray | str = "model",
-                 fast: bool = True, force_feedforward: bool = True,
-                 early_touchdown: float = 0.04):
+    def __init__(
+        self,
+        robot,
+        variant: str = "qp",
+        W: np.ndarray | str | None = None,
+        contact_source: str = "schedule",
+        mu: float | None = None,
+        friction_margin: float = FRICTION_MARGIN,
+        solver: str | None = None,
+        gains: ProjectedIDGains | Mapping[str, Any] | None = None,
+        force_weight: float = 1.0,
+        relax_weight: float = 1e5,
+        min_normal_force: float = 0.0,
+        torque_limits: np.ndarray | None = None,
+        task_space: str = "nullspace",
+        regularization: float = 1e-6,
+        check_targets: bool = True,
+        com_margin: float = 0.01,
+        base_frame: str | None = None,
+        pinv_forces: str = "points",
+        transition_time: float = 0.3,
+        transition_force: float = 4.0,
+        release_time: float = 0.02,
+        joint_damping: float | np.ndarray | str = "model",
+        fast: bool = True,
+        force_feedforward: bool = True,
+        early_touchdown: float = 0.04,
+    ):
         if variant not in VARIANTS:
             raise UnknownNameError("variant", variant, VARIANTS)
         if contact_source not in CONTACT_SOURCES:
@@ -722,22 +806,35 @@ class ContactProjectedID:
         if pinv_forces not in PINV_FORCES:
             raise UnknownNameError("pinv force model", pinv_forces, PINV_FORCES)
         mu_value = 1.0 if mu is None else mu
-        for name, value in (("mu", mu_value), ("force_weight", force_weight),
-                            ("relax_weight", relax_weight), ("regularization", regularization),
-                            ("transition_time", transition_time),
-                            ("transition_force", transition_force), ("release_time", release_time),
-                            ("min_normal_force", min_normal_force), ("com_margin", com_margin),
-                            ("early_touchdown", early_touchdown)):
+        for name, value in (
+            ("mu", mu_value),
+            ("force_weight", force_weight),
+            ("relax_weight", relax_weight),
+            ("regularization", regularization),
+            ("transition_time", transition_time),
+            ("transition_force", transition_force),
+            ("release_time", release_time),
+            ("min_normal_force", min_normal_force),
+            ("com_margin", com_margin),
+            ("early_touchdown", early_touchdown),
+        ):
             if not is_real(value):
                 raise WbsimError(f"{name} must be a real number, got {value!r}")
-        for name, value in (("mu", mu_value), ("force_weight", force_weight),
-                            ("relax_weight", relax_weight), ("regularization", regularization)):
+        for name, value in (
+            ("mu", mu_value),
+            ("force_weight", force_weight),
+            ("relax_weight", relax_weight),
+            ("regularization", regularization),
+        ):
             if not (0 < value < math.inf):
                 raise WbsimError(f"{name} must be a finite number > 0, got {value!r}")
-        for name, value in (("transition_time", transition_time),
-                            ("transition_force", transition_force), ("release_time", release_time),
-                            ("min_normal_force", min_normal_force),
-                            ("early_touchdown", early_touchdown)):
+        for name, value in (
+            ("transition_time", transition_time),
+            ("transition_force", transition_force),
+            ("release_time", release_time),
+            ("min_normal_force", min_normal_force),
+            ("early_touchdown", early_touchdown),
+        ):
             if not (np.isfinite(value) and value >= 0):
                 raise WbsimError(f"{name} must be finite and >= 0, got {value!r}")
         self.robot = robot
@@ -752,8 +849,9 @@ class ContactProjectedID:
         #: the simulator's friction where a state gives none: the robot's MuJoCo model, now
         self.model_friction = model_friction(robot)
         check_friction_option(mu, friction_margin, self.model_friction)
-        self._friction = simulator_friction(None, None, robot.contact_names,
-                                            self.model_friction, self.mu, friction_margin)
+        self._friction = simulator_friction(
+            None, None, robot.contact_names, self.model_friction, self.mu, friction_margin
+        )
         self.force_weight = float(force_weight)
         self.relax_weight = float(relax_weight)
         #: ``(nv, nv)`` positive semi-definite, or ``None``: added to the relaxed QP's weight ``W``
@@ -772,8 +870,11 @@ class ContactProjectedID:
         self.com_margin = float(com_margin)
         self.gains = ProjectedIDGains.from_value(gains)
         self.solver = self._pick_solver(solver)
-        self.tau_limit = (np.asarray(robot.effort_limits, dtype=float).copy() if torque_limits is None
-                          else np.asarray(torque_limits, dtype=float).copy())
+        self.tau_limit = (
+            np.asarray(robot.effort_limits, dtype=float).copy()
+            if torque_limits is None
+            else np.asarray(torque_limits, dtype=float).copy()
+        )
         if self.tau_limit.shape != (robot.n_joints,) or np.any(self.tau_limit < 0):
             raise WbsimError(f"torque_limits must be a non-negative ({robot.n_joints},) array")
         self.qidx = robot.converter.pin_qidx
@@ -828,7 +929,9 @@ class ContactProjectedID:
         try:
             d = np.broadcast_to(np.asarray(value, dtype=float), (robot.n_joints,)).copy()
         except ValueError:
-            raise WbsimError(f"joint_damping must be a scalar or a ({robot.n_joints},) array") from None
+            raise WbsimError(
+                f"joint_damping must be a scalar or a ({robot.n_joints},) array"
+            ) from None
         if not (np.all(np.isfinite(d)) and np.all(d >= 0)):
             raise WbsimError("joint_damping must be finite and >= 0")
         return d
@@ -884,26 +987,38 @@ class ContactProjectedID:
         self._com0 = s.com.copy()
         self._base_R0 = s.frame(self.base_frame_id).rotation.copy()
         self._posture0 = np.asarray(state.q)[self.qidx].copy()
-        self._feet0 = {f: (s.frame(ft.pin_frame_id).position.copy(), s.frame(ft.pin_frame_id).rotation.copy())
-                       for f, ft in self.robot.feet.items()}
+        self._feet0 = {
+            f: (s.frame(ft.pin_frame_id).position.copy(), s.frame(ft.pin_frame_id).rotation.copy())
+            for f, ft in self.robot.feet.items()
+        }
         g = self.gains
         self.com_task = ComTask(self._com0, g.com)
-        self.base_task = FrameOrientationTask(self.base_frame_id, self._base_R0, g.base_orientation,
-                                              name="base_orientation")
+        self.base_task = FrameOrientationTask(
+            self.base_frame_id, self._base_R0, g.base_orientation, name="base_orientation"
+        )
         self.torso_task = None
         if self.torso_frame_id is not None:
             R = s.frame(self.torso_frame_id).rotation
             self._torso_in_base0 = self._base_R0.T @ R  # follows the base's target
-            self.torso_task = FrameOrientationTask(self.torso_frame_id, R, g.torso_orientation,
-                                                   name="torso_orientation")
+            self.torso_task = FrameOrientationTask(
+                self.torso_frame_id, R, g.torso_orientation, name="torso_orientation"
+            )
         self.posture_task = PostureTask(self.qidx, self.vidx, self._posture0, g.posture, self.nv)
         self.foot_position_tasks = {
-            f: FramePositionTask(ft.pin_frame_id, self._feet0[f][0], g.swing_foot_position,
-                                 name=f"{f}_position") for f, ft in self.robot.feet.items()}
+            f: FramePositionTask(
+                ft.pin_frame_id, self._feet0[f][0], g.swing_foot_position, name=f"{f}_position"
+            )
+            for f, ft in self.robot.feet.items()
+        }
         self.foot_orientation_tasks = {
-            f: FrameOrientationTask(ft.pin_frame_id, _level_rotation(self._feet0[f][1]),
-                                    g.swing_foot_orientation, name=f"{f}_orientation")
-            for f, ft in self.robot.feet.items()}
+            f: FrameOrientationTask(
+                ft.pin_frame_id,
+                _level_rotation(self._feet0[f][1]),
+                g.swing_foot_orientation,
+                name=f"{f}_orientation",
+            )
+            for f, ft in self.robot.feet.items()
+        }
         self._com_given, self._com_velocity_given = self._com0.copy(), _ZERO3
         self._com_acceleration_given = _ZERO3
         self._foot_given = {f: (p.copy(), _ZERO3, _ZERO3) for f, (p, _) in self._feet0.items()}
@@ -914,7 +1029,9 @@ class ContactProjectedID:
         self._made_at: dict[str, float] = {}  # time a foot entered the contact set (not at reset)
         self._landing_at: dict[str, float] = {}  # planned landing of a foot that landed early
         self._entered_at: dict[str, float] = {}  # time a foot entered the contact set
-        self._unload_from: dict[str, float] = {}  # normal load (N) of a foot when its unloading began
+        self._unload_from: dict[
+            str, float
+        ] = {}  # normal load (N) of a foot when its unloading began
         self._foot_load: dict[str, float] = {}  # commanded normal load (N) per foot, last step
         self._loads_from: tuple | None = None  # (feet, load rows, point forces) not yet summed
         self._reset_done = True
@@ -925,10 +1042,22 @@ class ContactProjectedID:
         else the simulator's times ``friction_margin``
         (:func:`~wbsim.controllers.friction.simulator_friction`)."""
         if state is None:
-            return simulator_friction(None, None, self.robot.contact_names, self.model_friction,
-                                      self.mu, self.friction_margin)
-        return simulator_friction(state.friction, state.cone, self.robot.contact_names,
-                                  self.model_friction, self.mu, self.friction_margin)
+            return simulator_friction(
+                None,
+                None,
+                self.robot.contact_names,
+                self.model_friction,
+                self.mu,
+                self.friction_margin,
+            )
+        return simulator_friction(
+            state.friction,
+            state.cone,
+            self.robot.contact_names,
+            self.model_friction,
+            self.mu,
+            self.friction_margin,
+        )
 
     def _contact_set_of(self, state: RobotState, schedule: ContactSchedule) -> frozenset[str]:
         if self.contact_source == "sensed":
@@ -943,22 +1072,33 @@ class ContactProjectedID:
         landing = float(state.t) + left
         # a foot that landed early stays in contact until its planned landing (a bounce does not
         # lift it off the contact set again)
-        early = [f for f in nxt - planned if left <= self.early_touchdown and (
-            f in (sensed or ()) or self._landing_at.get(f, -1.0) == landing)]
+        early = [
+            f
+            for f in nxt - planned
+            if left <= self.early_touchdown
+            and (f in (sensed or ()) or self._landing_at.get(f, -1.0) == landing)
+        ]
         if not early:
             return planned
         for f in early:  # its load ramp starts at the planned touch-down (_force_bounds)
             self._landing_at.setdefault(f, landing)
         return planned | frozenset(early)
 
-    def _switch_mode(self, contact_set: frozenset[str], s: DynamicsSnapshot, info: dict,
-                     t: float) -> None:
+    def _switch_mode(
+        self, contact_set: frozenset[str], s: DynamicsSnapshot, info: dict, t: float
+    ) -> None:
         """Rebuild the contact structures for a new contact set (seed, Problem 5) at the snapshot
         ``s`` of this step."""
         preload = max(self.min_normal_force, self.transition_force)  # a hand is kept pressed
-        layout = build_contact_layout(self.robot, contact_set, self._friction, {
-            f: preload if f in self.robot.hands else self.min_normal_force
-            for f in self.robot.contacts})
+        layout = build_contact_layout(
+            self.robot,
+            contact_set,
+            self._friction,
+            {
+                f: preload if f in self.robot.hands else self.min_normal_force
+                for f in self.robot.contacts
+            },
+        )
         if self._contact_set is not None and contact_set != self._contact_set:
             info["mode_switch"] = {"from": sorted(self._contact_set), "to": sorted(contact_set)}
             for f in contact_set - self._contact_set:
@@ -982,7 +1122,7 @@ class ContactProjectedID:
         n = layout.n_points
         self._load_rows = np.zeros((len(layout.feet), 3 * n))  # row k: sum of foot k's f_z
         for k in range(len(layout.feet)):
-            self._load_rows[k, 12 * k + 2:12 * k + 12:3] = 1.0
+            self._load_rows[k, 12 * k + 2 : 12 * k + 12 : 3] = 1.0
         self._swing = tuple(f for f in self.robot.feet if f not in contact_set)
         self._stack_tasks = tuple(self._tasks())
         self._task_names = tuple(t.name for t in self._stack_tasks)
@@ -994,10 +1134,19 @@ class ContactProjectedID:
             specs = tuple(_task_spec(task) for task in self._stack_tasks)
             qp = self.variant == "qp" and self.solver == "daqp"
             self._kernel = ProjectedIDKernel(
-                self.model, layout.frame_ids, layout.points_in_foot, specs, self._act,
-                self._W_factor, self.task_space == "nullspace", self.regularization,
-                self._damping_v if self._damped else None, layout.friction if qp else None,
-                reached, self.tau_limit)
+                self.model,
+                layout.frame_ids,
+                layout.points_in_foot,
+                specs,
+                self._act,
+                self._W_factor,
+                self.task_space == "nullspace",
+                self.regularization,
+                self._damping_v if self._damped else None,
+                layout.friction if qp else None,
+                reached,
+                self.tau_limit,
+            )
 
     def _task_targets(self) -> list[tuple]:
         """Per task of the stack, what the kernel reads each step: ``(kp, kd, weight, target,
@@ -1005,9 +1154,16 @@ class ContactProjectedID:
         out = []
         for task in self._stack_tasks:
             g = task.gains
-            out.append((g.kp, g.kd, g.weight, getattr(task, "target", None),
-                        getattr(task, "target_velocity", None),
-                        getattr(task, "target_acceleration", None)))
+            out.append(
+                (
+                    g.kp,
+                    g.kd,
+                    g.weight,
+                    getattr(task, "target", None),
+                    getattr(task, "target_velocity", None),
+                    getattr(task, "target_acceleration", None),
+                )
+            )
         return out
 
     def _tasks(self) -> list[Task]:
@@ -1020,8 +1176,14 @@ class ContactProjectedID:
         return tasks
 
     # -- targets ----------------------------------------------------------------------------------
-    def _apply_targets(self, targets: Mapping[str, Any], points: np.ndarray, data: pin.Data,
-                       events: list[str], foot_rotations: np.ndarray) -> None:
+    def _apply_targets(
+        self,
+        targets: Mapping[str, Any],
+        points: np.ndarray,
+        data: pin.Data,
+        events: list[str],
+        foot_rotations: np.ndarray,
+    ) -> None:
         """Update the given targets from ``targets``, clamp out-of-reach ones into the task
         targets (``points``: the sole points in contact, world, ``(n, 3)``; ``data``: Pinocchio
         data of this step, for the hip positions; ``foot_rotations``: ``(n_feet, 3, 3)`` of the
@@ -1034,8 +1196,7 @@ class ContactProjectedID:
             self._com_velocity_given = _ZERO3
         dynamic = "com_acceleration" in targets
         if dynamic:
-            self._com_acceleration_given = _target3(targets["com_acceleration"],
-                                                    "com_acceleration")
+            self._com_acceleration_given = _target3(targets["com_acceleration"], "com_acceleration")
         elif "com" in targets:
             self._com_acceleration_given = _ZERO3
         if "base_orientation" in targets:
@@ -1045,25 +1206,32 @@ class ContactProjectedID:
         if "posture" in targets:
             posture = np.asarray(targets["posture"], dtype=float)
             if posture.shape != self.posture_task.target.shape or not np.all(np.isfinite(posture)):
-                raise WbsimError(f"schedule target 'posture' must be a finite "
-                                 f"({self.robot.n_joints},) array (rad, robot.joint_names order), "
-                                 f"got shape {posture.shape}")
+                raise WbsimError(
+                    f"schedule target 'posture' must be a finite "
+                    f"({self.robot.n_joints},) array (rad, robot.joint_names order), "
+                    f"got shape {posture.shape}"
+                )
             self.posture_task.target = posture
         for f in self._swing:
-            key = f if f in targets else ("swing_foot" if len(self._swing) == 1 and "swing_foot" in
-                                          targets else None)
+            key = (
+                f
+                if f in targets
+                else ("swing_foot" if len(self._swing) == 1 and "swing_foot" in targets else None)
+            )
             if key is not None:
                 vel = targets.get(f"{key}_velocity")
                 acc = targets.get(f"{key}_acceleration")
-                self._foot_given[f] = (_target3(targets[key], key),
-                                       _ZERO3 if vel is None else _target3(vel, f"{key}_velocity"),
-                                       _ZERO3 if acc is None else _target3(
-                                           acc, f"{key}_acceleration"))
+                self._foot_given[f] = (
+                    _target3(targets[key], key),
+                    _ZERO3 if vel is None else _target3(vel, f"{key}_velocity"),
+                    _ZERO3 if acc is None else _target3(acc, f"{key}_acceleration"),
+                )
                 rot = targets.get(f"{key}_orientation")
                 if rot is not None:
                     self.foot_orientation_tasks[f].target = _rotation(rot, f"{key}_orientation")
-        self._force_reference = (self._wrench_reference(targets, foot_rotations)
-                                 if self.force_feedforward else None)
+        self._force_reference = (
+            self._wrench_reference(targets, foot_rotations) if self.force_feedforward else None
+        )
         com = self._com_given
         if self.check_targets and points.shape[0] and not dynamic:
             com = self._clamp_com(com, points[:, :2], events)
@@ -1084,8 +1252,9 @@ class ContactProjectedID:
             ftask.target, ftask.target_velocity = pos, vel  # validated by _target3
             ftask.target_acceleration = acc
 
-    def _wrench_reference(self, targets: Mapping[str, Any], foot_rotations: np.ndarray
-                          ) -> np.ndarray | None:
+    def _wrench_reference(
+        self, targets: Mapping[str, Any], foot_rotations: np.ndarray
+    ) -> np.ndarray | None:
         """``f_ref (3 n_points,)`` of the feet in contact from their ``"<foot>_wrench"`` targets
         (least-norm over each foot's sole points, :func:`distribute_wrench`), or ``None`` when no
         foot in contact has one (a foot without one gets 0)."""
@@ -1099,9 +1268,11 @@ class ContactProjectedID:
                 continue
             w = np.asarray(w, dtype=float)
             if w.shape != (6,) or not np.all(np.isfinite(w)):
-                raise WbsimError(f"schedule target '{f}_wrench' must be a finite (6,) array "
-                                 f"[force N; moment N·m], got {targets[f'{f}_wrench']!r}")
-            out[4 * k:4 * k + 4] = distribute_wrench(w, foot_rotations[k], layout.distribution[k])
+                raise WbsimError(
+                    f"schedule target '{f}_wrench' must be a finite (6,) array "
+                    f"[force N; moment N·m], got {targets[f'{f}_wrench']!r}"
+                )
+            out[4 * k : 4 * k + 4] = distribute_wrench(w, foot_rotations[k], layout.distribution[k])
         return out.reshape(-1)
 
     def _clamp_com(self, com: np.ndarray, points_xy: np.ndarray, events: list[str]) -> np.ndarray:
@@ -1112,8 +1283,11 @@ class ContactProjectedID:
         # numpy calls cost more than the arithmetic)
         cached = self._hull_cache
         pts = points_xy.ravel().tolist()
-        if (cached is None or len(cached[0]) != len(pts)
-                or max(map(abs, map(float.__sub__, cached[0], pts))) > 1e-3):
+        if (
+            cached is None
+            or len(cached[0]) != len(pts)
+            or max(map(abs, map(float.__sub__, cached[0], pts))) > 1e-3
+        ):
             hull = convex_hull(points_xy)
             edges = np.roll(hull, -1, axis=0) - hull
             normals = np.stack([-edges[:, 1], edges[:, 0]], axis=1)  # inward (counter-clockwise)
@@ -1156,8 +1330,12 @@ class ContactProjectedID:
         friction = self.friction(state)
         if contact_set != self._contact_set or friction != self._friction:
             self._friction = friction
-            self._switch_mode(contact_set, compute_snapshot(self.model, self.data, state.q,
-                                                            state.v), info, float(state.t))
+            self._switch_mode(
+                contact_set,
+                compute_snapshot(self.model, self.data, state.q, state.v),
+                info,
+                float(state.t),
+            )
         events: list[str] = []
         targets = schedule.targets or {}
         kernel = self._kernel
@@ -1165,9 +1343,8 @@ class ContactProjectedID:
         if kernel is not None:
             q, v = _state_arrays(self.model, state)
             kernel.kinematics(q, v)
-            self._apply_targets(targets, kernel.points, kernel.data, events,
-                                kernel.foot_rotations)
-            terms = self._terms = kernel   # its M, h, g, Jc, ... (the fields of _Terms)
+            self._apply_targets(targets, kernel.points, kernel.data, events, kernel.foot_rotations)
+            terms = self._terms = kernel  # its M, h, g, Jc, ... (the fields of _Terms)
             try:
                 kernel.accelerations(self._task_targets())
             except KernelError as exc:
@@ -1183,31 +1360,52 @@ class ContactProjectedID:
             ck = contact_kinematics(s, self._layout)
             self._apply_targets(targets, ck.point_positions, s.data, events, ck.foot_rotations)
             h = s.h + self._damping_v * s.v if self._damped else s.h
-            terms = self._terms = _Terms(s.M, h, s.g, ck.Jc, ck.Jc_dot_v, ck.grasp,
-                                         ck.foot_rotations, ck.foot_positions, ck.point_positions)
+            terms = self._terms = _Terms(
+                s.M,
+                h,
+                s.g,
+                ck.Jc,
+                ck.Jc_dot_v,
+                ck.grasp,
+                ck.foot_rotations,
+                ck.foot_positions,
+                ck.point_positions,
+            )
             try:
-                proj = (contact_projection(ck.Jc, ck.Jc_dot_v, W=s.M) if self._W_mode == "M"
-                        else contact_projection(ck.Jc, ck.Jc_dot_v, W_cholesky=self._W_factor))
+                proj = (
+                    contact_projection(ck.Jc, ck.Jc_dot_v, W=s.M)
+                    if self._W_mode == "M"
+                    else contact_projection(ck.Jc, ck.Jc_dot_v, W_cholesky=self._W_factor)
+                )
             except WbsimError as exc:
                 self._projected = None
                 return self._fallback(terms, info, events + ["projection_failed"], str(exc), t0)
             self._projected = (proj.Jc_pinv, proj.Nc, proj.particular)
             rows = [task.rows(s) for task in self._stack_tasks]
             nullspace = (proj.Nc, proj.particular) if self.task_space == "nullspace" else None
-            qdd_des = solve_task_stack(build_task_stack(rows, self.nv, self.regularization,
-                                                        nullspace))
+            qdd_des = solve_task_stack(
+                build_task_stack(rows, self.nv, self.regularization, nullspace)
+            )
             qdd_star = proj.project(qdd_des)
             norms = [math.sqrt(float(r.error @ r.error)) for r in rows]
         clamped = bool(events)
-        info.update(qdd_des=qdd_des, qdd_star=qdd_star,
-                    task_errors=dict(zip(self._task_names, norms)))
+        info.update(
+            qdd_des=qdd_des, qdd_star=qdd_star, task_errors=dict(zip(self._task_names, norms))
+        )
 
         fallback = "clamped_target" if clamped else ""
         layout = self._layout
         if self.variant == "pinv":
-            res = inverse_dynamics_pinv(terms.M, terms.h, qdd_star, terms.Jc, self._act,
-                                        terms.grasp, (terms.foot_rotations, layout.distribution),
-                                        self.pinv_forces)
+            res = inverse_dynamics_pinv(
+                terms.M,
+                terms.h,
+                qdd_star,
+                terms.Jc,
+                self._act,
+                terms.grasp,
+                (terms.foot_rotations, layout.distribution),
+                self.pinv_forces,
+            )
             if not res.found:
                 return self._fallback(terms, info, events + ["pinv_unbalanced"], res.status, t0)
             tau = res.tau
@@ -1221,8 +1419,13 @@ class ContactProjectedID:
             bounds = self._force_bounds(schedule, float(state.t))
             solved = self._solve_qp(terms, qdd_star, bounds)
             if solved is None:
-                return self._fallback(terms, info, events + ["no_contact"],
-                                      "no contact: the base cannot be supported", t0)
+                return self._fallback(
+                    terms,
+                    info,
+                    events + ["no_contact"],
+                    "no contact: the base cannot be supported",
+                    t0,
+                )
             res = solved
             if not res.found:
                 return self._fallback(terms, info, events + ["qp_infeasible"], res.status, t0)
@@ -1235,16 +1438,22 @@ class ContactProjectedID:
         feasible = not fallback
         if feasible:
             self._last_feasible_tau = tau.copy()
-        info.update(qdd=res.qdd, **{"lambda": res.lam}, tau_id=res.tau, solve_time=res.solve_time,
-                    compute_time=time.perf_counter() - t0)
+        info.update(
+            qdd=res.qdd,
+            **{"lambda": res.lam},
+            tau_id=res.tau,
+            solve_time=res.solve_time,
+            compute_time=time.perf_counter() - t0,
+        )
         if events:
             info["event"] = ",".join(events)
         info["solver"] = self.solver if self.variant == "qp" else "numpy.linalg"
-        if self._all_points:   # the layout's points are the robot's, in its order
+        if self._all_points:  # the layout's points are the robot's, in its order
             point_forces = np.array(res.point_forces, dtype=float)
         else:
-            point_forces = scatter_rows(self.robot.contact_point_names, layout.point_names,
-                                        res.point_forces, 3)
+            point_forces = scatter_rows(
+                self.robot.contact_point_names, layout.point_names, res.point_forces, 3
+            )
         return Command(
             tau=np.asarray(tau, dtype=float),
             contact_set=contact_set,
@@ -1261,8 +1470,14 @@ class ContactProjectedID:
         t = self._terms
         if t is None:
             return None
-        return ContactKinematics(t.Jc.copy(), t.Jc_dot_v.copy(), np.array(t.foot_positions),
-                                 np.array(t.points), t.grasp.copy(), np.array(t.foot_rotations))
+        return ContactKinematics(
+            t.Jc.copy(),
+            t.Jc_dot_v.copy(),
+            np.array(t.foot_positions),
+            np.array(t.points),
+            t.grasp.copy(),
+            np.array(t.foot_rotations),
+        )
 
     @property
     def projection(self) -> ContactProjection | None:
@@ -1277,13 +1492,14 @@ class ContactProjectedID:
         """Commanded normal load (N) per foot in contact at the last solved QP step."""
         src = self._loads_from
         if src is not None:
-            feet, load_rows, forces = src   # forces: the QP's own (n_points, 3), never handed out
+            feet, load_rows, forces = src  # forces: the QP's own (n_points, 3), never handed out
             self._foot_load = dict(zip(feet, (load_rows[:, 2::3] @ forces[:, 2]).tolist()))
             self._loads_from = None
         return self._foot_load
 
-    def _force_bounds(self, schedule: ContactSchedule, t: float
-                      ) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray] | None]:
+    def _force_bounds(
+        self, schedule: ContactSchedule, t: float
+    ) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray] | None]:
         """Normal-force bounds of the feet in contact for this step: ``(friction_rhs, force_limits)``
         for :func:`build_contact_qp`. ``T = transition_time``, ``T_r = release_time``,
         ``f_k = transition_force`` (N per sole point), ``f_min = min_normal_force``, ``m g`` the
@@ -1358,7 +1574,8 @@ class ContactProjectedID:
                     f0 = self._unload_from.get(f)
                     if f0 is None:
                         f0 = self._unload_from[f] = self._foot_loads().get(
-                            f, self._weight / len(layout.feet))
+                            f, self._weight / len(layout.feet)
+                        )
                     r = min(max((left - Tr) / (T - Tr), 0.0), 1.0) if T > Tr else 0.0
                     c = 4.0 * fk * r_keep + max(f0 - 4.0 * fk, 0.0) * r
                     cap = c if cap is None else min(cap, c)
@@ -1370,16 +1587,19 @@ class ContactProjectedID:
         if lows:
             rhs = rhs.copy()
             for k, lo in lows:
-                rhs[20 * k:20 * k + 20:5] = -lo
+                rhs[20 * k : 20 * k + 20 : 5] = -lo
         limits = None
         if caps:
             ks = [k for k, _ in caps]
             limits = (self._load_rows[ks], np.array([c for _, c in caps]))
         return rhs, limits
 
-    def _solve_qp(self, terms: _Terms | ProjectedIDKernel, qdd_star: np.ndarray,
-                  bounds: tuple[np.ndarray, tuple[np.ndarray, np.ndarray] | None]
-                  ) -> IDResult | None:
+    def _solve_qp(
+        self,
+        terms: _Terms | ProjectedIDKernel,
+        qdd_star: np.ndarray,
+        bounds: tuple[np.ndarray, tuple[np.ndarray, np.ndarray] | None],
+    ) -> IDResult | None:
         """The exact QP (``qdd = qdd*``), then the relaxed one if it has no solution; ``None``
         when no foot is in contact and the base rows do not balance."""
         layout = self._layout
@@ -1387,12 +1607,21 @@ class ContactProjectedID:
         kernel = self._kernel
         if layout.feet and kernel is not None and kernel.qp:
             t0 = time.perf_counter()
-            found, f, tau, status = kernel.solve_qp(rhs, self.force_weight, limits,
-                                                    self._force_reference)
+            found, f, tau, status = kernel.solve_qp(
+                rhs, self.force_weight, limits, self._force_reference
+            )
             dt = time.perf_counter() - t0
             if found:
-                return IDResult(True, qdd_star.copy(), tau, kernel.grasp.dot(f), f.reshape(-1, 3),
-                                status, False, dt)
+                return IDResult(
+                    True,
+                    qdd_star.copy(),
+                    tau,
+                    kernel.grasp.dot(f),
+                    f.reshape(-1, 3),
+                    status,
+                    False,
+                    dt,
+                )
         M, h, Jc, grasp = terms.M, terms.h, terms.Jc, terms.grasp
         if not layout.feet:
             # exact problem without contact forces: feasible only if the base rows balance
@@ -1404,32 +1633,68 @@ class ContactProjectedID:
             res = contact_qp_result(None, M, h, qdd_star, Jc, grasp, self._act, False, status, dt)
         else:
             args = (M, h, qdd_star, Jc, grasp, self._act)
-            problem = build_contact_qp(M, h, qdd_star, Jc, terms.Jc_dot_v, grasp,
-                                       layout.friction, rhs, self._act, self.tau_limit,
-                                       self.force_weight, force_limits=limits,
-                                       force_reference=self._force_reference)
+            problem = build_contact_qp(
+                M,
+                h,
+                qdd_star,
+                Jc,
+                terms.Jc_dot_v,
+                grasp,
+                layout.friction,
+                rhs,
+                self._act,
+                self.tau_limit,
+                self.force_weight,
+                force_limits=limits,
+                force_reference=self._force_reference,
+            )
             res = _solve_contact_qp(problem, self.solver, args, False)
             if res.found:
                 return res
         W = M if self._W_mode == "M" else self._W
         if self.relaxation_extra_weight is not None:
             W = W + self.relaxation_extra_weight
-        problem = build_contact_qp(M, h, qdd_star, Jc, terms.Jc_dot_v, grasp, layout.friction,
-                                   rhs, self._act, self.tau_limit, self.force_weight,
-                                   self.relax_weight, W, force_limits=limits,
-                                   force_reference=self._force_reference)
-        res2 = _solve_contact_qp(problem, self.solver, (M, h, qdd_star, Jc, grasp, self._act),
-                                 True)
+        problem = build_contact_qp(
+            M,
+            h,
+            qdd_star,
+            Jc,
+            terms.Jc_dot_v,
+            grasp,
+            layout.friction,
+            rhs,
+            self._act,
+            self.tau_limit,
+            self.force_weight,
+            self.relax_weight,
+            W,
+            force_limits=limits,
+            force_reference=self._force_reference,
+        )
+        res2 = _solve_contact_qp(problem, self.solver, (M, h, qdd_star, Jc, grasp, self._act), True)
         res2.solve_time += res.solve_time
         return res2
 
-    def _fallback(self, terms: _Terms | ProjectedIDKernel, info: dict, events: list[str],
-                  status: str, t0: float) -> Command:
+    def _fallback(
+        self,
+        terms: _Terms | ProjectedIDKernel,
+        info: dict,
+        events: list[str],
+        status: str,
+        t0: float,
+    ) -> Command:
         layout = self._layout
         if layout.feet:
-            res = inverse_dynamics_pinv(terms.M, terms.g, np.zeros(self.nv), terms.Jc, self._act,
-                                        terms.grasp, (terms.foot_rotations, layout.distribution),
-                                        self.pinv_forces)
+            res = inverse_dynamics_pinv(
+                terms.M,
+                terms.g,
+                np.zeros(self.nv),
+                terms.Jc,
+                self._act,
+                terms.grasp,
+                (terms.foot_rotations, layout.distribution),
+                self.pinv_forces,
+            )
             name, tau, lam, pf = "gravity_pinv", res.tau, res.lam, res.point_forces
             forces = {n: pf[i].copy() for i, n in enumerate(layout.point_names)}
             info["lambda"] = lam
@@ -1442,11 +1707,21 @@ class ContactProjectedID:
         info.setdefault("solve_time", 0.0)
         info["solver"] = self.solver if self.variant == "qp" else "numpy.linalg"
         failed = "projection_failed" in events
-        return Command(tau=tau, contact_set=layout.feet_set,
-                       point_forces=scatter_rows(self.robot.contact_point_names, tuple(forces),
-                                                 tuple(forces.values()), 3, nan=not forces),
-                       status=CommandStatus.SOLVER_FAILED if failed else CommandStatus.INFEASIBLE,
-                       fallback=name, message=status, info=info)
+        return Command(
+            tau=tau,
+            contact_set=layout.feet_set,
+            point_forces=scatter_rows(
+                self.robot.contact_point_names,
+                tuple(forces),
+                tuple(forces.values()),
+                3,
+                nan=not forces,
+            ),
+            status=CommandStatus.SOLVER_FAILED if failed else CommandStatus.INFEASIBLE,
+            fallback=name,
+            message=status,
+            info=info,
+        )
 
 
 class _Terms(NamedTuple):
@@ -1474,8 +1749,9 @@ def _state_arrays(model: pin.Model, state: RobotState) -> tuple[np.ndarray, np.n
     q = np.asarray(state.q, dtype=float)
     v = np.asarray(state.v, dtype=float)
     if q.shape != (model.nq,) or v.shape != (model.nv,):
-        raise WbsimError(f"state shapes must be q ({model.nq},), v ({model.nv},); got {q.shape}, "
-                         f"{v.shape}")
+        raise WbsimError(
+            f"state shapes must be q ({model.nq},), v ({model.nv},); got {q.shape}, {v.shape}"
+        )
     return q, v
 
 

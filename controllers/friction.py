@@ -61,12 +61,19 @@ FRICTION_MARGIN = 0.7
 #: ``+f_1``, ``-f_1``, ``+f_2``, ``-f_2`` for ``"inscribed_pyramid"``.
 CONE_ROWS = ("normal", "friction_1", "friction_2", "friction_3", "friction_4")
 
-_FACES = {"pyramidal": ([1.0, 1.0], [1.0, -1.0], [-1.0, 1.0], [-1.0, -1.0]),
-          "inscribed_pyramid": ([1.0, 0.0], [-1.0, 0.0], [0.0, 1.0], [0.0, -1.0])}
+_FACES = {
+    "pyramidal": ([1.0, 1.0], [1.0, -1.0], [-1.0, 1.0], [-1.0, -1.0]),
+    "inscribed_pyramid": ([1.0, 0.0], [-1.0, 0.0], [0.0, 1.0], [0.0, -1.0]),
+}
 
 
-def cone_rows(mu: float, rotation: np.ndarray | None = None, min_normal_force: float = 0.0,
-              cone: str = "pyramidal", dim: int = 3) -> tuple[np.ndarray, np.ndarray]:
+def cone_rows(
+    mu: float,
+    rotation: np.ndarray | None = None,
+    min_normal_force: float = 0.0,
+    cone: str = "pyramidal",
+    dim: int = 3,
+) -> tuple[np.ndarray, np.ndarray]:
     """The cone rows ``C f <= d`` of one contact.
 
     Args:
@@ -89,8 +96,10 @@ def cone_rows(mu: float, rotation: np.ndarray | None = None, min_normal_force: f
     if cone not in CONE_TYPES:
         raise UnknownNameError("friction cone", cone, CONE_TYPES)
     if not (mu > 0 and min_normal_force >= 0 and dim in (3, 6)):
-        raise WbsimError(f"cone_rows: need mu > 0, min_normal_force >= 0, dim 3 or 6; got {mu!r}, "
-                         f"{min_normal_force!r}, {dim!r}")
+        raise WbsimError(
+            f"cone_rows: need mu > 0, min_normal_force >= 0, dim 3 or 6; got {mu!r}, "
+            f"{min_normal_force!r}, {dim!r}"
+        )
     m = mu if cone == "pyramidal" else mu / math.sqrt(2.0)
     local = np.array([[0.0, 0.0, -1.0]] + [[a, b, -m] for a, b in _FACES[cone]])
     C = np.zeros((5, dim))
@@ -99,9 +108,14 @@ def cone_rows(mu: float, rotation: np.ndarray | None = None, min_normal_force: f
     return C, d
 
 
-def stacked_cone_rows(n_contacts: int, mu: float | np.ndarray, rotations: np.ndarray | None = None,
-                      min_normal_force: float = 0.0, cone: str = "pyramidal",
-                      dim: int = 3) -> tuple[np.ndarray, np.ndarray]:
+def stacked_cone_rows(
+    n_contacts: int,
+    mu: float | np.ndarray,
+    rotations: np.ndarray | None = None,
+    min_normal_force: float = 0.0,
+    cone: str = "pyramidal",
+    dim: int = 3,
+) -> tuple[np.ndarray, np.ndarray]:
     """:func:`cone_rows` of ``n_contacts`` contacts whose forces are stacked in one vector
     ``f (dim n_contacts,)``: block-diagonal ``C (5 n, dim n)`` and ``d (5 n,)``.
 
@@ -114,8 +128,9 @@ def stacked_cone_rows(n_contacts: int, mu: float | np.ndarray, rotations: np.nda
     d = np.zeros(5 * n_contacts)
     for i in range(n_contacts):
         R = None if rotations is None else rotations[i]
-        C[5 * i:5 * i + 5, dim * i:dim * i + dim], d[5 * i:5 * i + 5] = cone_rows(
-            float(mus[i]), R, min_normal_force, cone, dim)
+        C[5 * i : 5 * i + 5, dim * i : dim * i + dim], d[5 * i : 5 * i + 5] = cone_rows(
+            float(mus[i]), R, min_normal_force, cone, dim
+        )
     return C, d
 
 
@@ -126,9 +141,14 @@ class ContactFriction(NamedTuple):
     cone: str
 
 
-def simulator_friction(state_friction: Mapping[str, float] | None, state_cone: str | None,
-                       feet: tuple[str, ...], fallback: ContactFriction, mu: float | None = None,
-                       margin: float = FRICTION_MARGIN) -> ContactFriction:
+def simulator_friction(
+    state_friction: Mapping[str, float] | None,
+    state_cone: str | None,
+    feet: tuple[str, ...],
+    fallback: ContactFriction,
+    mu: float | None = None,
+    margin: float = FRICTION_MARGIN,
+) -> ContactFriction:
     """The friction a controller uses for ``feet`` at a step.
 
     Args:
@@ -153,8 +173,9 @@ def simulator_friction(state_friction: Mapping[str, float] | None, state_cone: s
         raise UnknownNameError("simulator friction cone", cone_name, SIMULATOR_CONES)
     source = state_friction if state_friction is not None else fallback.mu
     cap = math.inf if mu is None else float(mu)
-    return ContactFriction({foot: min(cap, margin * float(source[foot])) for foot in feet},
-                           SIMULATOR_CONES[cone_name])
+    return ContactFriction(
+        {foot: min(cap, margin * float(source[foot])) for foot in feet}, SIMULATOR_CONES[cone_name]
+    )
 
 
 def check_friction_option(mu: float | None, margin: float, model: ContactFriction) -> None:
@@ -174,7 +195,8 @@ def check_friction_option(mu: float | None, margin: float, model: ContactFrictio
         raise WbsimError(
             f"mu = {mu!r}: expected a number in (0, {limit:g}]: MuJoCo gives {foot} mu "
             f"{model.mu[foot]:g} and a command needs friction_margin ({margin:g}) of it to stick "
-            "(docs/controllers.md, 'Friction'); leave mu unset to use the simulator's")
+            "(docs/controllers.md, 'Friction'); leave mu unset to use the simulator's"
+        )
 
 
 def model_friction(robot) -> ContactFriction:
@@ -183,6 +205,8 @@ def model_friction(robot) -> ContactFriction:
     (:func:`wbsim.contacts.pair_friction`): what a controller assumes for a state that carries
     none."""
     m = robot.mj_model
-    mu = {name: float(pair_friction(m, foot.mj_geom_ids, foot.mj_surface_geom_id).min())
-          for name, foot in robot.contacts.items()}
+    mu = {
+        name: float(pair_friction(m, foot.mj_geom_ids, foot.mj_surface_geom_id).min())
+        for name, foot in robot.contacts.items()
+    }
     return ContactFriction(mu, CONE_NAMES[int(m.opt.cone)])

@@ -67,8 +67,13 @@ DEFAULT_SOLVER = "daqp"
 SOLVER_OPTIONS: Mapping[str, Mapping[str, Any]] = {
     "daqp": {},
     "proxqp": {"eps_abs": 1e-9, "eps_rel": 0.0, "max_iter": 10_000},
-    "osqp": {"eps_abs": 1e-9, "eps_rel": 1e-9, "max_iter": 200_000, "polishing": True,
-             "polish_refine_iter": 10},
+    "osqp": {
+        "eps_abs": 1e-9,
+        "eps_rel": 1e-9,
+        "max_iter": 200_000,
+        "polishing": True,
+        "polish_refine_iter": 10,
+    },
 }
 #: Solvers given the condensed QP by default (``condensed=None``; checked against the full QP,
 #: docs/controllers.md). Others (OSQP, other qpsolvers backends) get the full QP.
@@ -147,8 +152,9 @@ class StaticsResult:
 
         return {
             "tau": {k: num(v) for k, v in self.tau.items()},
-            "contact_forces": {k: [num(x) for x in np.asarray(v).tolist()]
-                               for k, v in self.contact_forces.items()},
+            "contact_forces": {
+                k: [num(x) for x in np.asarray(v).tolist()] for k, v in self.contact_forces.items()
+            },
             "feasible": bool(self.feasible),
             "residual": num(self.residual),
             "method": self.method,
@@ -198,9 +204,16 @@ def cop_rows(poly: np.ndarray, z_sole: float) -> np.ndarray:
     return rows
 
 
-def build_statics_qp(JT: np.ndarray, g: np.ndarray, actuated_v: np.ndarray, eps: float,
-                     G: np.ndarray, h: np.ndarray, effort: np.ndarray | None = None,
-                     condensed: bool = False) -> qpsolvers.Problem:
+def build_statics_qp(
+    JT: np.ndarray,
+    g: np.ndarray,
+    actuated_v: np.ndarray,
+    eps: float,
+    G: np.ndarray,
+    h: np.ndarray,
+    effort: np.ndarray | None = None,
+    condensed: bool = False,
+) -> qpsolvers.Problem:
     """The statics QP (pure function): minimise ``||tau||^2 + eps ||f||^2`` (halved) subject to
     the statics ``g = [0; tau] + J^T f`` (seed eq. 3), the contact inequalities ``G f <= h`` and,
     with ``effort``, ``|tau| <= effort`` (docs/controllers.md, "The statics QP").
@@ -231,7 +244,7 @@ def build_statics_qp(JT: np.ndarray, g: np.ndarray, actuated_v: np.ndarray, eps:
         Gs, hs = [G], [h]
         if effort is not None:
             r = np.flatnonzero(np.isfinite(effort))
-            Gs += [-JT_a[r], JT_a[r]]                    # tau <= lim, -tau <= lim
+            Gs += [-JT_a[r], JT_a[r]]  # tau <= lim, -tau <= lim
             hs += [effort[r] - g_a[r], effort[r] + g_a[r]]
         return qpsolvers.Problem(P, c, np.vstack(Gs), np.concatenate(hs), JT_u, g_u)
     P = np.diag(np.concatenate([np.ones(n), np.full(m, eps)]))
@@ -253,8 +266,9 @@ def _unactuated(nv: int, actuated_v: np.ndarray) -> np.ndarray:
     return np.flatnonzero(mask)
 
 
-def statics_solution(x: np.ndarray, JT: np.ndarray, g: np.ndarray, actuated_v: np.ndarray,
-                     condensed: bool) -> tuple[np.ndarray, np.ndarray]:
+def statics_solution(
+    x: np.ndarray, JT: np.ndarray, g: np.ndarray, actuated_v: np.ndarray, condensed: bool
+) -> tuple[np.ndarray, np.ndarray]:
     """``(tau (n,), f (m,))`` from the solution ``x`` of :func:`build_statics_qp`."""
     n = len(actuated_v)
     if condensed:
@@ -262,15 +276,31 @@ def statics_solution(x: np.ndarray, JT: np.ndarray, g: np.ndarray, actuated_v: n
     return x[:n], x[n:]
 
 
-def _statics_info(solve_time: float, total_time: float, residual: float, active: tuple,
-                  solver: str, method: str, contact_model: str, possible: bool | None,
-                  reasons: tuple) -> dict[str, Any]:
+def _statics_info(
+    solve_time: float,
+    total_time: float,
+    residual: float,
+    active: tuple,
+    solver: str,
+    method: str,
+    contact_model: str,
+    possible: bool | None,
+    reasons: tuple,
+) -> dict[str, Any]:
     """``Command.info`` of :class:`GravityCompensationQP` (the :class:`StaticsResult` fields it
     carries): times in s, the statics residual (N·m, N), the active constraints, the solver, the
     method, the contact model, and whether the result is physically possible (with reasons)."""
-    return {"solve_time": solve_time, "compute_time": total_time, "residual": residual,
-            "active_constraints": active, "solver": solver, "method": method,
-            "contact_model": contact_model, "physically_possible": possible, "reasons": reasons}
+    return {
+        "solve_time": solve_time,
+        "compute_time": total_time,
+        "residual": residual,
+        "active_constraints": active,
+        "solver": solver,
+        "method": method,
+        "contact_model": contact_model,
+        "physically_possible": possible,
+        "reasons": reasons,
+    }
 
 
 class _Support:
@@ -281,8 +311,15 @@ class _Support:
     frame; then CoP rows in the sole frame for the wrench model) with ``h_loc`` and the rows'
     names, and each contact's ``mu``."""
 
-    def __init__(self, robot, feet: tuple[str, ...], contact_model: str,
-                 friction: ContactFriction, f_min: float, soles: Mapping[str, tuple]):
+    def __init__(
+        self,
+        robot,
+        feet: tuple[str, ...],
+        contact_model: str,
+        friction: ContactFriction,
+        f_min: float,
+        soles: Mapping[str, tuple],
+    ):
         model = robot.pin_model
         self.feet, self.support = feet, frozenset(feet)
         feet_objs = [robot.contacts[f] for f in feet]
@@ -303,13 +340,15 @@ class _Support:
         self.sole_rel = tuple(model.frames[int(f)].placement.rotation.copy() for f in sole_frames)
         self.cone = friction.cone
         self.mu = np.repeat([friction.mu[f] for f in feet], per_foot)
-        self.surface_rot = np.repeat(np.array([f.surface_rotation for f in feet_objs]).reshape(
-            -1, 3, 3), per_foot, axis=0)
+        self.surface_rot = np.repeat(
+            np.array([f.surface_rotation for f in feet_objs]).reshape(-1, 3, 3), per_foot, axis=0
+        )
         blocks, names = [], []
         for name, mu, R in zip(self.names, self.mu.tolist(), self.surface_rot):
             # the floor's frame is the world's: its rows as they are (rotation None)
-            C, d = cone_rows(mu, None if np.array_equal(R, np.eye(3)) else R, f_min,
-                             friction.cone, dim=self.dim)
+            C, d = cone_rows(
+                mu, None if np.array_equal(R, np.eye(3)) else R, f_min, friction.cone, dim=self.dim
+            )
             rows, row_names = [C], list(CONE_ROWS)
             if self.dim == 6:
                 poly, zs, edge_names = soles[name]
@@ -329,10 +368,15 @@ class _Support:
         ``getFrameJacobian(..., LOCAL_WORLD_ALIGNED)``)."""
         g = pin.computeGeneralizedGravity(model, data, q).copy()
         pin.computeJointJacobians(model, data, q)
-        J = np.vstack([pin.getFrameJacobian(model, data, fid, pin.LOCAL_WORLD_ALIGNED)[:self.dim]
-                       for fid in self.frame_ids])
-        R = np.array([data.oMi[j].rotation @ rel for j, rel in zip(self.sole_joints,
-                                                                    self.sole_rel)])
+        J = np.vstack(
+            [
+                pin.getFrameJacobian(model, data, fid, pin.LOCAL_WORLD_ALIGNED)[: self.dim]
+                for fid in self.frame_ids
+            ]
+        )
+        R = np.array(
+            [data.oMi[j].rotation @ rel for j, rel in zip(self.sole_joints, self.sole_rel)]
+        )
         return g, J.T, R.reshape(self.nc, 3, 3)
 
     def world_rows(self, R: np.ndarray) -> np.ndarray:
@@ -344,12 +388,13 @@ class _Support:
         G = np.zeros((nc * k, self.m))
         c = np.arange(nc)[:, None, None]
         G[c * k + np.arange(k)[None, :, None], c * d + np.arange(d)[None, None, :]] = (
-            blocks.reshape(nc, k, d))
+            blocks.reshape(nc, k, d)
+        )
         return G
 
     def sole_forces(self, f: np.ndarray, R: np.ndarray) -> np.ndarray:
         """``(nc, d)`` sole-frame forces (and moments) of the world-frame unknowns ``f``."""
-        fb = f.reshape(self.nc, self.dim // 3, 1, 3) @ R[:, None]      # (R^T f)^T per 3-vector
+        fb = f.reshape(self.nc, self.dim // 3, 1, 3) @ R[:, None]  # (R^T f)^T per 3-vector
         return fb.reshape(self.nc, self.dim)
 
 
@@ -357,7 +402,7 @@ class _Statics(NamedTuple):
     """One statics solve (the fields of :class:`StaticsResult` before it is built)."""
 
     tau: np.ndarray
-    forces: np.ndarray | None          # (nc, d) world frame, read-only
+    forces: np.ndarray | None  # (nc, d) world frame, read-only
     names: tuple[str, ...]
     residual: float
     active: tuple[str, ...]
@@ -417,12 +462,24 @@ class GravityCompensationQP:
 
     name = "gravity_qp"
 
-    def __init__(self, robot, contact_model: str = "points", method: str = "qp",
-                 solver: str | None = None, eps: float = 1e-5, mu: float | None = None,
-                 friction_margin: float = FRICTION_MARGIN, f_min: float = 0.0,
-                 torque_limits: bool = True, frequency_hz: float = 3.0, damping_ratio: float = 1.0,
-                 condensed: bool | None = None, feasibility_tol: float = 1e-6,
-                 residual_tol: float = 1e-6, fast: bool = True):
+    def __init__(
+        self,
+        robot,
+        contact_model: str = "points",
+        method: str = "qp",
+        solver: str | None = None,
+        eps: float = 1e-5,
+        mu: float | None = None,
+        friction_margin: float = FRICTION_MARGIN,
+        f_min: float = 0.0,
+        torque_limits: bool = True,
+        frequency_hz: float = 3.0,
+        damping_ratio: float = 1.0,
+        condensed: bool | None = None,
+        feasibility_tol: float = 1e-6,
+        residual_tol: float = 1e-6,
+        fast: bool = True,
+    ):
         if contact_model not in CONTACT_MODELS:
             raise UnknownNameError("contact model", contact_model, CONTACT_MODELS)
         if method not in METHODS:
@@ -435,17 +492,23 @@ class GravityCompensationQP:
                 "method 'single' needs contact_model='wrench': with 4 point forces per foot the "
                 "single-support forces are not unique (12 unknowns, 6 equations)"
             )
-        for label, value, expected in (("eps", eps, "> 0"), ("mu", 1.0 if mu is None else mu,
-                                                             "> 0"),
-                                       ("f_min", f_min, ">= 0"),
-                                       ("frequency_hz", frequency_hz, "> 0"),
-                                       ("damping_ratio", damping_ratio, ">= 0"),
-                                       ("feasibility_tol", feasibility_tol, ">= 0"),
-                                       ("residual_tol", residual_tol, ">= 0")):
-            if not (is_real(value) and np.isfinite(value)
-                    and (value > 0 if expected == "> 0" else value >= 0)):
-                raise GravityCompensationError(f"{label} = {value!r}: expected a finite number "
-                                               f"{expected}")
+        for label, value, expected in (
+            ("eps", eps, "> 0"),
+            ("mu", 1.0 if mu is None else mu, "> 0"),
+            ("f_min", f_min, ">= 0"),
+            ("frequency_hz", frequency_hz, "> 0"),
+            ("damping_ratio", damping_ratio, ">= 0"),
+            ("feasibility_tol", feasibility_tol, ">= 0"),
+            ("residual_tol", residual_tol, ">= 0"),
+        ):
+            if not (
+                is_real(value)
+                and np.isfinite(value)
+                and (value > 0 if expected == "> 0" else value >= 0)
+            ):
+                raise GravityCompensationError(
+                    f"{label} = {value!r}: expected a finite number {expected}"
+                )
         self.robot = robot
         self.contact_model = contact_model
         self.method = method
@@ -467,24 +530,31 @@ class GravityCompensationQP:
         self.n = len(self.joint_names)
         self.vidx = np.asarray(robot.converter.pin_vidx, dtype=int)
         self.effort = np.asarray(robot.effort_limits, dtype=float)
-        self.floating = (self.model.njoints > 1
-                         and self.model.joints[1].shortname() == "JointModelFreeFlyer")
+        self.floating = (
+            self.model.njoints > 1 and self.model.joints[1].shortname() == "JointModelFreeFlyer"
+        )
         #: the simulator's friction where a state gives none: the robot's MuJoCo model, now
-        self.model_friction = (model_friction(robot) if self.floating
-                               else ContactFriction({}, "pyramidal"))
+        self.model_friction = (
+            model_friction(robot) if self.floating else ContactFriction({}, "pyramidal")
+        )
         try:
             check_friction_option(mu, friction_margin, self.model_friction)
         except WbsimError as exc:
             raise GravityCompensationError(str(exc)) from None
-        self._soles: dict[str, tuple] = {}        # wrench model: CoP polygon per foot
+        self._soles: dict[str, tuple] = {}  # wrench model: CoP polygon per foot
         if self.floating and contact_model == "wrench":
             for fname, foot in robot.feet.items():
-                corners = tuple(p[len(fname) + 1:] for p in foot.point_names)
+                corners = tuple(p[len(fname) + 1 :] for p in foot.point_names)
                 self._soles[fname] = _sole_polygon(foot.points_in_foot, corners, fname)
         #: the QP is solved by the statics kernel (see ``fast``)
-        self.uses_kernel = bool(fast and self.floating and method == "qp"
-                                and contact_model == "points" and solver == "daqp"
-                                and kernel_applies(self.model, robot.contacts.values()))
+        self.uses_kernel = bool(
+            fast
+            and self.floating
+            and method == "qp"
+            and contact_model == "points"
+            and solver == "daqp"
+            and kernel_applies(self.model, robot.contacts.values())
+        )
         self._supports: dict[tuple, _Support] = {}
         self._kernels: dict[tuple, StaticsKernel] = {}
         self._support_cache: dict[Any, tuple[str, ...]] = {}
@@ -504,7 +574,8 @@ class GravityCompensationQP:
         if not self.floating:
             if wanted:
                 raise GravityCompensationError(
-                    "a fixed-base robot is held by its base: pass an empty support (tau = g(q))")
+                    "a fixed-base robot is held by its base: pass an empty support (tau = g(q))"
+                )
             feet: tuple[str, ...] = ()
         else:
             known = self.robot.contacts
@@ -516,7 +587,8 @@ class GravityCompensationQP:
                 raise GravityCompensationError(
                     f"the wrench model bounds a foot's centre of pressure in its sole: a hand "
                     f"({', '.join(f for f in feet if f not in self.robot.feet)}) needs "
-                    "contact_model='points'")
+                    "contact_model='points'"
+                )
         if isinstance(support, (frozenset, tuple, str)):
             self._support_cache[support] = feet
         return feet
@@ -529,17 +601,30 @@ class GravityCompensationQP:
         if not self.floating:
             return self.model_friction
         if state is None:
-            return simulator_friction(None, None, self.robot.contact_names, self.model_friction,
-                                      self.mu, self.friction_margin)
-        return simulator_friction(state.friction, state.cone, self.robot.contact_names,
-                                  self.model_friction, self.mu, self.friction_margin)
+            return simulator_friction(
+                None,
+                None,
+                self.robot.contact_names,
+                self.model_friction,
+                self.mu,
+                self.friction_margin,
+            )
+        return simulator_friction(
+            state.friction,
+            state.cone,
+            self.robot.contact_names,
+            self.model_friction,
+            self.mu,
+            self.friction_margin,
+        )
 
     def _contacts(self, feet: tuple[str, ...], friction: ContactFriction) -> _Support:
         key = (feet, tuple(friction.mu[f] for f in feet), friction.cone)
         sup = self._supports.get(key)
         if sup is None:
-            sup = self._supports[key] = _Support(self.robot, feet, self.contact_model, friction,
-                                                 self.f_min, self._soles)
+            sup = self._supports[key] = _Support(
+                self.robot, feet, self.contact_model, friction, self.f_min, self._soles
+            )
         return sup
 
     def _kernel(self, feet: tuple[str, ...], sup: _Support) -> StaticsKernel:
@@ -547,18 +632,33 @@ class GravityCompensationQP:
         kernel = self._kernels.get(key)
         if kernel is None:
             objs = [self.robot.contacts[f] for f in feet]
-            offsets = np.array([[self.model.frames[int(f.pin_frame_id)].placement.actInv(
-                self.model.frames[int(p)].placement).translation for p in f.pin_point_frame_ids]
-                for f in objs])
+            offsets = np.array(
+                [
+                    [
+                        self.model.frames[int(f.pin_frame_id)]
+                        .placement.actInv(self.model.frames[int(p)].placement)
+                        .translation
+                        for p in f.pin_point_frame_ids
+                    ]
+                    for f in objs
+                ]
+            )
             first = np.cumsum([0] + [len(f.point_names) for f in objs[:-1]])
             kernel = self._kernels[key] = StaticsKernel(
-                self.model, tuple(int(f.pin_frame_id) for f in objs), offsets,
-                sup.G_loc[first], sup.h_loc, self.eps, self.vidx,
-                self.effort if self.torque_limits else None)
+                self.model,
+                tuple(int(f.pin_frame_id) for f in objs),
+                offsets,
+                sup.G_loc[first],
+                sup.h_loc,
+                self.eps,
+                self.vidx,
+                self.effort if self.torque_limits else None,
+            )
         return kernel
 
-    def solve(self, q: np.ndarray, support: Iterable[str],
-              friction: ContactFriction | None = None) -> StaticsResult:
+    def solve(
+        self, q: np.ndarray, support: Iterable[str], friction: ContactFriction | None = None
+    ) -> StaticsResult:
         """Torques and contact forces that hold the robot still at ``q`` on the feet ``support``.
 
         Args:
@@ -583,14 +683,22 @@ class GravityCompensationQP:
         tau = np.array(st.tau, dtype=float)
         tau.flags.writeable = False
         return StaticsResult(
-            tau=dict(zip(self.joint_names, tau.tolist())), tau_array=tau,
-            contact_forces=self._forces(st.names, st.forces), residual=float(st.residual),
-            active_constraints=st.active, solver=st.solver, status=st.status,
-            solve_time=float(st.solve_time), feasible=st.feasible,
+            tau=dict(zip(self.joint_names, tau.tolist())),
+            tau_array=tau,
+            contact_forces=self._forces(st.names, st.forces),
+            residual=float(st.residual),
+            active_constraints=st.active,
+            solver=st.solver,
+            status=st.status,
+            solve_time=float(st.solve_time),
+            feasible=st.feasible,
             method=self.method if self.floating else "fixed_base",
-            contact_model=self.contact_model, support=frozenset(feet),
-            physically_possible=st.possible, reasons=st.reasons,
-            total_time=time.perf_counter() - t_start)
+            contact_model=self.contact_model,
+            support=frozenset(feet),
+            physically_possible=st.possible,
+            reasons=st.reasons,
+            total_time=time.perf_counter() - t_start,
+        )
 
     def _inputs(self, q: np.ndarray, support: Iterable[str]) -> tuple[np.ndarray, tuple[str, ...]]:
         """``q`` as a float array and the support feet, validated (see :meth:`solve`)."""
@@ -603,30 +711,61 @@ class GravityCompensationQP:
         feet = self._support(support)
         if self.method == "single" and len(feet) != 1:
             raise GravityCompensationError(
-                f"method 'single' needs exactly one foot in support, got {sorted(feet) or 'none'}")
+                f"method 'single' needs exactly one foot in support, got {sorted(feet) or 'none'}"
+            )
         return q, feet
 
-    def _statics(self, q: np.ndarray, feet: tuple[str, ...], method: str,
-                 friction: ContactFriction) -> _Statics:
+    def _statics(
+        self, q: np.ndarray, feet: tuple[str, ...], method: str, friction: ContactFriction
+    ) -> _Statics:
         """The statics at ``q`` on ``feet`` by ``method`` under ``friction``, checked (module
         docstring)."""
         if not self.floating:
             g = pin.computeGeneralizedGravity(self.model, self.data, q)
-            return _Statics(g[self.vidx], None, (), 0.0, (), "pinocchio",
-                            "solved (fixed base: tau = g(q))", 0.0, True, True, ())
+            return _Statics(
+                g[self.vidx],
+                None,
+                (),
+                0.0,
+                (),
+                "pinocchio",
+                "solved (fixed base: tau = g(q))",
+                0.0,
+                True,
+                True,
+                (),
+            )
         if not feet:
-            return _Statics(np.full(self.n, np.nan), None, (), math.nan, (), "none",
-                            "infeasible: no foot in support, nothing holds the floating base", 0.0,
-                            False, None, ("no contact: gravity on the base cannot be balanced",))
+            return _Statics(
+                np.full(self.n, np.nan),
+                None,
+                (),
+                math.nan,
+                (),
+                "none",
+                "infeasible: no foot in support, nothing holds the floating base",
+                0.0,
+                False,
+                None,
+                ("no contact: gravity on the base cannot be balanced",),
+            )
         sup = self._contacts(feet, friction)
         if method == "qp" and self.uses_kernel:
             kernel = self._kernel(feet, sup)
             failed = kernel.solve(q)
             if failed:
                 return self._failed(sup, self.solver, failed, kernel.solve_time)
-            return self._checked(sup, kernel.tau, kernel.forces, kernel.sole_forces,
-                                 kernel.slack, kernel.residual, self.solver, "solved",
-                                 kernel.solve_time)
+            return self._checked(
+                sup,
+                kernel.tau,
+                kernel.forces,
+                kernel.sole_forces,
+                kernel.slack,
+                kernel.residual,
+                self.solver,
+                "solved",
+                kernel.solve_time,
+            )
         g, JT, R = sup.terms(self.model, self.data, q)
         G = sup.world_rows(R)
         if method == "qp":
@@ -653,24 +792,56 @@ class GravityCompensationQP:
         residual = math.sqrt(r.dot(r))
         forces = f.reshape(sup.nc, sup.dim).copy()
         forces.flags.writeable = False
-        return self._checked(sup, tau, forces, sup.sole_forces(f, R), G @ f - sup.h, residual,
-                             solver, status, solve_time)
+        return self._checked(
+            sup,
+            tau,
+            forces,
+            sup.sole_forces(f, R),
+            G @ f - sup.h,
+            residual,
+            solver,
+            status,
+            solve_time,
+        )
 
     def _failed(self, sup: _Support, solver: str, status: str, solve_time: float) -> _Statics:
         """No solution: NaN torques and forces, never zeros."""
         nan = np.full((sup.nc, sup.dim), np.nan)
         nan.flags.writeable = False
-        return _Statics(np.full(self.n, np.nan), nan, sup.names, math.nan, (), solver, status,
-                        solve_time, False, None, (status,))
+        return _Statics(
+            np.full(self.n, np.nan),
+            nan,
+            sup.names,
+            math.nan,
+            (),
+            solver,
+            status,
+            solve_time,
+            False,
+            None,
+            (status,),
+        )
 
-    def _checked(self, sup: _Support, tau: np.ndarray, forces: np.ndarray, sole: np.ndarray,
-                 slack: np.ndarray, residual: float, solver: str, status: str,
-                 solve_time: float) -> _Statics:
+    def _checked(
+        self,
+        sup: _Support,
+        tau: np.ndarray,
+        forces: np.ndarray,
+        sole: np.ndarray,
+        slack: np.ndarray,
+        residual: float,
+        solver: str,
+        status: str,
+        solve_time: float,
+    ) -> _Statics:
         """A solution with its active constraints and its physical checks (statics residual,
         unilaterality, Coulomb's cone, CoP, torque limits)."""
         slack_max = slack.max()
-        active = ([sup.ineq_names[i] for i in np.flatnonzero(slack >= -_ACTIVE_TOL)]
-                  if slack_max >= -_ACTIVE_TOL else [])
+        active = (
+            [sup.ineq_names[i] for i in np.flatnonzero(slack >= -_ACTIVE_TOL)]
+            if slack_max >= -_ACTIVE_TOL
+            else []
+        )
         limits_hit = False
         if self.torque_limits:
             hi = np.flatnonzero(tau >= self.effort - _ACTIVE_TOL)
@@ -690,8 +861,19 @@ class GravityCompensationQP:
         feasible = not reasons
         if not feasible:
             status = "infeasible: " + "; ".join(reasons)
-        return _Statics(tau, forces, sup.names, residual, tuple(active), solver, status,
-                        solve_time, feasible, possible, tuple(reasons))
+        return _Statics(
+            tau,
+            forces,
+            sup.names,
+            residual,
+            tuple(active),
+            solver,
+            status,
+            solve_time,
+            feasible,
+            possible,
+            tuple(reasons),
+        )
 
     def _closed_form(self, JT: np.ndarray, g: np.ndarray, method: str):
         """single / pinv / min_torque (docs/controllers.md, "Closed forms"): ``(tau, f,
@@ -702,14 +884,17 @@ class GravityCompensationQP:
             try:
                 f = np.linalg.solve(Jt_u, g_u)
             except np.linalg.LinAlgError:
-                return (np.full(self.n, np.nan), np.full(JT.shape[1], np.nan),
-                        "failed: (J^T)_u is singular")
+                return (
+                    np.full(self.n, np.nan),
+                    np.full(JT.shape[1], np.nan),
+                    "failed: (J^T)_u is singular",
+                )
         else:
-            f = np.linalg.lstsq(Jt_u, g_u, rcond=None)[0]        # least ||f||
+            f = np.linalg.lstsq(Jt_u, g_u, rcond=None)[0]  # least ||f||
             if method == "min_torque":
                 _, s, vt = np.linalg.svd(Jt_u)
                 rank = int(np.sum(s > s[0] * 1e-12))
-                N = vt[rank:].T                                    # null space of (J^T)_u
+                N = vt[rank:].T  # null space of (J^T)_u
                 if N.shape[1]:
                     M = Jt_a @ N
                     # Directions of N that move no joint (forces internal to one sole) give
@@ -722,33 +907,40 @@ class GravityCompensationQP:
                         f = f + N @ z
         return g_a - Jt_a @ f, f, "solved"
 
-    def _check(self, sup: _Support, tau: np.ndarray, forces: np.ndarray,
-               sole: np.ndarray) -> list[str]:
+    def _check(
+        self, sup: _Support, tau: np.ndarray, forces: np.ndarray, sole: np.ndarray
+    ) -> list[str]:
         """Reasons (empty if none) why ``(tau, world-frame forces (nc, d), the same in the sole
         frame)`` is not physically possible: unilaterality, the simulator's friction cone with the
         ``mu`` assumed (pyramidal: ``|f_x| + |f_y| <= mu f_z``, elliptic: ``|f_t| <= mu f_z``, in
         each contact's frame: the floor's, a wall's), CoP in the sole (wrench model), torque
         limits (if enabled)."""
         tol, mu = self.feasibility_tol, sup.mu
-        local = np.einsum("cj,cji->ci", forces[:, :3], sup.surface_rot)   # R^T f per contact
+        local = np.einsum("cj,cji->ci", forces[:, :3], sup.surface_rot)  # R^T f per contact
         fn = local[:, 2]
-        ft = (np.abs(local[:, 0]) + np.abs(local[:, 1]) if sup.cone == "pyramidal"
-              else np.hypot(local[:, 0], local[:, 1]))
+        ft = (
+            np.abs(local[:, 0]) + np.abs(local[:, 1])
+            if sup.cone == "pyramidal"
+            else np.hypot(local[:, 0], local[:, 1])
+        )
         bad_n = fn < self.f_min - tol
-        bad_t = (ft > mu * fn + tol) & ~bad_n          # friction is moot where the contact pulls
+        bad_t = (ft > mu * fn + tol) & ~bad_n  # friction is moot where the contact pulls
         if sup.dim == 6:
             bad_cop = np.any(np.einsum("cke,ce->ck", sup.G_loc[:, 5:], sole) > tol, axis=1)
         else:
             bad_cop = np.zeros(sup.nc, dtype=bool)
-        bad_tau = (np.abs(tau) > self.effort + tol if self.torque_limits
-                   else np.zeros(1, dtype=bool))
+        bad_tau = np.abs(tau) > self.effort + tol if self.torque_limits else np.zeros(1, dtype=bool)
         reasons: list[str] = []
         for i in np.flatnonzero(bad_n):
-            reasons.append(f"{sup.names[i]}: normal force {fn[i]:.4g} N < f_min {self.f_min:g} N"
-                           + (" (the contact would pull)" if fn[i] < 0 else ""))
+            reasons.append(
+                f"{sup.names[i]}: normal force {fn[i]:.4g} N < f_min {self.f_min:g} N"
+                + (" (the contact would pull)" if fn[i] < 0 else "")
+            )
         for i in np.flatnonzero(bad_t):
-            reasons.append(f"{sup.names[i]}: tangential force {ft[i]:.4g} N > mu f_n "
-                           f"{mu[i] * fn[i]:.4g} N (it would slip)")
+            reasons.append(
+                f"{sup.names[i]}: tangential force {ft[i]:.4g} N > mu f_n "
+                f"{mu[i] * fn[i]:.4g} N (it would slip)"
+            )
         for i in np.flatnonzero(bad_cop):
             _, zs, _ = self._soles[sup.names[i]]
             w = sole[i]
@@ -756,11 +948,13 @@ class GravityCompensationQP:
                 where = f"({(zs * w[0] - w[4]) / w[2]:.4f}, {(w[3] + zs * w[1]) / w[2]:.4f}) m"
             else:
                 where = "(undefined: no normal force)"
-            reasons.append(f"{sup.names[i]}: centre of pressure {where} in the foot frame is "
-                           "outside the sole")
+            reasons.append(
+                f"{sup.names[i]}: centre of pressure {where} in the foot frame is outside the sole"
+            )
         for i in np.flatnonzero(bad_tau):
-            reasons.append(f"{self.joint_names[i]}: |tau| {abs(tau[i]):.4g} N·m > limit "
-                           f"{self.effort[i]:g} N·m")
+            reasons.append(
+                f"{self.joint_names[i]}: |tau| {abs(tau[i]):.4g} N·m > limit {self.effort[i]:g} N·m"
+            )
         return reasons
 
     @staticmethod
@@ -811,9 +1005,17 @@ class GravityCompensationQP:
             st, error = None, f"error: {type(exc).__name__}: {exc}"
         method = self.method if self.floating else "fixed_base"
         if st is not None:
-            info = _statics_info(st.solve_time, time.perf_counter() - t_start, st.residual,
-                                 st.active, st.solver, method, self.contact_model, st.possible,
-                                 st.reasons)
+            info = _statics_info(
+                st.solve_time,
+                time.perf_counter() - t_start,
+                st.residual,
+                st.active,
+                st.solver,
+                method,
+                self.contact_model,
+                st.possible,
+                st.reasons,
+            )
             support = frozenset(feet)
             if st.feasible:
                 tau = st.tau
@@ -822,59 +1024,99 @@ class GravityCompensationQP:
                 return self._command(tau, support, st.names, st.forces, info)
             status = st.status
         else:
-            info = {"method": self.method, "solver": self.solver, "error": error,
-                    "solve_time": 0.0, "compute_time": time.perf_counter() - t_start}
+            info = {
+                "method": self.method,
+                "solver": self.solver,
+                "error": error,
+                "solve_time": 0.0,
+                "compute_time": time.perf_counter() - t_start,
+            }
             status = str(error)
             try:
                 feet = self._support(wanted) if self.floating else ()
             except WbsimError:
                 feet = ()
             support = frozenset(feet)
-        code = (CommandStatus.INFEASIBLE if status.startswith("infeasible")
-                else CommandStatus.SOLVER_FAILED)
+        code = (
+            CommandStatus.INFEASIBLE
+            if status.startswith("infeasible")
+            else CommandStatus.SOLVER_FAILED
+        )
         # 1. the last feasible statics, same support, recent
         if self._last is not None:
             t_last, sup_last, tau_last, names, forces = self._last
             if sup_last == support and 0.0 <= float(state.t) - t_last <= FALLBACK_HOLD_S:
-                return self._command(tau_last, support, names, forces, info, FALLBACKS[0], code,
-                                     status)
+                return self._command(
+                    tau_last, support, names, forces, info, FALLBACKS[0], code, status
+                )
         # 2. least torque of the statics equality alone
         if feet and np.isfinite(state.q).all():
             try:
-                unc = self._statics(np.asarray(state.q, dtype=float), feet, "min_torque",
-                                    self.friction(state))
+                unc = self._statics(
+                    np.asarray(state.q, dtype=float), feet, "min_torque", self.friction(state)
+                )
             except (WbsimError, np.linalg.LinAlgError, ValueError):
                 unc = None
-            if (unc is not None and unc.residual <= self.residual_tol
-                    and np.all(np.isfinite(unc.tau))):
-                return self._command(unc.tau, support, unc.names, unc.forces, info, FALLBACKS[1],
-                                     code, status)
+            if (
+                unc is not None
+                and unc.residual <= self.residual_tol
+                and np.all(np.isfinite(unc.tau))
+            ):
+                return self._command(
+                    unc.tau, support, unc.names, unc.forces, info, FALLBACKS[1], code, status
+                )
         # 3. joint gravity: no contact forces are known
         g = pin.computeGeneralizedGravity(self.model, self.data, np.asarray(state.q, dtype=float))
         return self._command(g[self.vidx], support, (), None, info, FALLBACKS[2], code, status)
 
-    def _command(self, tau: np.ndarray, support: frozenset[str], names: tuple[str, ...],
-                 forces: np.ndarray | None, info: dict[str, Any], fallback: str = "",
-                 status: CommandStatus = CommandStatus.SOLVED, message: str = "") -> Command:
+    def _command(
+        self,
+        tau: np.ndarray,
+        support: frozenset[str],
+        names: tuple[str, ...],
+        forces: np.ndarray | None,
+        info: dict[str, Any],
+        fallback: str = "",
+        status: CommandStatus = CommandStatus.SOLVED,
+        message: str = "",
+    ) -> Command:
         """The :class:`~wbsim.types.Command` of one step: the forces of ``names`` (contact points
         with ``(3,)`` forces, or feet with ``(6,)`` wrenches, by the contact model) scattered into
         the robot's order; NaN everywhere when a fallback knows no forces."""
         robot = self.robot
         common: dict[str, Any] = {
-            "tau": tau, "contact_set": support, "joint_targets": self.pd.targets,
-            "status": status, "fallback": fallback, "message": message, "info": info}
+            "tau": tau,
+            "contact_set": support,
+            "joint_targets": self.pd.targets,
+            "status": status,
+            "fallback": fallback,
+            "message": message,
+            "info": info,
+        }
         if not robot.has_feet:  # a fixed-base robot: no contacts
             return Command(**common)
         unknown = forces is None and bool(fallback)
         values = () if forces is None else forces
         if self.contact_model == "wrench":
-            return Command(foot_wrenches=scatter_rows(robot.foot_names, names, values, 6,
-                                                      nan=unknown), **common)
-        return Command(point_forces=scatter_rows(robot.contact_point_names, names, values, 3,
-                                                 nan=unknown), **common)
+            return Command(
+                foot_wrenches=scatter_rows(robot.foot_names, names, values, 6, nan=unknown),
+                **common,
+            )
+        return Command(
+            point_forces=scatter_rows(robot.contact_point_names, names, values, 3, nan=unknown),
+            **common,
+        )
 
     @staticmethod
     def _info(res: StaticsResult) -> dict[str, Any]:
-        return _statics_info(res.solve_time, res.total_time, res.residual, res.active_constraints,
-                             res.solver, res.method, res.contact_model, res.physically_possible,
-                             res.reasons)
+        return _statics_info(
+            res.solve_time,
+            res.total_time,
+            res.residual,
+            res.active_constraints,
+            res.solver,
+            res.method,
+            res.contact_model,
+            res.physically_possible,
+            res.reasons,
+        )

@@ -21,8 +21,14 @@ from wbsim.controllers.base import _as_slice
 from wbsim.errors import WbsimError, is_real
 from wbsim.types import Command, ContactSchedule, JointTargets, RobotState
 
-__all__ = ["JointPD", "PDController", "PDGains", "ZeroController", "inertia_scaled_gains",
-           "joint_space_inertia"]
+__all__ = [
+    "JointPD",
+    "PDController",
+    "PDGains",
+    "ZeroController",
+    "inertia_scaled_gains",
+    "joint_space_inertia",
+]
 
 
 @dataclass(frozen=True)
@@ -33,13 +39,18 @@ class PDGains:
     damping_ratio: float = 1.0
 
     def __post_init__(self):
-        if not (is_real(self.frequency_hz) and np.isfinite(self.frequency_hz)
-                and self.frequency_hz > 0):
+        if not (
+            is_real(self.frequency_hz) and np.isfinite(self.frequency_hz) and self.frequency_hz > 0
+        ):
             raise WbsimError(f"frequency_hz must be a finite number > 0, got {self.frequency_hz!r}")
-        if not (is_real(self.damping_ratio) and np.isfinite(self.damping_ratio)
-                and self.damping_ratio >= 0):
-            raise WbsimError(f"damping_ratio must be a finite number >= 0, got "
-                             f"{self.damping_ratio!r}")
+        if not (
+            is_real(self.damping_ratio)
+            and np.isfinite(self.damping_ratio)
+            and self.damping_ratio >= 0
+        ):
+            raise WbsimError(
+                f"damping_ratio must be a finite number >= 0, got {self.damping_ratio!r}"
+            )
 
 
 def joint_space_inertia(robot, q: np.ndarray) -> np.ndarray:
@@ -89,8 +100,11 @@ class JointPD:
         conv = robot.converter
         self._qsel, self._vsel = _as_slice(conv.pin_qidx), _as_slice(conv.pin_vidx)
         self._zero = _frozen(np.zeros(robot.n_joints))
-        q_ref = (conv.joint_values_pin(robot.pose_q("stand")) if robot.has_feet
-                 else np.zeros(robot.n_joints))
+        q_ref = (
+            conv.joint_values_pin(robot.pose_q("stand"))
+            if robot.has_feet
+            else np.zeros(robot.n_joints)
+        )
         kp, kd = inertia_scaled_gains(robot, robot.configuration(), gains)
         self.targets = JointTargets(_frozen(q_ref), self._zero, _frozen(kp), _frozen(kd))
 
@@ -114,8 +128,12 @@ class JointPD:
     def reset(self, q_ref_full: np.ndarray) -> None:
         """Take the joints of ``q_ref_full`` (Pinocchio ``q``) as reference and rescale the gains."""
         kp, kd = inertia_scaled_gains(self.robot, q_ref_full, self.gains)
-        self.targets = JointTargets(_frozen(self.robot.converter.joint_values_pin(q_ref_full)),
-                                    self._zero, _frozen(kp), _frozen(kd))
+        self.targets = JointTargets(
+            _frozen(self.robot.converter.joint_values_pin(q_ref_full)),
+            self._zero,
+            _frozen(kp),
+            _frozen(kd),
+        )
 
     def __call__(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
         """``(n_joints,)`` PD torques, N·m, at Pinocchio ``q`` ``(nq,)`` and ``v`` ``(nv,)``."""
@@ -145,9 +163,11 @@ class PDController:
     def compute(self, state: RobotState, schedule: ContactSchedule) -> Command:
         t0 = time.perf_counter()
         targets = self.pd.targets
-        return Command(tau=np.zeros(self.robot.n_joints), joint_targets=targets,
-                       info={"compute_time": time.perf_counter() - t0, "solve_time": 0.0,
-                             "solver": ""})
+        return Command(
+            tau=np.zeros(self.robot.n_joints),
+            joint_targets=targets,
+            info={"compute_time": time.perf_counter() - t0, "solve_time": 0.0, "solver": ""},
+        )
 
 
 class ZeroController:
@@ -162,5 +182,7 @@ class ZeroController:
         pass
 
     def compute(self, state: RobotState, schedule: ContactSchedule) -> Command:
-        return Command(tau=np.zeros(self.robot.n_joints),
-                       info={"compute_time": 0.0, "solve_time": 0.0, "solver": ""})
+        return Command(
+            tau=np.zeros(self.robot.n_joints),
+            info={"compute_time": 0.0, "solve_time": 0.0, "solver": ""},
+        )

@@ -59,7 +59,7 @@ def _hull_halfplanes(points: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None
         return None
     edges = np.roll(hull, -1, axis=0) - hull
     normals = np.stack([-edges[:, 1], edges[:, 0]], axis=1)
-    normals /= np.linalg.norm(normals, axis=1, keepdims=True)       # inward (ccw hull)
+    normals /= np.linalg.norm(normals, axis=1, keepdims=True)  # inward (ccw hull)
     return normals, np.einsum("ij,ij->i", normals, hull)
 
 
@@ -94,9 +94,11 @@ def _clamp(p: np.ndarray, points: np.ndarray, margin: float) -> np.ndarray:
 def _bump(s: float) -> tuple[float, float, float]:
     """``64 s^3 (1 - s)^3`` (1 at ``s = 1/2``, flat at both ends) and its first two derivatives."""
     s = min(max(s, 0.0), 1.0)
-    return (64.0 * s**3 * (1.0 - s) ** 3,
-            64.0 * (3 * s**2 - 12 * s**3 + 15 * s**4 - 6 * s**5),
-            64.0 * (6 * s - 36 * s**2 + 60 * s**3 - 30 * s**4))
+    return (
+        64.0 * s**3 * (1.0 - s) ** 3,
+        64.0 * (3 * s**2 - 12 * s**3 + 15 * s**4 - 6 * s**5),
+        64.0 * (6 * s - 36 * s**2 + 60 * s**3 - 30 * s**4),
+    )
 
 
 class PushStepping:
@@ -146,42 +148,60 @@ class PushStepping:
 
     name = "push_step"
 
-    def __init__(self, robot, dcm_gain: float = 1.5, zmp_margin: float = 0.03,
-                 trigger_margin: float = -0.02, shift_time: float = 0.02,
-                 single_support: float = 0.25, step_height: float = 0.04,
-                 land_offset: float = 0.03, lateral_offset: float = 0.04,
-                 max_step_length: float = 0.5, min_step_width: float = 0.2,
-                 max_step_width: float = 0.75,
-                 freeze_time: float = 0.05, min_double_support: float = 0.15, max_steps: int = 6,
-                 retrigger_margin: float = 0.0, crouch: float = 0.0, compliance: float = 0.15,
-                 recovery_time: float = 1.0, next_single_support: float = 0.35,
-                 next_step_height: float = 0.06, max_step_back: float = 0.3,
-                 touchdown_wait: float = 0.0, passthrough: bool = False,
-                 com_priority: float = 10.0,
-                 wbc_options: Mapping[str, Any] | None = None):
-        checks = (("dcm_gain", dcm_gain, dcm_gain >= 0), ("zmp_margin", zmp_margin, zmp_margin >= 0),
-                  ("trigger_margin", trigger_margin, True),
-                  ("shift_time", shift_time, shift_time > 0),
-                  ("single_support", single_support, single_support > 0),
-                  ("step_height", step_height, step_height >= 0),
-                  ("land_offset", land_offset, True),
-                  ("lateral_offset", lateral_offset, True),
-                  ("retrigger_margin", retrigger_margin, True),
-                  ("crouch", crouch, 0 <= crouch < 0.3),
-                  ("compliance", compliance, 0 <= compliance <= 1),
-                  ("recovery_time", recovery_time, recovery_time > 0),
-                  ("next_single_support", next_single_support,
-                   next_single_support > freeze_time),
-                  ("next_step_height", next_step_height, next_step_height >= 0),
-                  ("max_step_back", max_step_back, max_step_back > 0),
-                  ("touchdown_wait", touchdown_wait, touchdown_wait >= 0),
-                  ("com_priority", com_priority, com_priority >= 0),
-                  ("max_step_length", max_step_length, max_step_length > 0),
-                  ("min_step_width", min_step_width, min_step_width > 0),
-                  ("max_step_width", max_step_width, max_step_width > min_step_width),
-                  ("freeze_time", freeze_time, 0 <= freeze_time < single_support),
-                  ("min_double_support", min_double_support, min_double_support >= 0),
-                  ("max_steps", max_steps, max_steps >= 0))
+    def __init__(
+        self,
+        robot,
+        dcm_gain: float = 1.5,
+        zmp_margin: float = 0.03,
+        trigger_margin: float = -0.02,
+        shift_time: float = 0.02,
+        single_support: float = 0.25,
+        step_height: float = 0.04,
+        land_offset: float = 0.03,
+        lateral_offset: float = 0.04,
+        max_step_length: float = 0.5,
+        min_step_width: float = 0.2,
+        max_step_width: float = 0.75,
+        freeze_time: float = 0.05,
+        min_double_support: float = 0.15,
+        max_steps: int = 6,
+        retrigger_margin: float = 0.0,
+        crouch: float = 0.0,
+        compliance: float = 0.15,
+        recovery_time: float = 1.0,
+        next_single_support: float = 0.35,
+        next_step_height: float = 0.06,
+        max_step_back: float = 0.3,
+        touchdown_wait: float = 0.0,
+        passthrough: bool = False,
+        com_priority: float = 10.0,
+        wbc_options: Mapping[str, Any] | None = None,
+    ):
+        checks = (
+            ("dcm_gain", dcm_gain, dcm_gain >= 0),
+            ("zmp_margin", zmp_margin, zmp_margin >= 0),
+            ("trigger_margin", trigger_margin, True),
+            ("shift_time", shift_time, shift_time > 0),
+            ("single_support", single_support, single_support > 0),
+            ("step_height", step_height, step_height >= 0),
+            ("land_offset", land_offset, True),
+            ("lateral_offset", lateral_offset, True),
+            ("retrigger_margin", retrigger_margin, True),
+            ("crouch", crouch, 0 <= crouch < 0.3),
+            ("compliance", compliance, 0 <= compliance <= 1),
+            ("recovery_time", recovery_time, recovery_time > 0),
+            ("next_single_support", next_single_support, next_single_support > freeze_time),
+            ("next_step_height", next_step_height, next_step_height >= 0),
+            ("max_step_back", max_step_back, max_step_back > 0),
+            ("touchdown_wait", touchdown_wait, touchdown_wait >= 0),
+            ("com_priority", com_priority, com_priority >= 0),
+            ("max_step_length", max_step_length, max_step_length > 0),
+            ("min_step_width", min_step_width, min_step_width > 0),
+            ("max_step_width", max_step_width, max_step_width > min_step_width),
+            ("freeze_time", freeze_time, 0 <= freeze_time < single_support),
+            ("min_double_support", min_double_support, min_double_support >= 0),
+            ("max_steps", max_steps, max_steps >= 0),
+        )
         for name, value, ok in checks:
             if not (is_real(value) and math.isfinite(value) and ok):
                 raise WbsimError(f"push_step: {name} = {value!r} is out of range")
@@ -190,10 +210,11 @@ class PushStepping:
         options = {"transition_time": 0.05, **dict(wbc_options or {})}
         if options.get("gains") is None or isinstance(options["gains"], Mapping):
             # no upright-torso task: the recovery lets the upper body lean (``compliance``)
-            options["gains"] = {"torso_orientation": (2.0, 1.0, 0.0),
-                                **dict(options.get("gains") or {})}
-        check_options("of projected_id (wbc_options)", ContactProjectedID, options,
-                      skip=("robot",))
+            options["gains"] = {
+                "torso_orientation": (2.0, 1.0, 0.0),
+                **dict(options.get("gains") or {}),
+            }
+        check_options("of projected_id (wbc_options)", ContactProjectedID, options, skip=("robot",))
         self.robot = robot
         self.wbc = ContactProjectedID(robot, **options)
         self.model = robot.pin_model
@@ -235,8 +256,10 @@ class PushStepping:
         self._z = float(c[2])
         self._R0 = self.data.oMf[self._base].rotation.copy()
         self._posture0 = np.asarray(state.q)[self.wbc.qidx].copy()
-        self._floor = min(float(np.min((M.rotation @ self._points[f].T)[2] + M.translation[2]))
-                          for f, M in feet.items())
+        self._floor = min(
+            float(np.min((M.rotation @ self._points[f].T)[2] + M.translation[2]))
+            for f, M in feet.items()
+        )
         self._foot_z = {f: float(M.translation[2]) for f, M in feet.items()}
         self.omega = math.sqrt(self.g / max(self._z - self._floor, 1e-3))
         self.mode, self.t_mode = "stand", float(state.t) - 1e3
@@ -257,12 +280,14 @@ class PushStepping:
         return data.com[0].copy(), data.vcom[0].copy(), feet
 
     def _sole_points(self, feet: dict, names) -> np.ndarray:
-        return np.vstack([(feet[f].rotation @ self._points[f].T).T + feet[f].translation
-                          for f in names])
+        return np.vstack(
+            [(feet[f].rotation @ self._points[f].T).T + feet[f].translation for f in names]
+        )
 
     def _mid(self, feet: dict) -> np.ndarray:
-        return 0.5 * sum(feet[f].rotation @ self._sole[f] + feet[f].translation
-                         for f in self.feet)[:2]
+        return (
+            0.5 * sum(feet[f].rotation @ self._sole[f] + feet[f].translation for f in self.feet)[:2]
+        )
 
     def compute(self, state: RobotState, schedule: ContactSchedule) -> Command:
         """The whole-body command of this step (module docstring); ``Command.info`` adds
@@ -278,37 +303,50 @@ class PushStepping:
         if self.mode == "stand":
             exit_ = polygon_exit(xi, self._sole_points(feet, self.feet))
             margin = self.retrigger_margin if self.steps else self.trigger_margin
-            if (exit_ > margin and exit_ > self._last_exit and len(self.steps) < self.max_steps
-                    and t - self.t_mode >= self.min_double_support):
+            if (
+                exit_ > margin
+                and exit_ > self._last_exit
+                and len(self.steps) < self.max_steps
+                and t - self.t_mode >= self.min_double_support
+            ):
                 self._begin_step(t, xi, feet)
             self._last_exit = exit_
         if self.mode == "shift" and t - self.t_mode >= self.shift_time:
             self.mode, self.t_mode = "swing", self.t_mode + self.shift_time
             M = feet[self.swing_foot]
             p0 = M.translation.copy()
-            self._swing = {"p0": p0, "t0": t, "coef": _quintic(p0[:2], np.zeros(2), np.zeros(2),
-                                                                self._target, self._T),
-                           "target": self._target.copy()}
+            self._swing = {
+                "p0": p0,
+                "t0": t,
+                "coef": _quintic(p0[:2], np.zeros(2), np.zeros(2), self._target, self._T),
+                "target": self._target.copy(),
+            }
         if self.mode == "swing":
             sensed = state.sensed_contacts or frozenset()
-            landed = (t - self.t_mode >= self._T + self.touchdown_wait - 1e-9
-                      or (self.swing_foot in sensed
-                          and t - self.t_mode > 0.9 * self._T))
+            landed = t - self.t_mode >= self._T + self.touchdown_wait - 1e-9 or (
+                self.swing_foot in sensed and t - self.t_mode > 0.9 * self._T
+            )
             if landed:
                 self.mode, self.t_mode = "stand", t
                 self._home = self._mid(feet) + self._home_offset
                 self.steps[-1]["landed_at"] = t
                 self.steps[-1]["landed"] = feet[self.swing_foot].translation[:2].copy()
-                self.steps[-1]["yaw"] = {f: math.atan2(M.rotation[1, 0], M.rotation[0, 0])
-                                         for f, M in feet.items()}
+                self.steps[-1]["yaw"] = {
+                    f: math.atan2(M.rotation[1, 0], M.rotation[0, 0]) for f, M in feet.items()
+                }
                 self.swing_foot = None
-        if not self.steps and self.passthrough:   # no push to step out of: plain standing
+        if not self.steps and self.passthrough:  # no push to step out of: plain standing
             cmd = self.wbc.compute(state, schedule)
-            cmd.info.update(capture_point=xi, zmp_command=xi, push_step_mode=self.mode,
-                            stepping_time=time.perf_counter() - t_start)
+            cmd.info.update(
+                capture_point=xi,
+                zmp_command=xi,
+                push_step_mode=self.mode,
+                stepping_time=time.perf_counter() - t_start,
+            )
             return cmd
-        stance = both if self.swing_foot is None or self.mode == "shift" else (
-            both - {self.swing_foot})
+        stance = (
+            both if self.swing_foot is None or self.mode == "shift" else (both - {self.swing_foot})
+        )
         p_d = xi + (self.dcm_gain / w) * (xi - self._home)
         p_cmd = _clamp(p_d, self._sole_points(feet, stance), self.zmp_margin)
         tg: dict[str, Any] = dict(schedule.targets or {})
@@ -317,22 +355,23 @@ class PushStepping:
         z, zd, zdd = self._height(t)
         tg["com"] = np.array([c[0], c[1], z])
         tg["com_velocity"] = np.array([cd[0], cd[1], zd])
-        tg["com_acceleration"] = np.array([w * w * (c[0] - p_cmd[0]), w * w * (c[1] - p_cmd[1]),
-                                           zdd])
+        tg["com_acceleration"] = np.array(
+            [w * w * (c[0] - p_cmd[0]), w * w * (c[1] - p_cmd[1]), zdd]
+        )
         alpha = self._stiffness(t)
-        if alpha < 1.0:   # upper body compliant: the torso's lean helps, do not fight it
+        if alpha < 1.0:  # upper body compliant: the torso's lean helps, do not fight it
             R = self.data.oMf[self._base].rotation
             tg["base_orientation"] = R @ pin.exp3(alpha * pin.log3(R.T @ self._R0))
             q = np.asarray(state.q)[self.wbc.qidx]
             tg["posture"] = q + alpha * (self._posture0 - q)
         if self.mode == "shift":
             self._target = self._landing(t, xi, p_cmd, feet)
-            sched = ContactSchedule(both, both - {self.swing_foot}, "shift", 1,
-                                    t - self.t_mode, self.shift_time, tg)
+            sched = ContactSchedule(
+                both, both - {self.swing_foot}, "shift", 1, t - self.t_mode, self.shift_time, tg
+            )
         elif self.mode == "swing":
             self._swing_targets(tg, t, xi, p_cmd, feet)
-            sched = ContactSchedule(stance, both, "swing", 2, t - self.t_mode,
-                                    self._T, tg)
+            sched = ContactSchedule(stance, both, "swing", 2, t - self.t_mode, self._T, tg)
         else:
             sched = ContactSchedule(both, both, "stand", 0, t - self.t_mode, float("inf"), tg)
         if self.com_priority > 0:  # the relaxed QP keeps the CoM acceleration (docstring)
@@ -342,8 +381,12 @@ class PushStepping:
             cmd = self.wbc.compute(state, sched)
         finally:
             self.wbc.relaxation_extra_weight = None
-        cmd.info.update(capture_point=xi, zmp_command=p_cmd, push_step_mode=self.mode,
-                        stepping_time=time.perf_counter() - t_start)
+        cmd.info.update(
+            capture_point=xi,
+            zmp_command=p_cmd,
+            push_step_mode=self.mode,
+            stepping_time=time.perf_counter() - t_start,
+        )
         return cmd
 
     # -- pieces -----------------------------------------------------------------------------------
@@ -375,20 +418,27 @@ class PushStepping:
         first = not self.steps
         self._T = self.single_support if first else self.next_single_support
         self._h = self.step_height if first else self.next_step_height
-        if first:   # from standing: the foot on the side the capture point goes
+        if first:  # from standing: the foot on the side the capture point goes
             mid = self._mid(feet)
             lf = feet["left_foot"].translation[:2] - feet["right_foot"].translation[:2]
             left = lf / max(float(np.linalg.norm(lf)), 1e-9)
             self.swing_foot = "left_foot" if float((xi - mid) @ left) >= 0.0 else "right_foot"
-        else:                # a further step: the trailing foot (the stance is the nearer one)
-            dist = {f: float(np.linalg.norm(xi - (feet[f].rotation @ self._sole[f]
-                                                  + feet[f].translation)[:2])) for f in self.feet}
+        else:  # a further step: the trailing foot (the stance is the nearer one)
+            dist = {
+                f: float(
+                    np.linalg.norm(
+                        xi - (feet[f].rotation @ self._sole[f] + feet[f].translation)[:2]
+                    )
+                )
+                for f in self.feet
+            }
             self.swing_foot = max(self.feet, key=lambda f: dist[f])
         self.mode, self.t_mode = "shift", t
         stance = "right_foot" if self.swing_foot == "left_foot" else "left_foot"
         self._target = feet[self.swing_foot].translation[:2].copy()
-        self.steps.append({"foot": self.swing_foot, "stance": stance, "at": t,
-                           "capture_point": xi.copy()})
+        self.steps.append(
+            {"foot": self.swing_foot, "stance": stance, "at": t, "capture_point": xi.copy()}
+        )
 
     def _landing(self, t: float, xi: np.ndarray, p_cmd: np.ndarray, feet: dict) -> np.ndarray:
         """The swing foot frame's landing (2,): its sole centre on the capture point predicted at
@@ -397,8 +447,7 @@ class PushStepping:
         if foot is None:
             raise AssertionError("_landing outside a step")
         stance = self.steps[-1]["stance"]
-        t_land = (self.t_mode + self._T + (self.shift_time if self.mode == "shift"
-                                                         else 0.0))
+        t_land = self.t_mode + self._T + (self.shift_time if self.mode == "shift" else 0.0)
         remaining = max(t_land - t, 0.0)
         xi_T = p_cmd + (xi - p_cmd) * math.exp(self.omega * remaining)
         S = feet[stance]
@@ -413,8 +462,9 @@ class PushStepping:
         frame = sole - (R @ self._sole[foot])[:2]
         return self._reachable(frame, S, foot)
 
-    def _swing_targets(self, tg: dict, t: float, xi: np.ndarray, p_cmd: np.ndarray,
-                       feet: dict) -> None:
+    def _swing_targets(
+        self, tg: dict, t: float, xi: np.ndarray, p_cmd: np.ndarray, feet: dict
+    ) -> None:
         sw, foot = self._swing, self.swing_foot
         if sw is None or foot is None:
             raise AssertionError("_swing_targets outside a swing")
@@ -426,8 +476,7 @@ class PushStepping:
                 x, v, a = _eval_quintic(sw["coef"], tau)
                 sw["coef"] = _quintic(x, v, a, target, max(remaining, 1e-3))
                 sw["t0"], sw["target"], tau = t, target, 0.0
-        x, v, a = _eval_quintic(sw["coef"], min(tau, max(self.t_mode + self._T
-                                                         - sw["t0"], 0.0)))
+        x, v, a = _eval_quintic(sw["coef"], min(tau, max(self.t_mode + self._T - sw["t0"], 0.0)))
         T = self._T
         s = (t - self.t_mode) / T
         b, db, ddb = _bump(s)

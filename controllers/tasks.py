@@ -62,8 +62,9 @@ def cholesky(A: np.ndarray, what: str = "matrix", pivot_rtol: float | None = 1e-
     return L
 
 
-def check_cholesky(L: np.ndarray, A: np.ndarray, info: int, what: str = "matrix",
-                   pivot_rtol: float | None = 1e-13) -> None:
+def check_cholesky(
+    L: np.ndarray, A: np.ndarray, info: int, what: str = "matrix", pivot_rtol: float | None = 1e-13
+) -> None:
     """The checks of :func:`cholesky` on a factor ``L (n, n)`` of ``A`` that LAPACK returned with
     ``info`` (``dpotrf``, or ``dposv`` that also solved): the tests a factorisation must pass
     wherever it is made.
@@ -77,8 +78,9 @@ def check_cholesky(L: np.ndarray, A: np.ndarray, info: int, what: str = "matrix"
         return
     d = L.diagonal()
     if d.size and d.min() ** 2 <= pivot_rtol * A.diagonal().max():
-        raise WbsimError(f"{what} is (numerically) singular: smallest Cholesky pivot "
-                         f"{d.min() ** 2:.3g}")
+        raise WbsimError(
+            f"{what} is (numerically) singular: smallest Cholesky pivot {d.min() ** 2:.3g}"
+        )
 
 
 def cholesky_solve(L: np.ndarray, B: np.ndarray) -> np.ndarray:
@@ -110,8 +112,9 @@ class TaskGains:
     def __post_init__(self):
         for f in fields(self):
             if not is_real(getattr(self, f.name)):
-                raise WbsimError(f"TaskGains: {f.name} must be a real number, got "
-                                 f"{getattr(self, f.name)!r}")
+                raise WbsimError(
+                    f"TaskGains: {f.name} must be a real number, got {getattr(self, f.name)!r}"
+                )
         if not (np.isfinite(self.frequency_hz) and self.frequency_hz > 0):
             raise WbsimError(f"TaskGains: frequency_hz must be > 0, got {self.frequency_hz!r}")
         if not (np.isfinite(self.damping_ratio) and self.damping_ratio >= 0):
@@ -140,7 +143,9 @@ class TaskGains:
             known = {f.name for f in fields(cls)}
             unknown = set(value) - known
             if unknown:
-                raise WbsimError(f"TaskGains: unknown keys {sorted(unknown)}; known: {sorted(known)}")
+                raise WbsimError(
+                    f"TaskGains: unknown keys {sorted(unknown)}; known: {sorted(known)}"
+                )
             return cls(**value)
         if isinstance(value, (tuple, list)) and 1 <= len(value) <= 3:
             return cls(*(float(x) if is_real(x) else x for x in value))
@@ -220,8 +225,9 @@ class DynamicsSnapshot:
         return fk
 
 
-def compute_snapshot(model: pin.Model, data: pin.Data, q: np.ndarray,
-                     v: np.ndarray) -> DynamicsSnapshot:
+def compute_snapshot(
+    model: pin.Model, data: pin.Data, q: np.ndarray, v: np.ndarray
+) -> DynamicsSnapshot:
     """One dynamics pass at ``(q (nq,), v (nv,))``: ``pin.computeAllTerms`` (``M`` (its upper
     triangle, mirrored here), ``nle``, ``g``, the joint Jacobians, the CoM and its Jacobian; it
     leaves in ``data.a`` the spatial accelerations at zero ``qdd``, which the drifts read), then
@@ -233,15 +239,26 @@ def compute_snapshot(model: pin.Model, data: pin.Data, q: np.ndarray,
     q = np.asarray(q, dtype=float)
     v = np.asarray(v, dtype=float)
     if q.shape != (model.nq,) or v.shape != (model.nv,):
-        raise WbsimError(f"state shapes must be q ({model.nq},), v ({model.nv},); got {q.shape}, "
-                         f"{v.shape}")
+        raise WbsimError(
+            f"state shapes must be q ({model.nq},), v ({model.nv},); got {q.shape}, {v.shape}"
+        )
     pin.computeAllTerms(model, data, q, v)
-    M = np.triu(data.M) + np.triu(data.M, 1).T          # crba fills the upper triangle
+    M = np.triu(data.M) + np.triu(data.M, 1).T  # crba fills the upper triangle
     com, com_velocity = data.com[0].copy(), data.vcom[0].copy()
     pin.centerOfMass(model, data, pin.KinematicLevel.ACCELERATION, False)
-    return DynamicsSnapshot(model=model, data=data, q=q, v=v, M=M, h=data.nle.copy(),
-                            g=data.g.copy(), com=com, com_velocity=com_velocity,
-                            com_jacobian=data.Jcom.copy(), com_drift=data.acom[0].copy())
+    return DynamicsSnapshot(
+        model=model,
+        data=data,
+        q=q,
+        v=v,
+        M=M,
+        h=data.nle.copy(),
+        g=data.g.copy(),
+        com=com,
+        com_velocity=com_velocity,
+        com_jacobian=data.Jcom.copy(),
+        com_drift=data.acom[0].copy(),
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -307,20 +324,30 @@ class Task(ABC):
         """Feed-forward task acceleration (default 0)."""
         return 0.0
 
-    def desired_acceleration(self, s: DynamicsSnapshot,
-                             error: np.ndarray | None = None) -> np.ndarray:
+    def desired_acceleration(
+        self, s: DynamicsSnapshot, error: np.ndarray | None = None
+    ) -> np.ndarray:
         """The PD law, ``(k,)``: ``xddot_ref + kp e + kd (xdot_ref - J v)`` (``error``: ``e`` if
         already known)."""
         g = self.gains
         e = self.error(s) if error is None else error
-        return (self.reference_acceleration() + g.kp * e
-                + g.kd * (self.reference_velocity() - self.velocity(s)))
+        return (
+            self.reference_acceleration()
+            + g.kp * e
+            + g.kd * (self.reference_velocity() - self.velocity(s))
+        )
 
     def rows(self, s: DynamicsSnapshot) -> TaskRows:
         """The task evaluated at ``s`` (see :class:`TaskRows`)."""
         e = self.error(s)
-        return TaskRows(self.name, self.jacobian(s), self.drift(s),
-                        self.desired_acceleration(s, e), e, self.gains.weight)
+        return TaskRows(
+            self.name,
+            self.jacobian(s),
+            self.drift(s),
+            self.desired_acceleration(s, e),
+            e,
+            self.gains.weight,
+        )
 
 
 def _vec3(value, what: str) -> np.ndarray:
@@ -341,20 +368,36 @@ class ComTask(Task):
         target_acceleration: ``(3,)`` world CoM acceleration feed-forward, m/s^2 (default 0).
     """
 
-    def __init__(self, target: np.ndarray, gains, target_velocity: np.ndarray | None = None,
-                 name: str = "com", target_acceleration: np.ndarray | None = None):
+    def __init__(
+        self,
+        target: np.ndarray,
+        gains,
+        target_velocity: np.ndarray | None = None,
+        name: str = "com",
+        target_acceleration: np.ndarray | None = None,
+    ):
         super().__init__(name, gains)
         self.set_target(target, target_velocity, target_acceleration)
 
-    def set_target(self, target: np.ndarray, target_velocity: np.ndarray | None = None,
-                   target_acceleration: np.ndarray | None = None) -> None:
+    def set_target(
+        self,
+        target: np.ndarray,
+        target_velocity: np.ndarray | None = None,
+        target_acceleration: np.ndarray | None = None,
+    ) -> None:
         """Set the ``(3,)`` world target (m) and optional velocity (m/s) and acceleration
         (m/s^2)."""
         self.target = _vec3(target, "CoM target")
-        self.target_velocity = (np.zeros(3) if target_velocity is None
-                                else _vec3(target_velocity, "CoM target velocity"))
-        self.target_acceleration = (np.zeros(3) if target_acceleration is None
-                                    else _vec3(target_acceleration, "CoM target acceleration"))
+        self.target_velocity = (
+            np.zeros(3)
+            if target_velocity is None
+            else _vec3(target_velocity, "CoM target velocity")
+        )
+        self.target_acceleration = (
+            np.zeros(3)
+            if target_acceleration is None
+            else _vec3(target_acceleration, "CoM target acceleration")
+        )
 
     def error(self, s):
         return self.target - s.com
@@ -391,15 +434,25 @@ class FramePositionTask(Task):
         self.frame_id = int(frame_id)
         self.set_target(target)
 
-    def set_target(self, target: np.ndarray, target_velocity: np.ndarray | None = None,
-                   target_acceleration: np.ndarray | None = None) -> None:
+    def set_target(
+        self,
+        target: np.ndarray,
+        target_velocity: np.ndarray | None = None,
+        target_acceleration: np.ndarray | None = None,
+    ) -> None:
         """Set the ``(3,)`` world target (m) and optional velocity (m/s) and acceleration
         (m/s^2)."""
         self.target = _vec3(target, f"{self.name} target")
-        self.target_velocity = (np.zeros(3) if target_velocity is None
-                                else _vec3(target_velocity, f"{self.name} target velocity"))
-        self.target_acceleration = (np.zeros(3) if target_acceleration is None else _vec3(
-            target_acceleration, f"{self.name} target acceleration"))
+        self.target_velocity = (
+            np.zeros(3)
+            if target_velocity is None
+            else _vec3(target_velocity, f"{self.name} target velocity")
+        )
+        self.target_acceleration = (
+            np.zeros(3)
+            if target_acceleration is None
+            else _vec3(target_acceleration, f"{self.name} target acceleration")
+        )
 
     def error(self, s):
         return self.target - s.frame(self.frame_id).position
@@ -432,8 +485,9 @@ class FrameOrientationTask(Task):
         gains: PD gains and weight.
     """
 
-    def __init__(self, frame_id: int, target_rotation: np.ndarray, gains,
-                 name: str = "frame_orientation"):
+    def __init__(
+        self, frame_id: int, target_rotation: np.ndarray, gains, name: str = "frame_orientation"
+    ):
         super().__init__(name, gains)
         self.frame_id = int(frame_id)
         self.set_target(target_rotation)
@@ -441,8 +495,11 @@ class FrameOrientationTask(Task):
     def set_target(self, target_rotation: np.ndarray) -> None:
         """Set the ``(3, 3)`` target rotation (frame to world); it must be a rotation matrix."""
         R = np.asarray(target_rotation, dtype=float)
-        if R.shape != (3, 3) or not np.all(np.isfinite(R)) or not np.allclose(
-                R.T @ R, np.eye(3), atol=1e-6):
+        if (
+            R.shape != (3, 3)
+            or not np.all(np.isfinite(R))
+            or not np.allclose(R.T @ R, np.eye(3), atol=1e-6)
+        ):
             raise WbsimError(f"{self.name}: target_rotation must be a (3, 3) rotation matrix")
         self.target = R.copy()
 
@@ -471,8 +528,15 @@ class PostureTask(Task):
         nv: dimension of ``v``.
     """
 
-    def __init__(self, q_index: np.ndarray, v_index: np.ndarray, target: np.ndarray, gains,
-                 nv: int, name: str = "posture"):
+    def __init__(
+        self,
+        q_index: np.ndarray,
+        v_index: np.ndarray,
+        target: np.ndarray,
+        gains,
+        nv: int,
+        name: str = "posture",
+    ):
         super().__init__(name, gains)
         self.q_index = np.asarray(q_index, dtype=int)
         self.v_index = np.asarray(v_index, dtype=int)
@@ -520,8 +584,12 @@ class TaskLeastSquares(NamedTuple):
     offset: np.ndarray | None = None
 
 
-def build_task_stack(rows: Sequence[TaskRows], nv: int, regularization: float = 1e-6,
-                     nullspace: tuple[np.ndarray, np.ndarray] | None = None) -> TaskLeastSquares:
+def build_task_stack(
+    rows: Sequence[TaskRows],
+    nv: int,
+    regularization: float = 1e-6,
+    nullspace: tuple[np.ndarray, np.ndarray] | None = None,
+) -> TaskLeastSquares:
     """The weighted least-squares problem of the task rows (pure function).
 
     Without ``nullspace``: ``min_qdd sum_i w_i ||J_i qdd + drift_i - a_i||^2 + reg ||qdd||^2``.

@@ -43,19 +43,29 @@ ENV_IDS: dict[str, dict[str, Any]] = {
     "wbsim/TalosPush-v0": {"robot": "talos", "push_magnitude": 100.0, "push_interval": 2.0},
     "wbsim/G1OneLeg-v0": {"robot": "g1", "plan": one_leg_plan, "max_seconds": 7.5},
     "wbsim/G1StepInPlace-v0": {"robot": "g1", "plan": stepping_plan},
-    "wbsim/G1Walk-v0": {"robot": "g1", "plan": walking_plan,
-                        "reward_weights": {"base_velocity": 1.0}},
+    "wbsim/G1Walk-v0": {
+        "robot": "g1",
+        "plan": walking_plan,
+        "reward_weights": {"base_velocity": 1.0},
+    },
     "wbsim/G1PlanReplay-v0": {"robot": "g1", "plan": dcc_plan, "max_seconds": 6.0},
-    "wbsim/G1PushStep-v0": {"robot": "g1", "plan": stepping_plan, "push_magnitude": 110.0,
-                            "push_interval": 3.0,
-                            "plan_options": {"single_support": 0.4, "double_support": 0.15,
-                                             "n_steps": 18}},
+    "wbsim/G1PushStep-v0": {
+        "robot": "g1",
+        "plan": stepping_plan,
+        "push_magnitude": 110.0,
+        "push_interval": 3.0,
+        "plan_options": {"single_support": 0.4, "double_support": 0.15, "n_steps": 18},
+    },
     "wbsim/ICubStand-v0": {"robot": "icub"},
     "wbsim/RomeoStand-v0": {"robot": "romeo"},
     # the G1 with hands leans on a wall with its right hand and lifts its right foot
-    "wbsim/G1HandWall-v0": {"robot": g1_hand_wall_config(), "plan": hand_wall_plan,
-                            "pose": "lean", "max_seconds": 8.5,
-                            "default_camera_config": {"azimuth": 180.0}},
+    "wbsim/G1HandWall-v0": {
+        "robot": g1_hand_wall_config(),
+        "plan": hand_wall_plan,
+        "pose": "lean",
+        "max_seconds": 8.5,
+        "default_camera_config": {"azimuth": 180.0},
+    },
 }
 
 
@@ -76,10 +86,13 @@ def register_envs() -> None:
     ``max_episode_steps=10000`` too; :func:`make` passes it."""
     for env_id, kwargs in ENV_IDS.items():
         if env_id not in gym.registry:
-            gym.register(env_id, entry_point=ENTRY_POINT,
-                         kwargs={"reset_noise_scale": RESET_NOISE_SCALE, **kwargs,
-                                 "env_id": env_id},
-                         max_episode_steps=_max_episode_steps(kwargs), disable_env_checker=False)
+            gym.register(
+                env_id,
+                entry_point=ENTRY_POINT,
+                kwargs={"reset_noise_scale": RESET_NOISE_SCALE, **kwargs, "env_id": env_id},
+                max_episode_steps=_max_episode_steps(kwargs),
+                disable_env_checker=False,
+            )
 
 
 def _max_episode_steps(kwargs: dict[str, Any]) -> int:
@@ -119,8 +132,10 @@ def register_robot_env(env_id: str, robot: Any, *, config: Any = None, **options
 
     cfg = resolve_config(robot, config)
     if not cfg.feet:
-        raise WbsimError(f"{env_id}: robot {cfg.name!r} has no feet configured; an env needs "
-                         "them (a config with feet = {left_foot = LINK, right_foot = LINK})")
+        raise WbsimError(
+            f"{env_id}: robot {cfg.name!r} has no feet configured; an env needs "
+            "them (a config with feet = {left_foot = LINK, right_foot = LINK})"
+        )
     known = [k for k in _params(HumanoidEnv) if k not in ("robot", "env_id")]
     for key in options:
         if key not in known:
@@ -141,16 +156,20 @@ def make(env_id: str, **kwargs: Any) -> gym.Env:
         raise UnknownNameError("env", env_id, ENV_IDS)
     from wbsim.envs.humanoid import HumanoidEnv, make_humanoid_env, plan_parameters
 
-    accepted = {**{k: None for k in _params(HumanoidEnv)}, **{k: None for k in
-                                                            _params(make_humanoid_env)},
-                "max_episode_steps": None,
-                **{k: None for k in plan_parameters(kwargs.get("plan",
-                                                               ENV_IDS[env_id].get("plan")))}}
+    accepted = {
+        **{k: None for k in _params(HumanoidEnv)},
+        **{k: None for k in _params(make_humanoid_env)},
+        "max_episode_steps": None,
+        **{k: None for k in plan_parameters(kwargs.get("plan", ENV_IDS[env_id].get("plan")))},
+    }
     for key in kwargs:
         if key not in accepted:
-            raise UnknownNameError("option", key,
-                                   [k for k in accepted if k not in ("kwargs", "env_id")],
-                                   context=f"of env {env_id!r}")
+            raise UnknownNameError(
+                "option",
+                key,
+                [k for k in accepted if k not in ("kwargs", "env_id")],
+                context=f"of env {env_id!r}",
+            )
     if "max_episode_steps" not in kwargs and {"max_seconds", "frame_skip"} & set(kwargs):
         try:
             kwargs["max_episode_steps"] = _max_episode_steps({**ENV_IDS[env_id], **kwargs})
@@ -176,8 +195,9 @@ def make_humanoid(env_id: str, **kwargs: Any):
     known = _params(HumanoidEnv) + (plan_parameters(plan) if plan is not None else [])
     for key in kwargs:
         if key not in known:
-            raise UnknownNameError("option", key, [k for k in known if k != "env_id"],
-                                   context=f"of env {env_id!r}")
+            raise UnknownNameError(
+                "option", key, [k for k in known if k != "env_id"], context=f"of env {env_id!r}"
+            )
     return HumanoidEnv(**route_plan_options({"env_id": env_id, **kwargs}, ENV_IDS[env_id]))
 
 

@@ -105,11 +105,22 @@ from wbsim.errors import WbsimError, is_real, joint_list, nonfinite_joints
 from wbsim.sim import Pushes, Simulation
 from wbsim.types import Command, ContactSchedule, JointTargets, RobotState
 
-__all__ = ["DEFAULT_REWARD_WEIGHTS", "INFO_MODES", "HumanoidEnv", "make_humanoid_env",
-           "plan_parameters", "reward_terms", "route_plan_options"]
+__all__ = [
+    "DEFAULT_REWARD_WEIGHTS",
+    "INFO_MODES",
+    "HumanoidEnv",
+    "make_humanoid_env",
+    "plan_parameters",
+    "reward_terms",
+    "route_plan_options",
+]
 
 DEFAULT_REWARD_WEIGHTS: Mapping[str, float] = {
-    "alive": 1.0, "upright": 1.0, "posture": 0.5, "torque": 0.01, "base_velocity": 0.1,
+    "alive": 1.0,
+    "upright": 1.0,
+    "posture": 0.5,
+    "torque": 0.01,
+    "base_velocity": 0.1,
 }
 FEET = ("left_foot", "right_foot")
 FEET_SET = frozenset(FEET)
@@ -118,9 +129,14 @@ FEET_SET = frozenset(FEET)
 INFO_MODES = ("full", "lean")
 
 
-def reward_terms(weights: Mapping[str, float], fell, base_quat_wxyz: np.ndarray,
-                 joint_error: np.ndarray, torque_normalised: np.ndarray,
-                 base_velocity_world: np.ndarray) -> dict[str, Any]:
+def reward_terms(
+    weights: Mapping[str, float],
+    fell,
+    base_quat_wxyz: np.ndarray,
+    joint_error: np.ndarray,
+    torque_normalised: np.ndarray,
+    base_velocity_world: np.ndarray,
+) -> dict[str, Any]:
     """The reward terms of the module docstring, for one step or ``k`` steps at once (every array
     with a leading axis ``k``; each term is then ``(k,)``).
 
@@ -139,10 +155,10 @@ def reward_terms(weights: Mapping[str, float], fell, base_quat_wxyz: np.ndarray,
         "alive": np.where(fell, 0.0, weights["alive"]),
         "upright": -weights["upright"] * tilt**2,
         "posture": -weights["posture"] * (np.einsum("...i,...i", joint_error, joint_error) / n),
-        "torque": -weights["torque"] * (np.einsum("...i,...i", torque_normalised,
-                                                  torque_normalised) / n),
-        "base_velocity": -weights["base_velocity"] * np.einsum("...i,...i", base_velocity_world,
-                                                               base_velocity_world),
+        "torque": -weights["torque"]
+        * (np.einsum("...i,...i", torque_normalised, torque_normalised) / n),
+        "base_velocity": -weights["base_velocity"]
+        * np.einsum("...i,...i", base_velocity_world, base_velocity_world),
     }
 
 
@@ -192,62 +208,130 @@ class HumanoidEnv(gym.Env):
     # Gymnasium's API: a class attribute, replaced per instance in __init__ (render_fps)
     metadata = {"render_modes": ["rgb_array", "human", "depth_array"], "render_fps": 500}  # noqa: RUF012
 
-    def __init__(self, robot: str | wbsim.RobotConfig | wbsim.Robot = "g1", plan: Callable[[], PhasePlan] = standing_plan,
-                 pose: str = "stand", frame_skip: int = 1, max_seconds: float = 10.0,
-                 action_mode: str = "torque", render_mode: str | None = None, width: int = 640,
-                 height: int = 480, reset_noise_scale: float = 0.0, fall_height: float = 0.6,
-                 fall_tilt: float = math.pi / 3,
-                 reward_weights: Mapping[str, float] | None = None, env_id: str = "wbsim env",
-                 push_magnitude: float = 0.0, push_interval: float = 2.0, push_duration: float = 0.1,
-                 push_script: Any = (),
-                 joint_position_scale: float = 0.5, pd_frequency_hz: float = 5.0,
-                 info_mode: str = "full", camera_name: str | None = None,
-                 camera_id: int | None = None,
-                 default_camera_config: Mapping[str, Any] | None = None,
-                 plan_options: Mapping[str, Any] | None = None):
+    def __init__(
+        self,
+        robot: str | wbsim.RobotConfig | wbsim.Robot = "g1",
+        plan: Callable[[], PhasePlan] = standing_plan,
+        pose: str = "stand",
+        frame_skip: int = 1,
+        max_seconds: float = 10.0,
+        action_mode: str = "torque",
+        render_mode: str | None = None,
+        width: int = 640,
+        height: int = 480,
+        reset_noise_scale: float = 0.0,
+        fall_height: float = 0.6,
+        fall_tilt: float = math.pi / 3,
+        reward_weights: Mapping[str, float] | None = None,
+        env_id: str = "wbsim env",
+        push_magnitude: float = 0.0,
+        push_interval: float = 2.0,
+        push_duration: float = 0.1,
+        push_script: Any = (),
+        joint_position_scale: float = 0.5,
+        pd_frequency_hz: float = 5.0,
+        info_mode: str = "full",
+        camera_name: str | None = None,
+        camera_id: int | None = None,
+        default_camera_config: Mapping[str, Any] | None = None,
+        plan_options: Mapping[str, Any] | None = None,
+    ):
         self._init_kwargs = {k: v for k, v in locals().items() if k not in ("self", "__class__")}
         self.robot = robot if isinstance(robot, wbsim.Robot) else wbsim.load_robot(robot)
         if action_mode not in ("torque", "joint_position"):
-            raise WbsimError(f"{env_id}: unknown action_mode {action_mode!r}; known: torque, "
-                             "joint_position, residual")
+            raise WbsimError(
+                f"{env_id}: unknown action_mode {action_mode!r}; known: torque, "
+                "joint_position, residual"
+            )
         if info_mode not in INFO_MODES:
-            raise WbsimError(f"{env_id}: unknown info_mode {info_mode!r}; known: "
-                             f"{', '.join(INFO_MODES)}")
+            raise WbsimError(
+                f"{env_id}: unknown info_mode {info_mode!r}; known: {', '.join(INFO_MODES)}"
+            )
         if render_mode not in (None, *self.metadata["render_modes"]):
-            raise WbsimError(f"{env_id}: unknown render_mode {render_mode!r}; known: "
-                             f"{', '.join(self.metadata['render_modes'])}")
+            raise WbsimError(
+                f"{env_id}: unknown render_mode {render_mode!r}; known: "
+                f"{', '.join(self.metadata['render_modes'])}"
+            )
         if reward_weights is not None and not isinstance(reward_weights, Mapping):
-            raise WbsimError(f"{env_id}: reward_weights must be a mapping of weight name -> number "
-                             f"(known: {', '.join(sorted(DEFAULT_REWARD_WEIGHTS))}), got "
-                             f"{reward_weights!r}")
+            raise WbsimError(
+                f"{env_id}: reward_weights must be a mapping of weight name -> number "
+                f"(known: {', '.join(sorted(DEFAULT_REWARD_WEIGHTS))}), got "
+                f"{reward_weights!r}"
+            )
         unknown = set(reward_weights or {}) - set(DEFAULT_REWARD_WEIGHTS)
         if unknown:
-            raise WbsimError(f"{env_id}: unknown reward weights {sorted(unknown)}; known: "
-                             f"{sorted(DEFAULT_REWARD_WEIGHTS)}")
+            raise WbsimError(
+                f"{env_id}: unknown reward weights {sorted(unknown)}; known: "
+                f"{sorted(DEFAULT_REWARD_WEIGHTS)}"
+            )
         inf = math.inf
         for name, value, integer, ok, expected in (  # ok runs on real numbers only
-                ("frame_skip", frame_skip, True, lambda x: x >= 1, "an integer >= 1"),
-                ("width", width, True, lambda x: x >= 1, "an integer >= 1 (pixels)"),
-                ("height", height, True, lambda x: x >= 1, "an integer >= 1 (pixels)"),
-                ("max_seconds", max_seconds, False, lambda x: x > 0, "a number > 0 (s)"),
-                ("reset_noise_scale", reset_noise_scale, False, lambda x: 0 <= x < inf,
-                 "a finite number >= 0 (rad)"),
-                ("fall_tilt", fall_tilt, False, lambda x: 0 < x <= math.pi,
-                 "a number in (0, pi] (rad from the vertical)"),
-                ("fall_height", fall_height, False, lambda x: 0 <= x <= 1,
-                 "a number in [0, 1] (fraction of the reset base height)"),
-                ("push_magnitude", push_magnitude, False, lambda x: 0 <= x < inf,
-                 "a finite number >= 0 (N)"),
-                ("push_interval", push_interval, False, lambda x: 0 < x < inf,
-                 "a finite number > 0 (s)"),
-                ("push_duration", push_duration, False, lambda x: 0 <= x < inf,
-                 "a finite number >= 0 (s)"),
-                ("joint_position_scale", joint_position_scale, False, lambda x: 0 < x < inf,
-                 "a finite number > 0 (rad per unit action)"),
-                ("pd_frequency_hz", pd_frequency_hz, False, lambda x: 0 < x < inf,
-                 "a finite number > 0 (Hz)")):
-            if not (is_real(value) and (isinstance(value, numbers.Integral) or not integer)
-                    and ok(value)):
+            ("frame_skip", frame_skip, True, lambda x: x >= 1, "an integer >= 1"),
+            ("width", width, True, lambda x: x >= 1, "an integer >= 1 (pixels)"),
+            ("height", height, True, lambda x: x >= 1, "an integer >= 1 (pixels)"),
+            ("max_seconds", max_seconds, False, lambda x: x > 0, "a number > 0 (s)"),
+            (
+                "reset_noise_scale",
+                reset_noise_scale,
+                False,
+                lambda x: 0 <= x < inf,
+                "a finite number >= 0 (rad)",
+            ),
+            (
+                "fall_tilt",
+                fall_tilt,
+                False,
+                lambda x: 0 < x <= math.pi,
+                "a number in (0, pi] (rad from the vertical)",
+            ),
+            (
+                "fall_height",
+                fall_height,
+                False,
+                lambda x: 0 <= x <= 1,
+                "a number in [0, 1] (fraction of the reset base height)",
+            ),
+            (
+                "push_magnitude",
+                push_magnitude,
+                False,
+                lambda x: 0 <= x < inf,
+                "a finite number >= 0 (N)",
+            ),
+            (
+                "push_interval",
+                push_interval,
+                False,
+                lambda x: 0 < x < inf,
+                "a finite number > 0 (s)",
+            ),
+            (
+                "push_duration",
+                push_duration,
+                False,
+                lambda x: 0 <= x < inf,
+                "a finite number >= 0 (s)",
+            ),
+            (
+                "joint_position_scale",
+                joint_position_scale,
+                False,
+                lambda x: 0 < x < inf,
+                "a finite number > 0 (rad per unit action)",
+            ),
+            (
+                "pd_frequency_hz",
+                pd_frequency_hz,
+                False,
+                lambda x: 0 < x < inf,
+                "a finite number > 0 (Hz)",
+            ),
+        ):
+            if not (
+                is_real(value)
+                and (isinstance(value, numbers.Integral) or not integer)
+                and ok(value)
+            ):
                 raise WbsimError(f"{env_id}: {name} must be {expected}, got {value!r}")
         self.env_id = env_id
         self.plan_factory = plan
@@ -258,8 +342,9 @@ class HumanoidEnv(gym.Env):
             known = plan_parameters(plan)
             for key in self.plan_options:
                 if key not in known:
-                    raise UnknownNameError("option", key, known,
-                                           context=f"of the plan of env {env_id}")
+                    raise UnknownNameError(
+                        "option", key, known, context=f"of the plan of env {env_id}"
+                    )
         self.plan = plan(**self.plan_options)
         self.pose_name = pose
         self.frame_skip = int(frame_skip)
@@ -272,11 +357,21 @@ class HumanoidEnv(gym.Env):
         self.fall_tilt = float(fall_tilt)
         self.reward_weights = {**DEFAULT_REWARD_WEIGHTS, **(reward_weights or {})}
         self.info_mode = info_mode
-        self.sim = Simulation(self.robot, Pushes(push_magnitude, push_interval, push_duration,
-                                                 tuple(push_script or ())))
+        self.sim = Simulation(
+            self.robot,
+            Pushes(push_magnitude, push_interval, push_duration, tuple(push_script or ())),
+        )
         self.model, self.data = self.sim.model, self.sim.data
-        self._camera = _camera_options(self.model, env_id, camera_name, camera_id,
-                                       default_camera_config, width, height, render_mode)
+        self._camera = _camera_options(
+            self.model,
+            env_id,
+            camera_name,
+            camera_id,
+            default_camera_config,
+            width,
+            height,
+            render_mode,
+        )
         self.metadata = {**self.metadata, "render_fps": round(1.0 / self.dt)}
 
         n = self.robot.n_joints
@@ -332,11 +427,14 @@ class HumanoidEnv(gym.Env):
     def torque_hook(self, hook: Callable[[HumanoidEnv], np.ndarray | Command] | None) -> None:
         if hook is not None:
             if not callable(hook):
-                raise WbsimError(f"{self.env_id}: torque_hook must be callable or None, got "
-                                 f"{hook!r}")
+                raise WbsimError(
+                    f"{self.env_id}: torque_hook must be callable or None, got {hook!r}"
+                )
             if self.action_mode != "torque":
-                raise WbsimError(f"{self.env_id}: a torque_hook needs action_mode 'torque', got "
-                                 f"{self.action_mode!r}")
+                raise WbsimError(
+                    f"{self.env_id}: a torque_hook needs action_mode 'torque', got "
+                    f"{self.action_mode!r}"
+                )
         self._torque_hook = hook
 
     # -- Gymnasium API -----------------------------------------------------------------------------
@@ -371,7 +469,8 @@ class HumanoidEnv(gym.Env):
         q = self.robot.pose_q(self.pose_name)
         if self.reset_noise_scale > 0:
             q[self._pin_qidx] += self.np_random.uniform(
-                -self.reset_noise_scale, self.reset_noise_scale, self.robot.n_joints)
+                -self.reset_noise_scale, self.reset_noise_scale, self.robot.n_joints
+            )
             q = self.robot.on_floor(q)  # the noisy soles neither in the floor nor above it
         self.sim.reset(q, self.np_random)
         self._q_ref = q
@@ -396,8 +495,13 @@ class HumanoidEnv(gym.Env):
             lo, hi = self.robot.joint_limits[:, 0], self.robot.joint_limits[:, 1]
             target = np.clip(self._q_ref[self._pin_qidx] + self.joint_position_scale * a, lo, hi)
             pd = self._pd  # run by the actuators at every MuJoCo step (wbsim.sim)
-            self.sim.step_command(Command(np.zeros(self.robot.n_joints), joint_targets=JointTargets(
-                target, np.zeros_like(target), pd.kp, pd.kd)), self.frame_skip)
+            self.sim.step_command(
+                Command(
+                    np.zeros(self.robot.n_joints),
+                    joint_targets=JointTargets(target, np.zeros_like(target), pd.kp, pd.kd),
+                ),
+                self.frame_skip,
+            )
         failed = self.sim.failed
         non_sole = sorted(self.sensing.non_sole_contacts)
         fell = self.has_fallen() or failed is not None
@@ -416,12 +520,20 @@ class HumanoidEnv(gym.Env):
         height or tilted beyond ``fall_tilt``, or a robot geom other than the sole points touching
         the floor."""
         qpos = self.data.qpos
-        return bool(qpos[2] < self.fall_height * self._base_height0
-                    or base_tilt(qpos[3], qpos[4], qpos[5], qpos[6]) > self.fall_tilt
-                    or self.sensing.non_sole_on_floor)
+        return bool(
+            qpos[2] < self.fall_height * self._base_height0
+            or base_tilt(qpos[3], qpos[4], qpos[5], qpos[6]) > self.fall_tilt
+            or self.sensing.non_sole_on_floor
+        )
 
-    def reward(self, qpos: np.ndarray, qvel: np.ndarray, tau: np.ndarray, fell: np.ndarray,
-               t: np.ndarray | None = None) -> np.ndarray:
+    def reward(
+        self,
+        qpos: np.ndarray,
+        qvel: np.ndarray,
+        tau: np.ndarray,
+        fell: np.ndarray,
+        t: np.ndarray | None = None,
+    ) -> np.ndarray:
         """The reward ``(k,)`` of ``k`` steps ending in MuJoCo states ``qpos (k, nq)``, ``qvel (k,
         nv)`` at times ``t (k,)`` s (for the plan's commanded velocity; ``None``: none commanded)
         after torques ``tau (k, n_joints)`` (N·m), ``fell (k,)`` their termination flags: the sum
@@ -429,9 +541,14 @@ class HumanoidEnv(gym.Env):
         velocity = qvel[:, 0:3]
         if t is not None:
             velocity = velocity - np.array([self.plan.command_velocity(float(x)) for x in t])
-        terms = reward_terms(self.reward_weights, fell, qpos[:, 3:7],
-                             qpos[:, self.robot.converter.mj_qadr] - self._q_ref[self._pin_qidx],
-                             tau / self.effort, velocity)
+        terms = reward_terms(
+            self.reward_weights,
+            fell,
+            qpos[:, 3:7],
+            qpos[:, self.robot.converter.mj_qadr] - self._q_ref[self._pin_qidx],
+            tau / self.effort,
+            velocity,
+        )
         total = np.zeros(len(qpos))
         for value in terms.values():
             total += value
@@ -478,13 +595,27 @@ class HumanoidEnv(gym.Env):
 
         s, d, cmd = self.sensing, self.data, self.overlay_command
         n, m = len(s.names), len(self.robot.foot_names)
-        f_cmd = np.full((n, 3), np.nan) if cmd is None or cmd.point_forces is None else (
-            cmd.point_forces)
-        w_cmd = np.full((m, 6), np.nan) if cmd is None or cmd.foot_wrenches is None else (
-            cmd.foot_wrenches)
-        values = FrameValues(d.time, d.qpos, s.mode, s.force_world, f_cmd, w_cmd,
-                             s.feet_in_contact, self.schedule().contact_set,
-                             violating=self.overlay_violating)
+        f_cmd = (
+            np.full((n, 3), np.nan)
+            if cmd is None or cmd.point_forces is None
+            else (cmd.point_forces)
+        )
+        w_cmd = (
+            np.full((m, 6), np.nan)
+            if cmd is None or cmd.foot_wrenches is None
+            else (cmd.foot_wrenches)
+        )
+        values = FrameValues(
+            d.time,
+            d.qpos,
+            s.mode,
+            s.force_world,
+            f_cmd,
+            w_cmd,
+            s.feet_in_contact,
+            self.schedule().contact_set,
+            violating=self.overlay_violating,
+        )
         overlay = overlay_of(self.robot, d, values)
         overlay.text = self.overlay_status or overlay.text
         return overlay
@@ -503,11 +634,18 @@ class HumanoidEnv(gym.Env):
         if isinstance(kwargs["robot"], wbsim.Robot):  # its (completed) config rebuilds it
             kwargs["robot"] = kwargs["robot"].config
         sim = self.sim
-        return {"kwargs": kwargs, "state": sim.get_state(), "q_ref": self._q_ref,
-                "base_height0": self._base_height0, "np_random": self._np_random,
-                "pushes": sim.push_memory(), "push_force": sim.push_force.copy(),
-                "plan_context": dict(self.plan.context), "sensing": sim.sensing(),
-                "tau": sim.tau.copy()}
+        return {
+            "kwargs": kwargs,
+            "state": sim.get_state(),
+            "q_ref": self._q_ref,
+            "base_height0": self._base_height0,
+            "np_random": self._np_random,
+            "pushes": sim.push_memory(),
+            "push_force": sim.push_force.copy(),
+            "plan_context": dict(self.plan.context),
+            "sensing": sim.sensing(),
+            "tau": sim.tau.copy(),
+        }
 
     def __setstate__(self, st):
         self.__init__(**st["kwargs"])
@@ -533,8 +671,9 @@ class HumanoidEnv(gym.Env):
         if self._frame_renderer is None:
             from wbsim.render import FrameRenderer
 
-            self._frame_renderer = FrameRenderer(self.model, self.width, self.height,
-                                                 **self._camera)
+            self._frame_renderer = FrameRenderer(
+                self.model, self.width, self.height, **self._camera
+            )
         return self._frame_renderer
 
     def action_to_torque(self, action: np.ndarray) -> np.ndarray:
@@ -547,11 +686,15 @@ class HumanoidEnv(gym.Env):
         or NaN/inf."""
         a = np.array(action, dtype=float)
         if a.shape != self.action_space.shape:
-            raise ValueError(f"{self.env_id}: action of shape {a.shape}; expected {self.action_space}")
+            raise ValueError(
+                f"{self.env_id}: action of shape {a.shape}; expected {self.action_space}"
+            )
         bad = nonfinite_joints(a, self.robot.joint_names)
         if bad:
-            raise ValueError(f"{self.env_id}: action has NaN/inf at {len(bad)} joint(s): "
-                             f"{joint_list(bad)}; expected finite values in {self.action_space}")
+            raise ValueError(
+                f"{self.env_id}: action has NaN/inf at {len(bad)} joint(s): "
+                f"{joint_list(bad)}; expected finite values in {self.action_space}"
+            )
         return np.minimum(np.maximum(a, -1.0, out=a), 1.0, out=a)
 
     def torque_to_action(self, tau: np.ndarray) -> np.ndarray:
@@ -575,14 +718,17 @@ class HumanoidEnv(gym.Env):
             body = self.robot.foot(foot).mj_body_id
             ctx[foot] = d.xpos[body].copy()
             ctx[f"{foot}_rotation"] = d.xmat[body].reshape(3, 3).copy()
-            ctx[f"{foot.split('_')[0]}_sole_centre"] = support_polygon(self.robot, d, [foot]).mean(0)
+            ctx[f"{foot.split('_')[0]}_sole_centre"] = support_polygon(self.robot, d, [foot]).mean(
+                0
+            )
         ctx["base_rotation"] = d.xmat[1].reshape(3, 3).copy()
         ctx["mass"] = np.array(float(self.robot.total_mass))
         ctx["gravity"] = self.model.opt.gravity.copy()
         ctx["floor_height"] = np.array(float(sole_points_in_world(self.robot, d)[:, 2].min()))
         for foot in FEET:  # the foot frame above its sole when level (the robot's geometry)
             ctx[f"{foot}_sole_depth"] = np.array(
-                -float(np.mean(self.robot.foot(foot).points_in_foot[:, 2])))
+                -float(np.mean(self.robot.foot(foot).points_in_foot[:, 2]))
+            )
         return ctx
 
     def schedule(self) -> ContactSchedule:
@@ -590,8 +736,9 @@ class HumanoidEnv(gym.Env):
         set, phase, targets; what ``info["schedule"]`` holds in ``info_mode="full"``)."""
         return self.plan.at(self.sim.time)
 
-    def _observe(self, fell: bool, reward_terms: dict[str, float], non_sole: list[str] | None = None
-                 ) -> tuple[np.ndarray, dict[str, Any]]:
+    def _observe(
+        self, fell: bool, reward_terms: dict[str, float], non_sole: list[str] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
         """Observation and info of the current state (module docstring)."""
         sim = self.sim
         t = sim.time
@@ -600,16 +747,26 @@ class HumanoidEnv(gym.Env):
         sensing = self.sensing
         sensed = sensing.feet_in_contact
         planned = sched.contact_set
-        centre = (self._support_weights((planned & FEET_SET) or FEET_SET)
-                  @ sensing.position_world[:, 0:2])
+        centre = (
+            self._support_weights((planned & FEET_SET) or FEET_SET) @ sensing.position_world[:, 0:2]
+        )
         com = self.data.subtree_com[1]
         duration = sched.phase_duration
-        obs = np.concatenate([
-            q[2:3], q[6:7], q[3:6], v[0:6], q[self._pin_qidx], v[self._pin_vidx],
-            com[0:2] - centre, com[2:3],
-            [float(f in sensed) for f in FEET], [float(f in planned) for f in FEET],
-            [sched.phase_time / duration if math.isfinite(duration) else 0.0],
-        ]).astype(np.float32)
+        obs = np.concatenate(
+            [
+                q[2:3],
+                q[6:7],
+                q[3:6],
+                v[0:6],
+                q[self._pin_qidx],
+                v[self._pin_vidx],
+                com[0:2] - centre,
+                com[2:3],
+                [float(f in sensed) for f in FEET],
+                [float(f in planned) for f in FEET],
+                [sched.phase_time / duration if math.isfinite(duration) else 0.0],
+            ]
+        ).astype(np.float32)
         if self.info_mode == "lean":
             return obs, {"t": t, "fell": fell, "reward_terms": reward_terms}
         info = {
@@ -637,21 +794,36 @@ class HumanoidEnv(gym.Env):
     def _reward_terms(self, fell: bool) -> dict[str, float]:
         """The reward terms (module docstring) of the current state, as floats."""
         d = self.data
-        terms = reward_terms(self.reward_weights, fell, d.qpos[3:7],
-                             self.sim.joint_positions - self._q_ref[self._pin_qidx],
-                             self.sim.tau / self.effort,
-                             d.qvel[0:3] - self.plan.command_velocity(self.sim.time))
+        terms = reward_terms(
+            self.reward_weights,
+            fell,
+            d.qpos[3:7],
+            self.sim.joint_positions - self._q_ref[self._pin_qidx],
+            self.sim.tau / self.effort,
+            d.qvel[0:3] - self.plan.command_velocity(self.sim.time),
+        )
         return {k: float(v) for k, v in terms.items()}
 
 
 #: ``default_camera_config`` key -> :class:`wbsim.render.FrameRenderer` argument
-_CAMERA_CONFIG_KEYS = {"distance": "distance", "azimuth": "azimuth", "elevation": "elevation",
-                       "trackbodyid": "track_body"}
+_CAMERA_CONFIG_KEYS = {
+    "distance": "distance",
+    "azimuth": "azimuth",
+    "elevation": "elevation",
+    "trackbodyid": "track_body",
+}
 
 
-def _camera_options(model, env_id: str, camera_name: str | None, camera_id: int | None,
-                    config: Mapping[str, Any] | None, width: int, height: int,
-                    render_mode: str | None) -> dict[str, Any]:
+def _camera_options(
+    model,
+    env_id: str,
+    camera_name: str | None,
+    camera_id: int | None,
+    config: Mapping[str, Any] | None,
+    width: int,
+    height: int,
+    render_mode: str | None,
+) -> dict[str, Any]:
     """The :class:`wbsim.render.FrameRenderer` arguments of the env's camera options (see
     :class:`HumanoidEnv`), checked.
 
@@ -663,40 +835,57 @@ def _camera_options(model, env_id: str, camera_name: str | None, camera_id: int 
     """
     cameras = [model.camera(i).name for i in range(model.ncam)]
     if camera_name is not None and camera_id is not None:
-        raise WbsimError(f"{env_id}: camera_name and camera_id cannot both be given (got "
-                         f"{camera_name!r} and {camera_id!r})")
+        raise WbsimError(
+            f"{env_id}: camera_name and camera_id cannot both be given (got "
+            f"{camera_name!r} and {camera_id!r})"
+        )
     out: dict[str, Any] = {"camera": "track"}
     if camera_name is not None:
         if camera_name not in cameras and camera_name != "track":
-            raise WbsimError(f"{env_id}: unknown camera_name {camera_name!r}; known: "
-                             f"{', '.join(['track', *cameras])}")
+            raise WbsimError(
+                f"{env_id}: unknown camera_name {camera_name!r}; known: "
+                f"{', '.join(['track', *cameras])}"
+            )
         out["camera"] = camera_name
     elif camera_id is not None:
         if not (isinstance(camera_id, numbers.Integral) and -1 <= camera_id < len(cameras)):
-            raise WbsimError(f"{env_id}: camera_id must be -1 (the free camera) or the id of a "
-                             f"camera of the model (0..{len(cameras) - 1}: "
-                             f"{', '.join(cameras)}), got {camera_id!r}")
+            raise WbsimError(
+                f"{env_id}: camera_id must be -1 (the free camera) or the id of a "
+                f"camera of the model (0..{len(cameras) - 1}: "
+                f"{', '.join(cameras)}), got {camera_id!r}"
+            )
         if camera_id >= 0:
             out["camera"] = cameras[camera_id]
     if config is not None and not isinstance(config, Mapping):
         raise WbsimError(f"{env_id}: default_camera_config must be a mapping, got {config!r}")
     for key, value in dict(config or {}).items():
         if key not in _CAMERA_CONFIG_KEYS:
-            raise WbsimError(f"{env_id}: unknown default_camera_config key {key!r}; known: "
-                             f"{', '.join(_CAMERA_CONFIG_KEYS)} (the free camera follows a body, "
-                             "so it takes no lookat)")
+            raise WbsimError(
+                f"{env_id}: unknown default_camera_config key {key!r}; known: "
+                f"{', '.join(_CAMERA_CONFIG_KEYS)} (the free camera follows a body, "
+                "so it takes no lookat)"
+            )
         integer = key == "trackbodyid"
         if not (is_real(value) and (isinstance(value, numbers.Integral) or not integer)) or (
-                integer and not 0 <= value < model.nbody):
-            raise WbsimError(f"{env_id}: default_camera_config[{key!r}] must be "
-                             + (f"a body id in 0..{model.nbody - 1}" if integer else "a number")
-                             + f", got {value!r}")
+            integer and not 0 <= value < model.nbody
+        ):
+            raise WbsimError(
+                f"{env_id}: default_camera_config[{key!r}] must be "
+                + (f"a body id in 0..{model.nbody - 1}" if integer else "a number")
+                + f", got {value!r}"
+            )
         out[_CAMERA_CONFIG_KEYS[key]] = value
     vis = model.vis.global_
-    if render_mode in ("rgb_array", "depth_array") and not (width <= vis.offwidth and height <= vis.offheight):
-        raise WbsimError(f"{env_id}: frame size {width}x{height}: the renderer's off-screen buffer "
-                         f"holds up to {vis.offwidth}x{vis.offheight} pixels")
+    if render_mode in ("rgb_array", "depth_array") and not (
+        width <= vis.offwidth and height <= vis.offheight
+    ):
+        raise WbsimError(
+            f"{env_id}: frame size {width}x{height}: the renderer's off-screen buffer "
+            f"holds up to {vis.offwidth}x{vis.offheight} pixels"
+        )
     return out
+
+
 def plan_parameters(plan: Callable[..., Any] | None) -> list[str]:
     """The keyword parameters of a plan factory (the env options it takes), sorted; none for
     ``None`` (the standing plan)."""
@@ -708,12 +897,14 @@ def plan_parameters(plan: Callable[..., Any] | None) -> list[str]:
         params = inspect.signature(plan).parameters
     except (TypeError, ValueError):
         return []
-    return sorted(p for p, v in params.items()
-                  if v.kind in (v.POSITIONAL_OR_KEYWORD, v.KEYWORD_ONLY))
+    return sorted(
+        p for p, v in params.items() if v.kind in (v.POSITIONAL_OR_KEYWORD, v.KEYWORD_ONLY)
+    )
 
 
-def route_plan_options(kwargs: dict[str, Any], defaults: Mapping[str, Any] | None = None
-                       ) -> dict[str, Any]:
+def route_plan_options(
+    kwargs: dict[str, Any], defaults: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """``kwargs`` (env options, with ``defaults`` under them, e.g. a registered id's) with every
     key that is a parameter of the ``plan`` factory and not a :class:`HumanoidEnv` option moved into
     ``plan_options`` (so ``speed=0.3`` reaches a walking plan)."""
@@ -729,14 +920,20 @@ def route_plan_options(kwargs: dict[str, Any], defaults: Mapping[str, Any] | Non
 
 
 #: the options of ``action_mode="residual"`` only, with their defaults there
-_RESIDUAL_DEFAULTS: Mapping[str, Any] = {"controller": "gravity_qp", "residual_scale": 0.1,
-                                        "controller_options": None}
+_RESIDUAL_DEFAULTS: Mapping[str, Any] = {
+    "controller": "gravity_qp",
+    "residual_scale": 0.1,
+    "controller_options": None,
+}
 
 
-def make_humanoid_env(action_mode: str = "torque", controller: str | None = None,
-                      residual_scale: float | None = None,
-                      controller_options: Mapping[str, Any] | None = None,
-                      **kwargs: Any) -> gym.Env:
+def make_humanoid_env(
+    action_mode: str = "torque",
+    controller: str | None = None,
+    residual_scale: float | None = None,
+    controller_options: Mapping[str, Any] | None = None,
+    **kwargs: Any,
+) -> gym.Env:
     """The registered entry point: a :class:`HumanoidEnv`, wrapped in
     :class:`~wbsim.envs.wrappers.ControllerInTheLoop` for ``action_mode="residual"``.
 
@@ -753,21 +950,29 @@ def make_humanoid_env(action_mode: str = "torque", controller: str | None = None
             ``None``) with another action mode, which would ignore them; and as
             :class:`HumanoidEnv` and :class:`~wbsim.envs.wrappers.ControllerInTheLoop`.
     """
-    given: dict[str, Any] = {"controller": controller, "residual_scale": residual_scale,
-             "controller_options": controller_options}
+    given: dict[str, Any] = {
+        "controller": controller,
+        "residual_scale": residual_scale,
+        "controller_options": controller_options,
+    }
     if action_mode == "residual":
         from wbsim.envs.wrappers import ControllerInTheLoop
 
         opts = {k: _RESIDUAL_DEFAULTS[k] if v is None else v for k, v in given.items()}
         kwargs = route_plan_options(kwargs)
-        return ControllerInTheLoop(HumanoidEnv(action_mode="torque", **kwargs), opts["controller"],
-                                   residual_scale=opts["residual_scale"],
-                                   controller_options=opts["controller_options"])
+        return ControllerInTheLoop(
+            HumanoidEnv(action_mode="torque", **kwargs),
+            opts["controller"],
+            residual_scale=opts["residual_scale"],
+            controller_options=opts["controller_options"],
+        )
     kwargs = route_plan_options(kwargs)
     extra = [k for k, v in given.items() if v is not None]
     if extra and action_mode in ("torque", "joint_position"):  # (an unknown mode: HumanoidEnv says)
-        raise WbsimError(f"{kwargs.get('env_id', 'wbsim env')}: {', '.join(extra)} "
-                         f"need{'s' if len(extra) == 1 else ''} action_mode=\"residual\" (got "
-                         f"action_mode={action_mode!r}, which would ignore "
-                         f"{'it' if len(extra) == 1 else 'them'})")
+        raise WbsimError(
+            f"{kwargs.get('env_id', 'wbsim env')}: {', '.join(extra)} "
+            f'need{"s" if len(extra) == 1 else ""} action_mode="residual" (got '
+            f"action_mode={action_mode!r}, which would ignore "
+            f"{'it' if len(extra) == 1 else 'them'})"
+        )
     return HumanoidEnv(action_mode=action_mode, **kwargs)

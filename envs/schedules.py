@@ -31,9 +31,21 @@ import numpy as np
 
 from wbsim.types import ContactSchedule
 
-__all__ = ["BOTH_FEET", "DCC_PLANS", "MAX_WALK_SPEED", "Phase", "PhasePlan", "ReferencePlan",
-           "dcc_plan", "foot_lift_targets", "one_leg_plan", "standing_plan", "step_in_place_plan", "stepping_plan",
-           "walking_plan"]
+__all__ = [
+    "BOTH_FEET",
+    "DCC_PLANS",
+    "MAX_WALK_SPEED",
+    "Phase",
+    "PhasePlan",
+    "ReferencePlan",
+    "dcc_plan",
+    "foot_lift_targets",
+    "one_leg_plan",
+    "standing_plan",
+    "step_in_place_plan",
+    "stepping_plan",
+    "walking_plan",
+]
 
 BOTH_FEET = frozenset({"left_foot", "right_foot"})
 
@@ -85,14 +97,24 @@ class PhasePlan:
         self._wraps = self.periodic and math.isfinite(self._duration)
         self._t0 = self._starts[self.repeat_from] if self._wraps else 0.0
         self._finite = [math.isfinite(p.duration) for p in self.phases]
-        self._next = [self.phases[i + 1] if i + 1 < len(self.phases)
-                      else (self.phases[self.repeat_from] if periodic else p)
-                      for i, p in enumerate(self.phases)]
+        self._next = [
+            self.phases[i + 1]
+            if i + 1 < len(self.phases)
+            else (self.phases[self.repeat_from] if periodic else p)
+            for i, p in enumerate(self.phases)
+        ]
         # per phase, the schedule's fields that do not change within the phase (at() adds
         # phase_time and targets)
-        self._fields: list[dict[str, Any]] = [{"contact_set": p.contact_set, "next_contact_set": nxt.contact_set,
-                         "phase": p.name, "phase_index": i, "phase_duration": p.duration}
-                        for i, (p, nxt) in enumerate(zip(self.phases, self._next))]
+        self._fields: list[dict[str, Any]] = [
+            {
+                "contact_set": p.contact_set,
+                "next_contact_set": nxt.contact_set,
+                "phase": p.name,
+                "phase_index": i,
+                "phase_duration": p.duration,
+            }
+            for i, (p, nxt) in enumerate(zip(self.phases, self._next))
+        ]
 
     @property
     def duration(self) -> float:
@@ -185,6 +207,7 @@ def foot_lift_targets(foot: str, lift_height: float) -> tuple[TargetFn, TargetFn
     reset position in the context under ``foot``): at rest, rising ``lift_height`` m over a phase
     (quintic ``smoothstep`` of the phase fraction ``s``, zero velocity and acceleration at both
     ends), and held up. Each is ``fn(s, context) -> (3,)``."""
+
     def rest(s, c):
         return c[foot].copy()
 
@@ -197,8 +220,12 @@ def foot_lift_targets(foot: str, lift_height: float) -> tuple[TargetFn, TargetFn
     return rest, up, hold
 
 
-def one_leg_plan(lift_height: float = 0.05, shift_margin: float = 0.01,
-                 touchdown_speed: float = 0.03, return_fraction: float = 0.5) -> PhasePlan:
+def one_leg_plan(
+    lift_height: float = 0.05,
+    shift_margin: float = 0.01,
+    touchdown_speed: float = 0.03,
+    return_fraction: float = 0.5,
+) -> PhasePlan:
     """The one-leg scenario: stand 1 s, shift the CoM towards the left sole (1.5 s), lift the right foot
     ``lift_height`` m (1 s), hold 2 s, lower it (1 s), stand on both feet 1 s (CoM back towards the
     middle).
@@ -281,18 +308,21 @@ def one_leg_plan(lift_height: float = 0.05, shift_margin: float = 0.01,
 
     down_time = 1.0
     left = frozenset({"left_foot"})
-    return PhasePlan([
-        Phase("stand", 1.0, BOTH_FEET, {"com": com_stand, "right_foot": foot_rest}),
-        Phase("shift", 1.5, BOTH_FEET, {"com": com_shift, "right_foot": foot_rest}),
-        Phase("lift", 1.0, left, {"com": com_finish, "right_foot": foot_up}),
-        Phase("hold", 2.0, left, {"com": com_left, "right_foot": foot_hold}),
-        Phase("lower", down_time, left, {"com": com_unfinish, "right_foot": foot_down}),
-        Phase("stand_again", 1.0, BOTH_FEET, {"com": com_back, "right_foot": foot_rest}),
-    ])
+    return PhasePlan(
+        [
+            Phase("stand", 1.0, BOTH_FEET, {"com": com_stand, "right_foot": foot_rest}),
+            Phase("shift", 1.5, BOTH_FEET, {"com": com_shift, "right_foot": foot_rest}),
+            Phase("lift", 1.0, left, {"com": com_finish, "right_foot": foot_up}),
+            Phase("hold", 2.0, left, {"com": com_left, "right_foot": foot_hold}),
+            Phase("lower", down_time, left, {"com": com_unfinish, "right_foot": foot_down}),
+            Phase("stand_again", 1.0, BOTH_FEET, {"com": com_back, "right_foot": foot_rest}),
+        ]
+    )
 
 
-def step_in_place_plan(step_height: float = 0.03, shift_time: float = 0.8,
-                       swing_time: float = 0.8) -> PhasePlan:
+def step_in_place_plan(
+    step_height: float = 0.03, shift_time: float = 0.8, swing_time: float = 0.8
+) -> PhasePlan:
     """Alternating single supports, periodic: shift the CoM from the middle over the left sole
     (``shift_time`` s, both feet), then repeat: lift and put down the right foot (``swing_time`` s, left
     only), shift over the right sole, lift and put down the left foot, shift over the left sole.
@@ -301,10 +331,12 @@ def step_in_place_plan(step_height: float = 0.03, shift_time: float = 0.8,
     velocities. Context: ``com``, ``left_foot``, ``right_foot``, ``left_sole_centre``,
     ``right_sole_centre``.
     """
+
     def over(side):
         def fn(c):
             centre = c[f"{side}_sole_centre"]
             return np.array([centre[0], centre[1], c["com"][2]])
+
         return fn
 
     def shift(frm, to):
@@ -324,21 +356,54 @@ def step_in_place_plan(step_height: float = 0.03, shift_time: float = 0.8,
     def centre(c):
         return c["com"].copy()
 
-    return PhasePlan([
-        Phase("shift_left_first", shift_time, BOTH_FEET,
-              {"com": shift(centre, left), "left_foot": rest("left_foot"),
-               "right_foot": rest("right_foot")}),
-        Phase("swing_right", swing_time, frozenset({"left_foot"}),
-              {"com": hold(left), "right_foot": swing("right_foot")}),
-        Phase("shift_right", shift_time, BOTH_FEET,
-              {"com": shift(left, right), "left_foot": rest("left_foot"),
-               "right_foot": rest("right_foot")}),
-        Phase("swing_left", swing_time, frozenset({"right_foot"}),
-              {"com": hold(right), "left_foot": swing("left_foot")}),
-        Phase("shift_left", shift_time, BOTH_FEET,
-              {"com": shift(right, left), "left_foot": rest("left_foot"),
-               "right_foot": rest("right_foot")}),
-    ], periodic=True, repeat_from=1)
+    return PhasePlan(
+        [
+            Phase(
+                "shift_left_first",
+                shift_time,
+                BOTH_FEET,
+                {
+                    "com": shift(centre, left),
+                    "left_foot": rest("left_foot"),
+                    "right_foot": rest("right_foot"),
+                },
+            ),
+            Phase(
+                "swing_right",
+                swing_time,
+                frozenset({"left_foot"}),
+                {"com": hold(left), "right_foot": swing("right_foot")},
+            ),
+            Phase(
+                "shift_right",
+                shift_time,
+                BOTH_FEET,
+                {
+                    "com": shift(left, right),
+                    "left_foot": rest("left_foot"),
+                    "right_foot": rest("right_foot"),
+                },
+            ),
+            Phase(
+                "swing_left",
+                swing_time,
+                frozenset({"right_foot"}),
+                {"com": hold(right), "left_foot": swing("left_foot")},
+            ),
+            Phase(
+                "shift_left",
+                shift_time,
+                BOTH_FEET,
+                {
+                    "com": shift(right, left),
+                    "left_foot": rest("left_foot"),
+                    "right_foot": rest("right_foot"),
+                },
+            ),
+        ],
+        periodic=True,
+        repeat_from=1,
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -366,9 +431,12 @@ class ReferencePlan:
     Before :meth:`set_context`, :meth:`at` raises :class:`~wbsim.errors.WbsimError`.
     """
 
-    def __init__(self, build: Callable[[Mapping[str, np.ndarray]], Any],
-                 velocity: Callable[[Mapping[str, np.ndarray]], np.ndarray] | None = None,
-                 name: str = "reference plan"):
+    def __init__(
+        self,
+        build: Callable[[Mapping[str, np.ndarray]], Any],
+        velocity: Callable[[Mapping[str, np.ndarray]], np.ndarray] | None = None,
+        name: str = "reference plan",
+    ):
         self._build = build
         self._velocity_of = velocity
         self.name = name
@@ -415,8 +483,11 @@ class ReferencePlan:
 
 def _walk_inputs(c: Mapping[str, np.ndarray]) -> dict[str, Any]:
     """:func:`wbsim.planning.walking.plan_walk`'s arguments from an env's reset context."""
-    missing = [k for k in ("com", "left_foot", "right_foot", "left_sole_centre",
-                           "right_sole_centre") if k not in c]
+    missing = [
+        k
+        for k in ("com", "left_foot", "right_foot", "left_sole_centre", "right_sole_centre")
+        if k not in c
+    ]
     if missing:
         from wbsim.errors import WbsimError
 
@@ -426,18 +497,35 @@ def _walk_inputs(c: Mapping[str, np.ndarray]) -> dict[str, Any]:
     soles = {"left_foot": c["left_sole_centre"], "right_foot": c["right_sole_centre"]}
     gravity = float(np.linalg.norm(c["gravity"])) if "gravity" in c else 9.81
     mass = float(c["mass"]) if "mass" in c else None
-    depth = ({f: float(c[f"{f}_sole_depth"]) for f in ("left_foot", "right_foot")}
-             if "left_foot_sole_depth" in c and "right_foot_sole_depth" in c else None)
-    return {"com": c["com"], "feet": feet, "sole_centres": soles,
-            "base_rotation": c.get("base_rotation"), "mass": mass, "gravity": gravity,
-            "floor_height": float(c.get("floor_height", 0.0)), "sole_depth": depth}
+    depth = (
+        {f: float(c[f"{f}_sole_depth"]) for f in ("left_foot", "right_foot")}
+        if "left_foot_sole_depth" in c and "right_foot_sole_depth" in c
+        else None
+    )
+    return {
+        "com": c["com"],
+        "feet": feet,
+        "sole_centres": soles,
+        "base_rotation": c.get("base_rotation"),
+        "mass": mass,
+        "gravity": gravity,
+        "floor_height": float(c.get("floor_height", 0.0)),
+        "sole_depth": depth,
+    }
 
 
-def walking_plan(speed: float = 0.2, n_steps: int = 12, single_support: float = 0.6,
-                 double_support: float = 0.3, clearance: float = 0.04,
-                 step_width: float | None = None, touchdown_speed: float = 0.02,
-                 zmp_inward: float = 0.015, zmp_travel: float = 0.06,
-                 first_swing: str = "right_foot") -> ReferencePlan:
+def walking_plan(
+    speed: float = 0.2,
+    n_steps: int = 12,
+    single_support: float = 0.6,
+    double_support: float = 0.3,
+    clearance: float = 0.04,
+    step_width: float | None = None,
+    touchdown_speed: float = 0.02,
+    zmp_inward: float = 0.015,
+    zmp_travel: float = 0.06,
+    first_swing: str = "right_foot",
+) -> ReferencePlan:
     """Walk straight ahead (along the feet's heading at reset) at ``speed`` m/s: ``n_steps`` steps
     of ``speed (single_support + double_support)`` m from the LIPM/DCM pattern generator
     (:func:`wbsim.planning.walking.plan_walk`; 0.8 s initial weight shift, 1 s final shift, then
@@ -459,12 +547,22 @@ def walking_plan(speed: float = 0.2, n_steps: int = 12, single_support: float = 
     from wbsim.planning.walking import WalkingParameters, plan_walk
 
     if not (isinstance(speed, (int, float)) and abs(speed) <= MAX_WALK_SPEED):
-        raise WbsimError(f"speed = {speed!r} m/s: expected a number in [-{MAX_WALK_SPEED:g}, "
-                         f"{MAX_WALK_SPEED:g}] (tested from 0.1 to 0.3)")
+        raise WbsimError(
+            f"speed = {speed!r} m/s: expected a number in [-{MAX_WALK_SPEED:g}, "
+            f"{MAX_WALK_SPEED:g}] (tested from 0.1 to 0.3)"
+        )
     params = WalkingParameters.from_speed(
-        speed, n_steps=n_steps, single_support=single_support, double_support=double_support,
-        clearance=clearance, step_width=step_width, touchdown_speed=touchdown_speed,
-        zmp_inward=zmp_inward, zmp_travel=zmp_travel, first_swing=first_swing)
+        speed,
+        n_steps=n_steps,
+        single_support=single_support,
+        double_support=double_support,
+        clearance=clearance,
+        step_width=step_width,
+        touchdown_speed=touchdown_speed,
+        zmp_inward=zmp_inward,
+        zmp_travel=zmp_travel,
+        first_swing=first_swing,
+    )
 
     def build(c):
         return plan_walk(params, **_walk_inputs(c))
@@ -477,16 +575,29 @@ def walking_plan(speed: float = 0.2, n_steps: int = 12, single_support: float = 
     return ReferencePlan(build, velocity, name=f"walking plan ({speed:g} m/s)")
 
 
-def stepping_plan(n_steps: int = 12, single_support: float = 0.5, double_support: float = 0.4,
-                  clearance: float = 0.04, touchdown_speed: float = 0.02,
-                  zmp_inward: float = 0.015, first_swing: str = "right_foot") -> ReferencePlan:
+def stepping_plan(
+    n_steps: int = 12,
+    single_support: float = 0.5,
+    double_support: float = 0.4,
+    clearance: float = 0.04,
+    touchdown_speed: float = 0.02,
+    zmp_inward: float = 0.015,
+    first_swing: str = "right_foot",
+) -> ReferencePlan:
     """Step in place: :func:`walking_plan` at speed 0 (the feet land where they lifted; the CoM
     sways from sole to sole on the LIPM). With the defaults: 12 steps, the first lift-off at 0.8 s,
     the tenth landing at 9.4 s, the last at 11.2 s, then standing."""
-    return walking_plan(0.0, n_steps=n_steps, single_support=single_support,
-                        double_support=double_support, clearance=clearance,
-                        touchdown_speed=touchdown_speed, zmp_inward=zmp_inward, zmp_travel=0.0,
-                        first_swing=first_swing)
+    return walking_plan(
+        0.0,
+        n_steps=n_steps,
+        single_support=single_support,
+        double_support=double_support,
+        clearance=clearance,
+        touchdown_speed=touchdown_speed,
+        zmp_inward=zmp_inward,
+        zmp_travel=0.0,
+        first_swing=first_swing,
+    )
 
 
 #: The DCC plans shipped with wbsim (``wbsim.assets.PLANS_DIR``), by name.
@@ -520,8 +631,11 @@ def dcc_plan(plan_file: str = "step", land_time: float = 0.2) -> ReferencePlan:
 
         plan = load_plan(path)
         P, F = plan["point_positions"], plan["point_forces"]
-        replay.dcc = {"plan_file": path.name, "horizon_s": float(plan["times"][-1]),
-                      "plan_Nm": complementarity_accuracy(P[..., 2], F[..., 2])}
+        replay.dcc = {
+            "plan_file": path.name,
+            "horizon_s": float(plan["times"][-1]),
+            "plan_Nm": complementarity_accuracy(P[..., 2], F[..., 2]),
+        }
         offset = np.zeros(3)
         if "com" in c:
             offset[:2] = np.asarray(c["com"])[:2] - np.asarray(plan["com"][0])[:2]

@@ -69,25 +69,37 @@ class ControllerInTheLoop(gym.Wrapper):
         UnknownNameError: an unknown controller or controller option (:func:`make_controller`).
     """
 
-    def __init__(self, env: gym.Env, controller: str = "gravity_qp", residual_scale: float = 0.1,
-                 controller_options: Mapping[str, Any] | None = None):
+    def __init__(
+        self,
+        env: gym.Env,
+        controller: str = "gravity_qp",
+        residual_scale: float = 0.1,
+        controller_options: Mapping[str, Any] | None = None,
+    ):
         super().__init__(env)
         # duck-typed: any env with HumanoidEnv's torque_hook, robot, action_mode (checked below)
         base: Any = env.unwrapped
         name = getattr(base, "env_id", type(base).__name__)
         if getattr(base, "action_mode", "torque") != "torque":
-            raise WbsimError(f"{name}: ControllerInTheLoop needs a torque-mode env, got "
-                             f"action_mode {base.action_mode!r}")
+            raise WbsimError(
+                f"{name}: ControllerInTheLoop needs a torque-mode env, got "
+                f"action_mode {base.action_mode!r}"
+            )
         if not hasattr(type(base), "torque_hook"):
-            raise WbsimError(f"{name}: ControllerInTheLoop needs an env with a torque_hook "
-                             "(wbsim.envs.humanoid.HumanoidEnv)")
+            raise WbsimError(
+                f"{name}: ControllerInTheLoop needs an env with a torque_hook "
+                "(wbsim.envs.humanoid.HumanoidEnv)"
+            )
         if base.torque_hook is not None:
-            raise WbsimError(f"{name}: the env already has a torque_hook ({base.torque_hook!r}); "
-                             "one ControllerInTheLoop per env")
+            raise WbsimError(
+                f"{name}: the env already has a torque_hook ({base.torque_hook!r}); "
+                "one ControllerInTheLoop per env"
+            )
         self.controller_name = controller
         if not (is_real(residual_scale) and 0 <= residual_scale < math.inf):
-            raise WbsimError(f"{name}: residual_scale must be a finite number >= 0, got "
-                             f"{residual_scale!r}")
+            raise WbsimError(
+                f"{name}: residual_scale must be a finite number >= 0, got {residual_scale!r}"
+            )
         self.residual_scale = float(residual_scale)
         self.controller_options = dict(controller_options or {})
         self.controller = make_controller(controller, base.robot, **self.controller_options)
@@ -140,14 +152,20 @@ class ControllerInTheLoop(gym.Wrapper):
         return obs, reward, terminated, truncated, info
 
     def __getstate__(self):
-        return {"env": self.env, "controller": self.controller_name,
-                "residual_scale": self.residual_scale, "controller_options": self.controller_options,
-                "reset_state": self._reset_state, "last_inputs": self._last_inputs,
-                "command": self.command}
+        return {
+            "env": self.env,
+            "controller": self.controller_name,
+            "residual_scale": self.residual_scale,
+            "controller_options": self.controller_options,
+            "reset_state": self._reset_state,
+            "last_inputs": self._last_inputs,
+            "command": self.command,
+        }
 
     def __setstate__(self, st):
-        self.__init__(st["env"], st["controller"], st["residual_scale"],
-                      st.get("controller_options"))
+        self.__init__(
+            st["env"], st["controller"], st["residual_scale"], st.get("controller_options")
+        )
         self._reset_state = st.get("reset_state")
         self.command = st.get("command")
         self._last_inputs = st.get("last_inputs")

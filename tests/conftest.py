@@ -56,9 +56,15 @@ def forces_by_name(robot, cmd):
     """The commanded forces of ``cmd`` at the points of the feet it assumed in contact (or the
     wrenches of those feet), by name, in the robot's order: what a controller loads."""
     if cmd.point_forces is not None:
-        return {n: f for n, f, foot in zip(robot.contact_point_names, cmd.point_forces,
-                                          (f for ft in robot.feet.values() for f in [ft.name] * 4))
-                if foot in cmd.contact_set}
+        return {
+            n: f
+            for n, f, foot in zip(
+                robot.contact_point_names,
+                cmd.point_forces,
+                (f for ft in robot.feet.values() for f in [ft.name] * 4),
+            )
+            if foot in cmd.contact_set
+        }
     if cmd.foot_wrenches is not None:
         return {n: w for n, w in zip(robot.foot_names, cmd.foot_wrenches) if n in cmd.contact_set}
     return {}

@@ -10,10 +10,15 @@ import wbsim
 import wbsim.controllers
 import wbsim.envs
 
-MODULES = sorted({m.name for pkg in (wbsim, wbsim.envs, wbsim.controllers)
-                  for m in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + ".")
-                  if not m.name.rsplit(".", 1)[-1].startswith("_")
-                  and not m.name.startswith("wbsim.examples")} | {"wbsim.envs", "wbsim.controllers"})
+MODULES = sorted(
+    {
+        m.name
+        for pkg in (wbsim, wbsim.envs, wbsim.controllers)
+        for m in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + ".")
+        if not m.name.rsplit(".", 1)[-1].startswith("_") and not m.name.startswith("wbsim.examples")
+    }
+    | {"wbsim.envs", "wbsim.controllers"}
+)
 
 
 def test_the_top_level_api():

@@ -16,19 +16,40 @@ from wbsim.cli import main
 from wbsim.errors import WbsimError
 
 #: Entries every run has (the optional ones may instead be listed in ``skipped``).
-REQUIRED = ["mj_step", "compute/pd", "loop/gravity_qp/log", "loop/gravity_qp/nolog",
-            "lean/gravity_qp", "multirate/gravity_qp/k1/pd", "multirate/gravity_qp/k2/hold",
-            "multirate/gravity_qp/k2/pd", "multirate/gravity_qp/k5/hold",
-            "multirate/gravity_qp/k5/pd",
-            "env_step/wbsim", "env_step/wbsim/mj_step", "env_step/wbsim/fs1",
-            "env_step/wbsim/fs1/mj_step", "env_step/humanoid_v5",
-            "env_step/humanoid_v5/mj_step", "vec/async_1", "vec/async_2", "vec/full/async_1",
-            "vec/full/async_2", "vec/fs5/async_1", "vec/fs5/async_2"] + [
-    f"compute/gravity_qp/{s}" for s in QP_SOLVERS if s in qpsolvers.available_solvers]
-OPTIONAL = ["compute/projected_id/pinv", "compute/projected_id/qp", "loop/projected_id/qp/log",
-            "loop/projected_id/qp/nolog", "render/640x480"] + [
-    f"multirate/projected_id/qp/k{k}/{low}" for k, low in ((1, "pd"), (2, "hold"), (2, "pd"),
-                                                           (5, "hold"), (5, "pd"))]
+REQUIRED = [
+    "mj_step",
+    "compute/pd",
+    "loop/gravity_qp/log",
+    "loop/gravity_qp/nolog",
+    "lean/gravity_qp",
+    "multirate/gravity_qp/k1/pd",
+    "multirate/gravity_qp/k2/hold",
+    "multirate/gravity_qp/k2/pd",
+    "multirate/gravity_qp/k5/hold",
+    "multirate/gravity_qp/k5/pd",
+    "env_step/wbsim",
+    "env_step/wbsim/mj_step",
+    "env_step/wbsim/fs1",
+    "env_step/wbsim/fs1/mj_step",
+    "env_step/humanoid_v5",
+    "env_step/humanoid_v5/mj_step",
+    "vec/async_1",
+    "vec/async_2",
+    "vec/full/async_1",
+    "vec/full/async_2",
+    "vec/fs5/async_1",
+    "vec/fs5/async_2",
+] + [f"compute/gravity_qp/{s}" for s in QP_SOLVERS if s in qpsolvers.available_solvers]
+OPTIONAL = [
+    "compute/projected_id/pinv",
+    "compute/projected_id/qp",
+    "loop/projected_id/qp/log",
+    "loop/projected_id/qp/nolog",
+    "render/640x480",
+] + [
+    f"multirate/projected_id/qp/k{k}/{low}"
+    for k, low in ((1, "pd"), (2, "hold"), (2, "pd"), (5, "hold"), (5, "pd"))
+]
 
 
 def _strict_json(text):
@@ -95,8 +116,13 @@ def test_ratios_are_paired_with_the_right_reference(quick):
         assert e[f"{p}ratio_spread"] == pytest.approx([min(ratios), max(ratios)])
 
     # against a raw mj_step block of the stand scene timed next to each block
-    for key in ("compute/pd", "loop/gravity_qp/log", "loop/gravity_qp/nolog", "vec/async_1",
-                *(k for k in r if k.startswith("compute/gravity_qp/"))):
+    for key in (
+        "compute/pd",
+        "loop/gravity_qp/log",
+        "loop/gravity_qp/nolog",
+        "vec/async_1",
+        *(k for k in r if k.startswith("compute/gravity_qp/")),
+    ):
         e = r[key]
         assert e["ratio_to"] == "mj_step" and len(e["ref_values"]) == e["n_blocks"]
         assert all(_positive(x) for x in e["ref_values"]), key
@@ -116,7 +142,8 @@ def test_ratios_are_paired_with_the_right_reference(quick):
     for prefix in ("vec/", "vec/full/", "vec/fs5/"):
         v1, v2 = r[f"{prefix}async_1"], r[f"{prefix}async_2"]
         assert v2["block_ratios"] == pytest.approx(
-            [a / b for a, b in zip(v1["block_values"], v2["block_values"], strict=True)])
+            [a / b for a, b in zip(v1["block_values"], v2["block_values"], strict=True)]
+        )
     assert "info_mode='lean'" in r["vec/async_2"]["what"], r["vec/async_2"]["what"]
     assert "info_mode='full'" in r["vec/full/async_2"]["what"]
     # the target entry is wbsim's default frame_skip; frame_skip 5 is reported next to it
@@ -131,11 +158,15 @@ def test_ratios_are_paired_with_the_right_reference(quick):
 def test_targets_are_judged_on_the_measured_ratios(quick):
     _, r, _ = quick
     targets = r["targets"]
-    assert {"gravity_qp_compute", "gravity_qp_loop_log", "env_step_overhead",
-            "async_scaling"} <= set(targets) <= set(TARGETS)
+    assert (
+        {"gravity_qp_compute", "gravity_qp_loop_log", "env_step_overhead", "async_scaling"}
+        <= set(targets)
+        <= set(TARGETS)
+    )
     for name, t in targets.items():
         e = r[t["entry"]]
         assert t["measured"] == e["ratio"] and isinstance(t["pass"], bool)
+
         def ok(measured, value, name=name):
             return measured >= value if name == "async_scaling" else measured <= value
 
@@ -148,8 +179,9 @@ def test_targets_are_judged_on_the_measured_ratios(quick):
     assert targets["gravity_qp_compute"]["entry"] == min(solvers, key=lambda k: r[k]["median"])
     # the env-step target is Humanoid-v5's own overhead ratio of the same run
     assert targets["env_step_overhead"]["target_value"] == r["env_step/humanoid_v5"]["ratio"]
-    assert (targets["env_step_overhead"]["cpu_target_value"]
-            == r["env_step/humanoid_v5"]["cpu_ratio"])
+    assert (
+        targets["env_step_overhead"]["cpu_target_value"] == r["env_step/humanoid_v5"]["cpu_ratio"]
+    )
     assert targets["gravity_qp_loop_log"]["cpu_target_value"] == 4.0
 
 

@@ -14,12 +14,26 @@ def _statics(capsys, *args):
 
 
 def test_statics_json_schema_and_physics(capsys, tmp_path, g1):
-    pose = {"base_position": [0.0, 0.0, 0.7567], "base_quaternion_wxyz": [1, 0, 0, 0],
-            "joints": dict(g1.pose("stand").joints)}
+    pose = {
+        "base_position": [0.0, 0.0, 0.7567],
+        "base_quaternion_wxyz": [1, 0, 0, 0],
+        "joints": dict(g1.pose("stand").joints),
+    }
     path = tmp_path / "pose.json"
     path.write_text(json.dumps(pose))
-    code, out = _statics(capsys, "--robot", "g1", "--config", str(path), "--support",
-                         "left_foot,right_foot", "--contact-model", "points", "--method", "qp")
+    code, out = _statics(
+        capsys,
+        "--robot",
+        "g1",
+        "--config",
+        str(path),
+        "--support",
+        "left_foot,right_foot",
+        "--contact-model",
+        "points",
+        "--method",
+        "qp",
+    )
     assert code == 0
     assert set(out) >= {"tau", "contact_forces", "feasible", "residual", "method"}
     assert list(out["tau"]) == list(g1.joint_names) and out["feasible"] is True
@@ -31,8 +45,17 @@ def test_statics_json_schema_and_physics(capsys, tmp_path, g1):
 
 
 def test_statics_wrench_single(capsys):
-    code, out = _statics(capsys, "--pose", "stand", "--support", "left_foot", "--contact-model",
-                         "wrench", "--method", "single")
+    code, out = _statics(
+        capsys,
+        "--pose",
+        "stand",
+        "--support",
+        "left_foot",
+        "--contact-model",
+        "wrench",
+        "--method",
+        "single",
+    )
     # the stand pose's CoM is between the feet: one foot alone cannot carry it
     assert code == 1 and out["feasible"] is False
     assert len(out["contact_forces"]["left_foot"]) == 6
@@ -51,8 +74,21 @@ def test_statics_bad_input(capsys, tmp_path):
 
 def test_report_prints_rows_and_writes_plots(tmp_path, capsys):
     for ctrl in ("gravity_qp", "zero"):
-        assert main(["run", "--controller", ctrl, "--seconds", "0.3", "--log",
-                     str(tmp_path / ctrl), "--no-progress"]) == 0
+        assert (
+            main(
+                [
+                    "run",
+                    "--controller",
+                    ctrl,
+                    "--seconds",
+                    "0.3",
+                    "--log",
+                    str(tmp_path / ctrl),
+                    "--no-progress",
+                ]
+            )
+            == 0
+        )
     capsys.readouterr()
     assert main(["report", str(tmp_path / "gravity_qp"), str(tmp_path / "zero")]) == 0
     out = capsys.readouterr().out
@@ -69,8 +105,25 @@ def test_report_prints_rows_and_writes_plots(tmp_path, capsys):
 
 def test_baseline_json(tmp_path, capsys):
     out = tmp_path / "b.json"
-    assert main(["baseline", "--env", "wbsim/G1Stand-v0", "--controller", "zero", "--episodes", "2",
-                 "--seconds", "1", "--json", str(out), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "baseline",
+                "--env",
+                "wbsim/G1Stand-v0",
+                "--controller",
+                "zero",
+                "--episodes",
+                "2",
+                "--seconds",
+                "1",
+                "--json",
+                str(out),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     data = json.loads(out.read_text())
     assert data["episodes"] == 2 and data["success_rate"] == 0.0 and data["fell"] == 2
     assert data["return_std"] >= 0 and len(data["per_episode"]) == 2

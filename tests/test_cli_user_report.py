@@ -41,7 +41,9 @@ def test_run_refuses_an_existing_video_and_a_non_mp4_path(tmp_path, capsys):
     video, run_dir = tmp_path / "v.mp4", tmp_path / "run"
     video.write_bytes(b"an earlier video")
     capsys.readouterr()
-    assert _run("--video", str(video), "--log", str(run_dir), "--width", "64", "--height", "48") == 2
+    assert (
+        _run("--video", str(video), "--log", str(run_dir), "--width", "64", "--height", "48") == 2
+    )
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and str(video) in err and "--overwrite" in err
     assert video.read_bytes() == b"an earlier video" and not run_dir.exists()
@@ -78,13 +80,16 @@ def test_run_into_an_empty_existing_folder(tmp_path):
     assert (tmp_path / "summary.json").is_file()
 
 
-@pytest.mark.parametrize("args, name", [
-    (["-c", "frequency_hz=abc"], "frequency_hz"),
-    (["--controller", "pd", "-c", "frequency_hz=abc"], "frequency_hz"),
-    (["--controller", "projected_id", "-c", "mu=abc"], "mu"),
-    (["-e", "push_magnitude=abc"], "push_magnitude"),
-    (["-e", "frame_skip=0"], "frame_skip"),
-])
+@pytest.mark.parametrize(
+    "args, name",
+    [
+        (["-c", "frequency_hz=abc"], "frequency_hz"),
+        (["--controller", "pd", "-c", "frequency_hz=abc"], "frequency_hz"),
+        (["--controller", "projected_id", "-c", "mu=abc"], "mu"),
+        (["-e", "push_magnitude=abc"], "push_magnitude"),
+        (["-e", "frame_skip=0"], "frame_skip"),
+    ],
+)
 def test_bad_option_values_are_one_line_errors(capsys, args, name):
     assert _run(*args) == 2
     err = capsys.readouterr().err.strip()
@@ -92,14 +97,29 @@ def test_bad_option_values_are_one_line_errors(capsys, args, name):
     assert name in err and ("'abc'" in err or "got 0" in err)
 
 
-@pytest.mark.parametrize("option, value", [
-    ("frame_skip", 0), ("frame_skip", 2.5), ("frame_skip", "2"), ("max_seconds", 0.0),
-    ("max_seconds", "abc"), ("push_magnitude", "abc"), ("push_magnitude", -1.0),
-    ("push_interval", 0.0), ("push_duration", float("nan")), ("fall_height", "abc"),
-    ("fall_height", 1.5), ("joint_position_scale", "abc"), ("pd_frequency_hz", "abc"),
-    ("pd_frequency_hz", 0.0), ("reset_noise_scale", -0.1), ("reset_noise_scale", True),
-    ("width", 0), ("height", "480"),
-])
+@pytest.mark.parametrize(
+    "option, value",
+    [
+        ("frame_skip", 0),
+        ("frame_skip", 2.5),
+        ("frame_skip", "2"),
+        ("max_seconds", 0.0),
+        ("max_seconds", "abc"),
+        ("push_magnitude", "abc"),
+        ("push_magnitude", -1.0),
+        ("push_interval", 0.0),
+        ("push_duration", float("nan")),
+        ("fall_height", "abc"),
+        ("fall_height", 1.5),
+        ("joint_position_scale", "abc"),
+        ("pd_frequency_hz", "abc"),
+        ("pd_frequency_hz", 0.0),
+        ("reset_noise_scale", -0.1),
+        ("reset_noise_scale", True),
+        ("width", 0),
+        ("height", "480"),
+    ],
+)
 def test_env_rejects_bad_numeric_options(g1, option, value):
     from wbsim.envs.humanoid import HumanoidEnv
 
@@ -123,11 +143,20 @@ def test_env_accepts_numpy_numbers(g1):
     assert env.frame_skip == 2 and env.dt == pytest.approx(2 * g1.mj_model.opt.timestep)
 
 
-@pytest.mark.parametrize("controller, option", [
-    ("gravity_qp", "frequency_hz"), ("gravity_qp", "eps"), ("gravity_qp", "mu"),
-    ("projected_id", "mu"), ("projected_id", "force_weight"), ("projected_id", "release_time"),
-    ("projected_id", "com_margin"), ("pd", "frequency_hz"), ("pd", "damping_ratio"),
-])
+@pytest.mark.parametrize(
+    "controller, option",
+    [
+        ("gravity_qp", "frequency_hz"),
+        ("gravity_qp", "eps"),
+        ("gravity_qp", "mu"),
+        ("projected_id", "mu"),
+        ("projected_id", "force_weight"),
+        ("projected_id", "release_time"),
+        ("projected_id", "com_margin"),
+        ("pd", "frequency_hz"),
+        ("pd", "damping_ratio"),
+    ],
+)
 def test_controllers_reject_non_numbers(g1, controller, option):
     from wbsim.controllers import make_controller
 
@@ -147,19 +176,36 @@ def test_task_gains_reject_non_numbers():
 def test_baseline_default_path_names_non_default_options():
     from wbsim.baseline import default_json_path
 
-    assert default_json_path("wbsim/G1OneLeg-v0", "projected_id") == \
-        "baselines/G1OneLeg-v0_projected_id.json"
-    assert default_json_path("wbsim/G1OneLeg-v0", "projected_id", {"variant": "qp"}) == \
-        "baselines/G1OneLeg-v0_projected_id.json"  # the default variant
-    assert default_json_path("wbsim/G1OneLeg-v0", "projected_id", {"variant": "pinv"}) == \
-        "baselines/G1OneLeg-v0_projected_id-variant=pinv.json"
-    assert default_json_path("wbsim/G1Stand-v0", "pd", {"frequency_hz": 4, "damping_ratio": 1.0}) \
+    assert (
+        default_json_path("wbsim/G1OneLeg-v0", "projected_id")
+        == "baselines/G1OneLeg-v0_projected_id.json"
+    )
+    assert (
+        default_json_path("wbsim/G1OneLeg-v0", "projected_id", {"variant": "qp"})
+        == "baselines/G1OneLeg-v0_projected_id.json"
+    )  # the default variant
+    assert (
+        default_json_path("wbsim/G1OneLeg-v0", "projected_id", {"variant": "pinv"})
+        == "baselines/G1OneLeg-v0_projected_id-variant=pinv.json"
+    )
+    assert (
+        default_json_path("wbsim/G1Stand-v0", "pd", {"frequency_hz": 4, "damping_ratio": 1.0})
         == "baselines/G1Stand-v0_pd-frequency_hz=4.json"
+    )
 
 
 def test_baseline_records_controller_options(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    args = ["baseline", "--controller", "pd", "--episodes", "1", "--seconds", "0.05", "--no-progress"]
+    args = [
+        "baseline",
+        "--controller",
+        "pd",
+        "--episodes",
+        "1",
+        "--seconds",
+        "0.05",
+        "--no-progress",
+    ]
     assert main([*args, "-c", "frequency_hz=4"]) == 0
     assert main(args) == 0
     tuned = json.loads((tmp_path / "baselines/G1Stand-v0_pd-frequency_hz=4.json").read_text())
@@ -176,8 +222,15 @@ def test_every_run_argument_has_help():
     assert missing == []
 
 
-@pytest.mark.parametrize("name, value", [("force_weight", 0.0), ("relax_weight", -1.0),
-                                         ("regularization", float("inf")), ("mu", float("nan"))])
+@pytest.mark.parametrize(
+    "name, value",
+    [
+        ("force_weight", 0.0),
+        ("relax_weight", -1.0),
+        ("regularization", float("inf")),
+        ("mu", float("nan")),
+    ],
+)
 def test_projected_id_weights_name_the_option_and_value(g1, name, value):
     from wbsim.controllers import make_controller
 
@@ -194,6 +247,7 @@ def test_residual_scale_is_checked(value):
 
 
 # --- a second user's trial (session 4) ---------------------------------------------------------
+
 
 def _one_line_error(capsys, code, *needles):
     err = capsys.readouterr().err.strip()
@@ -263,8 +317,16 @@ def test_ctrl_c_message_says_only_what_is_on_disk(tmp_path, capsys, monkeypatch)
 
     monkeypatch.setattr(VideoWriter, "append", first_frame)
     with pytest.raises(KeyboardInterrupt):
-        R.run_episode(R.EpisodeConfig(seconds=0.1, log=tmp_path / "run2", progress=False,
-                                      video=tmp_path / "v2.mp4", width=64, height=48))
+        R.run_episode(
+            R.EpisodeConfig(
+                seconds=0.1,
+                log=tmp_path / "run2",
+                progress=False,
+                video=tmp_path / "v2.mp4",
+                width=64,
+                height=48,
+            )
+        )
     summary = json.loads((tmp_path / "run2" / "summary.json").read_text())
     assert summary["status"] == "interrupted" and summary["video_frames"] == 0
     assert summary["video"] == "" and not (tmp_path / "v2.mp4").exists()
@@ -287,8 +349,11 @@ def test_unwritable_json_is_refused_before_the_work(tmp_path, capsys, monkeypatc
         bad.append(Path("/proc/x.json"))
     capsys.readouterr()
     for path in bad:
-        _one_line_error(capsys, main(["baseline", "--episodes", "1", "--no-progress", "--json",
-                                      str(path)]), str(path))
+        _one_line_error(
+            capsys,
+            main(["baseline", "--episodes", "1", "--no-progress", "--json", str(path)]),
+            str(path),
+        )
         _one_line_error(capsys, main(["bench", "--quick", "--json", str(path)]), str(path))
     _one_line_error(capsys, main(["baseline", "--seed", "-5", "--no-progress"]), "seed")
     from wbsim.errors import check_output_file
@@ -303,16 +368,19 @@ def test_statics_config_checks_the_joints(tmp_path, capsys, g1):
     NaN and a knee at 10 rad are one-line errors naming the file (they were a traceback, silently
     parsed, an unnamed error, and a 'feasible' answer)."""
     lo, hi = g1.joint_limits[g1.joint_names.index("left_knee_joint")]
-    cases = [({"joints": [1, 2, 3]}, "joints must be an object"),
-             ({"joints": {"left_knee_joint": "1.0"}}, "finite number"),
-             ({"joints": {"left_knee_joint": float("nan")}}, "finite number"),
-             ({"joints": {"left_knee_joint": 10.0}}, "outside its limits")]
+    cases = [
+        ({"joints": [1, 2, 3]}, "joints must be an object"),
+        ({"joints": {"left_knee_joint": "1.0"}}, "finite number"),
+        ({"joints": {"left_knee_joint": float("nan")}}, "finite number"),
+        ({"joints": {"left_knee_joint": 10.0}}, "outside its limits"),
+    ]
     capsys.readouterr()
     for pose, needle in cases:
         path = tmp_path / "pose.json"
         path.write_text(json.dumps(pose))
-        _one_line_error(capsys, main(["statics", "--robot", "g1", "--config", str(path)]),
-                        needle, str(path))
+        _one_line_error(
+            capsys, main(["statics", "--robot", "g1", "--config", str(path)]), needle, str(path)
+        )
     path.write_text(json.dumps({"joints": {"left_knee_joint": float(0.5 * (lo + hi))}}))
     assert main(["statics", "--robot", "g1", "--config", str(path)]) == 0
 
@@ -333,15 +401,31 @@ def test_full_disk_while_logging_leaves_whole_rows(tmp_path):
     from wbsim.episode_log import load_run
 
     run_dir = tmp_path / "run"
-    code = ("import resource, sys; resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, 100_000)); "
-            "from wbsim.cli import main; sys.exit(main(sys.argv[1:]))")
+    code = (
+        "import resource, sys; resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, 100_000)); "
+        "from wbsim.cli import main; sys.exit(main(sys.argv[1:]))"
+    )
     try:
         resource.getrlimit(resource.RLIMIT_FSIZE)
     except (AttributeError, ValueError):
         pytest.skip("no RLIMIT_FSIZE here")
-    p = subprocess.run([sys.executable, "-c", code, "run", "--seconds", "2", "--no-progress",
-                        "--log", str(run_dir)], capture_output=True, text=True, timeout=300,
-                       check=False)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            code,
+            "run",
+            "--seconds",
+            "2",
+            "--no-progress",
+            "--log",
+            str(run_dir),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     err = p.stderr.strip()
     assert p.returncode == 2 and err.count("\n") == 0 and "steps.f64" in err, (p.returncode, err)
     cols = json.loads((run_dir / "columns.json").read_text())["columns"]
@@ -366,21 +450,52 @@ def test_a_video_that_fails_to_write_fails_the_run(tmp_path, capsys):
     link = tmp_path / "full.mp4"
     link.symlink_to("/dev/full")
     with pytest.raises(WbsimError, match="full.mp4"):
-        run_episode(EpisodeConfig(seconds=0.2, video=link, overwrite=True, log=tmp_path / "run",
-                                  progress=False, width=64, height=48))
+        run_episode(
+            EpisodeConfig(
+                seconds=0.2,
+                video=link,
+                overwrite=True,
+                log=tmp_path / "run",
+                progress=False,
+                width=64,
+                height=48,
+            )
+        )
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["status"] == "error" and "full.mp4" in summary["stopped_reason"]
     assert summary["video"] == "" and 1 <= summary["steps"] < 100  # stopped at the failed frame
     # one frame: ffmpeg fails only when it finishes the file (close, in run_episode's finally)
     with pytest.raises(WbsimError, match="full.mp4"):
-        run_episode(EpisodeConfig(seconds=0.02, video=link, overwrite=True, log=tmp_path / "run",
-                                  progress=False, width=64, height=48))
+        run_episode(
+            EpisodeConfig(
+                seconds=0.02,
+                video=link,
+                overwrite=True,
+                log=tmp_path / "run",
+                progress=False,
+                width=64,
+                height=48,
+            )
+        )
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["status"] == "error" and "full.mp4" in summary["stopped_reason"]
     assert summary["video"] == "" and summary["steps"] == 10  # the episode itself completed
     capsys.readouterr()
-    code = main(["run", "--seconds", "0.2", "--no-progress", "--video", str(link), "--overwrite",
-                 "--width", "64", "--height", "48"])
+    code = main(
+        [
+            "run",
+            "--seconds",
+            "0.2",
+            "--no-progress",
+            "--video",
+            str(link),
+            "--overwrite",
+            "--width",
+            "64",
+            "--height",
+            "48",
+        ]
+    )
     _one_line_error(capsys, code, "full.mp4")
 
 
@@ -388,9 +503,18 @@ def test_report_table_gives_com_tracking_in_mm():
     """The CoM tracking column is in mm with two decimals (in m with four, 0.65 mm read 0.0007)."""
     from wbsim.report import VIOLATION_KINDS, format_table
 
-    row = {"run": "r", "controller": "projected_id", "env": "wbsim/G1OneLeg-v0", "seconds": 7.5,
-           "switches": 4, **dict.fromkeys(VIOLATION_KINDS, 0), "max_joint_error_rad": 0.2954,
-           "com_tracking_rms_m": 0.000654, "fell": False, "status": "completed"}
+    row = {
+        "run": "r",
+        "controller": "projected_id",
+        "env": "wbsim/G1OneLeg-v0",
+        "seconds": 7.5,
+        "switches": 4,
+        **dict.fromkeys(VIOLATION_KINDS, 0),
+        "max_joint_error_rad": 0.2954,
+        "com_tracking_rms_m": 0.000654,
+        "fell": False,
+        "status": "completed",
+    }
     table = format_table([row])
     assert "CoM rms mm" in table and "| 0.65 |" in table
     # a summary stores NaN as "nan": a dash, as before

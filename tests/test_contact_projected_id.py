@@ -39,6 +39,7 @@ def test_public_names_import():
         assert hasattr(T, name), name
     assert make_controller.__module__  # registry import works
     from wbsim.controllers import controller_class
+
     assert controller_class("projected_id") is ContactProjectedID
 
 
@@ -158,8 +159,13 @@ def test_task_errors_and_jacobians(g1):
         T.ComTask(s.com + [0.01, -0.02, 0.03], (1.0, 1.0, 1.0)),
         T.FramePositionTask(fid, s.frame(fid).position + [0.02, 0.0, -0.01], (1.0,)),
         T.FrameOrientationTask(fid, R_target, (1.0,)),
-        T.PostureTask(g1.converter.pin_qidx, g1.converter.pin_vidx,
-                      q[g1.converter.pin_qidx] + 0.01, (1.0,), model.nv),
+        T.PostureTask(
+            g1.converter.pin_qidx,
+            g1.converter.pin_vidx,
+            q[g1.converter.pin_qidx] + 0.01,
+            (1.0,),
+            model.nv,
+        ),
     ]
     dt = 1e-7
     for task in tasks:
@@ -178,8 +184,12 @@ def test_task_errors_and_jacobians(g1):
         assert np.allclose(expected, fd, atol=1e-5 * (1 + np.abs(fd).max())), task.name
         gains = task.gains
         a = task.desired_acceleration(s)
-        assert np.allclose(a, task.reference_acceleration() + gains.kp * e
-                           + gains.kd * (task.reference_velocity() - task.velocity(s)))
+        assert np.allclose(
+            a,
+            task.reference_acceleration()
+            + gains.kp * e
+            + gains.kd * (task.reference_velocity() - task.velocity(s)),
+        )
 
 
 def test_gains_config_rejects_bad_values():
@@ -244,8 +254,11 @@ def test_controller_qdd_star_is_contact_consistent_in_both_task_modes(g1):
             Jc, dJv = _reference_contact(g1, q, v, feet)
             assert np.linalg.norm(Jc @ cmd.info["qdd_star"] + dJv) < 1e-9
             Nc = ctrl.projection.Nc
-            assert np.allclose(cmd.info["qdd_star"], Nc @ cmd.info["qdd_des"]
-                               + ctrl.projection.particular, atol=1e-9)
+            assert np.allclose(
+                cmd.info["qdd_star"],
+                Nc @ cmd.info["qdd_des"] + ctrl.projection.particular,
+                atol=1e-9,
+            )
 
 
 def test_bad_weight_and_rank_are_reported(g1):
@@ -280,8 +293,16 @@ def test_pinv_inverse_dynamics_satisfies_the_equations_of_motion(g1, forces):
         feet = BOTH if i % 2 else LEFT
         s, layout, ck, proj = _projection_at(g1, q, v, feet)
         qdd = proj.project(rng.normal(scale=5.0, size=g1.pin_model.nv))
-        res = cpid.inverse_dynamics_pinv(s.M, s.h, qdd, ck.Jc, g1.converter.pin_vidx, ck.grasp,
-                                         (ck.foot_rotations, layout.distribution), forces)
+        res = cpid.inverse_dynamics_pinv(
+            s.M,
+            s.h,
+            qdd,
+            ck.Jc,
+            g1.converter.pin_vidx,
+            ck.grasp,
+            (ck.foot_rotations, layout.distribution),
+            forces,
+        )
         assert res.found
         Jc, _ = _reference_contact(g1, q, v, feet)
         assert _dynamics_residual(g1, q, v, qdd, res.tau, Jc, res.lam) < 1e-8
@@ -293,9 +314,9 @@ def test_pinv_inverse_dynamics_satisfies_the_equations_of_motion(g1, forces):
         assert np.allclose(x, np.linalg.pinv(A) @ (A @ x), atol=1e-8 * (1 + np.abs(x).max()))
         if forces == "wrench":  # each foot's points: the least-norm distribution of its wrench
             for k in range(len(feet)):
-                Gk = ck.grasp[6 * k:6 * k + 6, 12 * k:12 * k + 12]
-                ref = np.linalg.lstsq(Gk, res.lam[6 * k:6 * k + 6], rcond=None)[0]
-                assert np.allclose(res.point_forces[4 * k:4 * k + 4].ravel(), ref, atol=1e-8)
+                Gk = ck.grasp[6 * k : 6 * k + 6, 12 * k : 12 * k + 12]
+                ref = np.linalg.lstsq(Gk, res.lam[6 * k : 6 * k + 6], rcond=None)[0]
+                assert np.allclose(res.point_forces[4 * k : 4 * k + 4].ravel(), ref, atol=1e-8)
 
 
 def test_qp_inverse_dynamics_satisfies_the_equations_of_motion(g1):
@@ -311,8 +332,19 @@ def test_qp_inverse_dynamics_satisfies_the_equations_of_motion(g1):
         s, layout, ck, proj = _projection_at(g1, q, v, feet)
         qdd_star = proj.project(rng.normal(scale=1.0, size=g1.pin_model.nv))
         lim = np.full(g1.n_joints, np.inf)
-        args = (s.M, s.h, qdd_star, ck.Jc, ck.Jc_dot_v, ck.grasp, layout.friction,
-                layout.friction_rhs, vidx, lim, 1e-2)  # the controller's default force weight
+        args = (
+            s.M,
+            s.h,
+            qdd_star,
+            ck.Jc,
+            ck.Jc_dot_v,
+            ck.grasp,
+            layout.friction,
+            layout.friction_rhs,
+            vidx,
+            lim,
+            1e-2,
+        )  # the controller's default force weight
         read = (s.M, s.h, qdd_star, ck.Jc, ck.grasp, vidx)
         res = _solve(cpid.build_contact_qp(*args), read)
         if res.found:
@@ -344,13 +376,38 @@ def test_qp_respects_torque_limits_and_reports_joints_no_force_reaches(g1):
     lim[knee] = 5.0  # the knee needs ~12 N·m standing: the QP must shift load to the right leg
     zero = np.zeros(g1.pin_model.nv)
     read = (s.M, s.h, zero, ck.Jc, ck.grasp, vidx)
-    res = _solve(cpid.build_contact_qp(s.M, s.h, zero, ck.Jc, ck.Jc_dot_v, ck.grasp,
-                                       layout.friction, layout.friction_rhs, vidx, lim, 1e-5), read)
+    res = _solve(
+        cpid.build_contact_qp(
+            s.M,
+            s.h,
+            zero,
+            ck.Jc,
+            ck.Jc_dot_v,
+            ck.grasp,
+            layout.friction,
+            layout.friction_rhs,
+            vidx,
+            lim,
+            1e-5,
+        ),
+        read,
+    )
     assert res.found and abs(res.tau[knee]) <= 5.0 + 1e-7
     shoulder = g1.joint_names.index("left_shoulder_roll_joint")
     lim[shoulder] = 1e-3  # no contact force reaches the arm (it needs more): infeasible
-    qp = cpid.build_contact_qp(s.M, s.h, zero, ck.Jc, ck.Jc_dot_v, ck.grasp, layout.friction,
-                               layout.friction_rhs, vidx, lim, 1e-5)
+    qp = cpid.build_contact_qp(
+        s.M,
+        s.h,
+        zero,
+        ck.Jc,
+        ck.Jc_dot_v,
+        ck.grasp,
+        layout.friction,
+        layout.friction_rhs,
+        vidx,
+        lim,
+        1e-5,
+    )
     assert not _solve(qp, read).found
 
 
@@ -379,7 +436,9 @@ def test_controller_command_satisfies_the_equations_of_motion(g1, variant):
         # the controller also compensates the joints' viscous damping (MuJoCo simulates it, the
         # rigid-body model has none): remove it to check the rigid-body equation of motion
         tau_rigid = tau_id - ctrl.joint_damping * v[g1.converter.pin_vidx]
-        assert _dynamics_residual(g1, q, v, cmd.info["qdd"], tau_rigid, Jc, cmd.info["lambda"]) < 1e-8
+        assert (
+            _dynamics_residual(g1, q, v, cmd.info["qdd"], tau_rigid, Jc, cmd.info["lambda"]) < 1e-8
+        )
         if cmd.feasible:
             assert np.array_equal(cmd.tau, tau_id)
             assert np.all(np.abs(cmd.tau) <= g1.effort_limits + 1e-9)
@@ -394,8 +453,16 @@ def test_static_double_support_equals_gravity_qp(robot, eps):
     gravity = gq.GravityCompensationQP(robot, contact_model="points", method="qp", eps=eps)
     rng = np.random.default_rng(15)
     q0 = robot.pose_q("stand")
-    arms = [i for i, n in enumerate(robot.joint_names) if "arm" in n or "shoulder" in n
-            or "elbow" in n or "wrist" in n or "torso" in n or "waist" in n]
+    arms = [
+        i
+        for i, n in enumerate(robot.joint_names)
+        if "arm" in n
+        or "shoulder" in n
+        or "elbow" in n
+        or "wrist" in n
+        or "torso" in n
+        or "waist" in n
+    ]
     v = np.zeros(robot.pin_model.nv)
     for k in range(4):
         q = q0.copy()
@@ -408,8 +475,11 @@ def test_static_double_support_equals_gravity_qp(robot, eps):
         assert cmd.feasible and np.abs(cmd.info["qdd_star"]).max() < 1e-9
         ref = gravity.solve(q, BOTH)
         assert ref.feasible
-        tau_ref = (np.asarray(ref.tau_array) if hasattr(ref, "tau_array")
-                   else np.array([ref.tau[n] for n in robot.joint_names]))
+        tau_ref = (
+            np.asarray(ref.tau_array)
+            if hasattr(ref, "tau_array")
+            else np.array([ref.tau[n] for n in robot.joint_names])
+        )
         assert np.abs(cmd.tau - tau_ref).max() < 1e-5
         loaded = forces_by_name(robot, cmd)
         forces_ref = np.array([ref.contact_forces[n] for n in loaded])
@@ -438,7 +508,7 @@ def test_sole_points_and_grasp_map_match_pinocchio_frames(g1):
                 for i in range(4):
                     r = ck.point_positions[4 * k + i] - ck.foot_positions[k]
                     skew = np.array([[0, -r[2], r[1]], [r[2], 0, -r[0]], [-r[1], r[0], 0]])
-                    block = ck.grasp[6 * k:6 * k + 6, 12 * k + 3 * i:12 * k + 3 * i + 3]
+                    block = ck.grasp[6 * k : 6 * k + 6, 12 * k + 3 * i : 12 * k + 3 * i + 3]
                     assert np.allclose(block, np.vstack([np.eye(3), skew]), atol=1e-14)
 
 
@@ -480,8 +550,9 @@ def test_task_stack_is_the_weighted_least_squares_solution(g1, swing):
 
 def _one_sided_reference(P, q, G, h, A, b):
     """The same QP solved by ProxQP, tight tolerances."""
-    return qpsolvers.solve_qp(P, q, G, h, A, b, solver="proxqp", eps_abs=1e-9, eps_rel=0.0,
-                              max_iter=100000)
+    return qpsolvers.solve_qp(
+        P, q, G, h, A, b, solver="proxqp", eps_abs=1e-9, eps_rel=0.0, max_iter=100000
+    )
 
 
 def _reference_exact_qp(M, h, qdd_star, Jc, grasp, friction, friction_rhs, vidx, tau_limit, eps):
@@ -495,14 +566,17 @@ def _reference_exact_qp(M, h, qdd_star, Jc, grasp, friction, friction_rhs, vidx,
     Aa, ba = A_f[vidx], b[vidx]
     P = 2 * (Aa.T @ Aa + eps * np.eye(A_f.shape[1]))
     q = -2 * Aa.T @ ba
-    G = np.vstack([friction, -Aa, Aa])  # tau <= lim: -Aa f <= lim - ba; -tau <= lim: Aa f <= lim + ba
+    G = np.vstack(
+        [friction, -Aa, Aa]
+    )  # tau <= lim: -Aa f <= lim - ba; -tau <= lim: Aa f <= lim + ba
     hh = np.concatenate([friction_rhs, tau_limit - ba, tau_limit + ba])
     keep = np.isfinite(hh) & (np.abs(G).sum(axis=1) > 0)
     return _one_sided_reference(P, q, G[keep], hh[keep], A_f[unact], b[unact])
 
 
-def _reference_relaxed_qp(M, h, qdd_star, Jc, Jc_dot_v, grasp, friction, friction_rhs, vidx,
-                          tau_limit, eps, w):
+def _reference_relaxed_qp(
+    M, h, qdd_star, Jc, Jc_dot_v, grasp, friction, friction_rhs, vidx, tau_limit, eps, w
+):
     """The relaxed problem from its definition over ``x = [qdd, f]``: ``w (qdd - qdd*)^T M
     (qdd - qdd*) + ||tau||^2 + eps ||f||^2``, ``tau = S (M qdd + h - J_c^T G f)``, base rows and
     ``J_c qdd + Jcdot_c v = 0`` as equalities, friction and torque limits; ProxQP."""
@@ -510,7 +584,7 @@ def _reference_relaxed_qp(M, h, qdd_star, Jc, Jc_dot_v, grasp, friction, frictio
     unact = np.setdiff1d(np.arange(nv), vidx)
     A_f = Jc.T @ grasp
     n = A_f.shape[1]
-    T_map = np.hstack([M, -A_f])[vidx]                  # tau = T_map x + h_a
+    T_map = np.hstack([M, -A_f])[vidx]  # tau = T_map x + h_a
     Q = np.zeros((nv + n, nv + n))
     Q[:nv, :nv] = w * M
     Q[nv:, nv:] = eps * np.eye(n)
@@ -519,8 +593,9 @@ def _reference_relaxed_qp(M, h, qdd_star, Jc, Jc_dot_v, grasp, friction, frictio
     A = np.vstack([np.hstack([M, -A_f])[unact], np.hstack([Jc, np.zeros((Jc.shape[0], n))])])
     b = np.r_[-h[unact], -Jc_dot_v]
     fin = np.isfinite(tau_limit)
-    G = np.vstack([np.hstack([np.zeros((friction.shape[0], nv)), friction]), T_map[fin],
-                   -T_map[fin]])
+    G = np.vstack(
+        [np.hstack([np.zeros((friction.shape[0], nv)), friction]), T_map[fin], -T_map[fin]]
+    )
     hh = np.r_[friction_rhs, (tau_limit - h[vidx])[fin], (tau_limit + h[vidx])[fin]]
     return _one_sided_reference(P, q, G, hh, A, b)
 
@@ -533,8 +608,13 @@ def test_built_contact_qp_equals_its_definition_for_every_solver(g1):
     vidx = g1.converter.pin_vidx
     nv = g1.pin_model.nv
     q0 = g1.pose_q("stand")
-    states = [(q0 + np.r_[np.zeros(7), rng.normal(scale=0.05, size=g1.n_joints)],
-               rng.normal(scale=0.1, size=nv)) for _ in range(6)]
+    states = [
+        (
+            q0 + np.r_[np.zeros(7), rng.normal(scale=0.05, size=g1.n_joints)],
+            rng.normal(scale=0.1, size=nv),
+        )
+        for _ in range(6)
+    ]
     states += [(q, 0.2 * v) for q, v in _states(g1, 25, 6)]
     checked = {False: 0, True: 0}
     n_relaxed_ref = 0
@@ -548,8 +628,19 @@ def test_built_contact_qp_equals_its_definition_for_every_solver(g1):
             rows[0, 2:12:3] = 1.0
             limits = (rows, np.array([150.0]))
         tau_limit = (np.full(g1.n_joints, np.inf), g1.effort_limits, 0.2 * g1.effort_limits)[i % 3]
-        args = (s.M, s.h, qdd_star, ck.Jc, ck.Jc_dot_v, ck.grasp, layout.friction,
-                layout.friction_rhs, vidx, tau_limit, 1.0)
+        args = (
+            s.M,
+            s.h,
+            qdd_star,
+            ck.Jc,
+            ck.Jc_dot_v,
+            ck.grasp,
+            layout.friction,
+            layout.friction_rhs,
+            vidx,
+            tau_limit,
+            1.0,
+        )
         read = (s.M, s.h, qdd_star, ck.Jc, ck.grasp, vidx)
         for relax in (None, 1e5):
             qp = cpid.build_contact_qp(*args, relax_weight=relax, force_limits=limits)
@@ -563,15 +654,36 @@ def test_built_contact_qp_equals_its_definition_for_every_solver(g1):
             assert np.abs(a.point_forces - b.point_forces).max() < 1e-5 * scale
             assert np.abs(a.tau - b.tau).max() < 1e-5 * scale
             if relax is None and limits is None:
-                ref = _reference_exact_qp(s.M, s.h, qdd_star, ck.Jc, ck.grasp, layout.friction,
-                                          layout.friction_rhs, vidx, tau_limit, 1.0)
+                ref = _reference_exact_qp(
+                    s.M,
+                    s.h,
+                    qdd_star,
+                    ck.Jc,
+                    ck.grasp,
+                    layout.friction,
+                    layout.friction_rhs,
+                    vidx,
+                    tau_limit,
+                    1.0,
+                )
                 assert np.abs(a.point_forces.ravel() - ref).max() < 1e-5 * scale
             assert np.all(np.abs(a.tau) <= tau_limit + 1e-6)
             if relax is not None and limits is None:
-                ref = _reference_relaxed_qp(s.M, s.h, qdd_star, ck.Jc, ck.Jc_dot_v, ck.grasp,
-                                            layout.friction, layout.friction_rhs, vidx, tau_limit,
-                                            1.0, 1e5)
-                if ref is not None:                   # ProxQP may stop short on this scaling
+                ref = _reference_relaxed_qp(
+                    s.M,
+                    s.h,
+                    qdd_star,
+                    ck.Jc,
+                    ck.Jc_dot_v,
+                    ck.grasp,
+                    layout.friction,
+                    layout.friction_rhs,
+                    vidx,
+                    tau_limit,
+                    1.0,
+                    1e5,
+                )
+                if ref is not None:  # ProxQP may stop short on this scaling
                     assert np.abs(np.r_[a.qdd, a.point_forces.ravel()] - ref).max() < 1e-4 * scale
                     n_relaxed_ref += 1
             if relax is not None:
@@ -579,8 +691,10 @@ def test_built_contact_qp_equals_its_definition_for_every_solver(g1):
                 assert np.linalg.norm(Jc @ a.qdd + dJv) < 1e-8
                 assert _dynamics_residual(g1, q, v, a.qdd, a.tau, Jc, a.lam) < 1e-8
             checked[relax is not None] += 1
-    assert checked[False] >= 3 and checked[True] >= 3 and n_relaxed_ref >= 3, (checked,
-                                                                               n_relaxed_ref)
+    assert checked[False] >= 3 and checked[True] >= 3 and n_relaxed_ref >= 3, (
+        checked,
+        n_relaxed_ref,
+    )
 
 
 def test_contact_qp_torque_rows_are_the_torque_limits(g1):
@@ -599,9 +713,20 @@ def test_contact_qp_torque_rows_are_the_torque_limits(g1):
     f0 = np.linalg.lstsq(A_f[vidx], b[vidx], rcond=None)[0]
     lim = np.abs(b[vidx] - A_f[vidx] @ f0) + rng.uniform(0.5, 5.0, size=g1.n_joints)  # f0 within
     for relax in (None, 1e5):
-        qp = cpid.build_contact_qp(s.M, s.h, qdd_star, ck.Jc, ck.Jc_dot_v, ck.grasp,
-                                   layout.friction, layout.friction_rhs, vidx, lim, 1.0,
-                                   relax_weight=relax)
+        qp = cpid.build_contact_qp(
+            s.M,
+            s.h,
+            qdd_star,
+            ck.Jc,
+            ck.Jc_dot_v,
+            ck.grasp,
+            layout.friction,
+            layout.friction_rhs,
+            vidx,
+            lim,
+            1.0,
+            relax_weight=relax,
+        )
         rows = slice(nfr, nfr + 2 * g1.n_joints)
         x0 = f0 if relax is None else np.r_[qdd_star, f0]
         agree = {True: 0, False: 0}
@@ -631,11 +756,17 @@ def _run_both(g1, schedules, states, **options):
     return out
 
 
-@pytest.mark.parametrize("options", [{"variant": "qp"}, {"variant": "pinv"},
-                                     {"variant": "qp", "task_space": "free"},
-                                     {"variant": "qp", "W": "identity"},
-                                     {"variant": "pinv", "pinv_forces": "wrench"}],
-                         ids=["qp", "pinv", "free", "W", "pinv-wrench"])
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"variant": "qp"},
+        {"variant": "pinv"},
+        {"variant": "qp", "task_space": "free"},
+        {"variant": "qp", "W": "identity"},
+        {"variant": "pinv", "pinv_forces": "wrench"},
+    ],
+    ids=["qp", "pinv", "free", "W", "pinv-wrench"],
+)
 def test_kernel_equals_the_readable_path(g1, options):
     """``fast=True`` (the kernel) against ``fast=False`` (snapshot, tasks' rows, build/solve of
     the stack, ``contact_projection``, ``build_contact_qp`` through qpsolvers) on perturbed stand
@@ -650,13 +781,20 @@ def test_kernel_equals_the_readable_path(g1, options):
     more."""
     rng = np.random.default_rng(27)
     q0 = g1.pose_q("stand")
-    states = [(q0 + np.r_[np.zeros(7), rng.normal(scale=0.005, size=g1.n_joints)],
-               rng.normal(scale=0.02, size=g1.pin_model.nv)) for _ in range(12)]
+    states = [
+        (
+            q0 + np.r_[np.zeros(7), rng.normal(scale=0.005, size=g1.n_joints)],
+            rng.normal(scale=0.02, size=g1.pin_model.nv),
+        )
+        for _ in range(12)
+    ]
     lift = {"right_foot": np.array([0.0, -0.12, 0.1])}
-    schedules = ([ContactSchedule(BOTH)] * 3
-                 + [ContactSchedule(BOTH, LEFT, "shift", 1, 1.2 + 0.05 * k, 1.5) for k in range(3)]
-                 + [ContactSchedule(LEFT, LEFT, "lift", 2, 0.1, 1.0, targets=lift)] * 3
-                 + [ContactSchedule(BOTH)] * 3)
+    schedules = (
+        [ContactSchedule(BOTH)] * 3
+        + [ContactSchedule(BOTH, LEFT, "shift", 1, 1.2 + 0.05 * k, 1.5) for k in range(3)]
+        + [ContactSchedule(LEFT, LEFT, "lift", 2, 0.1, 1.0, targets=lift)] * 3
+        + [ContactSchedule(BOTH)] * 3
+    )
     n_feasible = n_other = 0
     for a, b in _run_both(g1, schedules, states, **options):
         assert (a.status, a.fallback, a.contact_set) == (b.status, b.fallback, b.contact_set)
@@ -668,7 +806,7 @@ def test_kernel_equals_the_readable_path(g1, options):
         for key in ("qdd_des", "qdd_star", "qdd"):
             assert np.abs(a.info[key] - b.info[key]).max() < 1e-11 * (1 + np.abs(b.info[key]).max())
         assert a.info["task_errors"] == pytest.approx(b.info["task_errors"], rel=1e-12, abs=1e-15)
-    assert n_feasible >= 3 and (n_other >= 1 or options["variant"] == "pinv")   # exact, relaxed
+    assert n_feasible >= 3 and (n_other >= 1 or options["variant"] == "pinv")  # exact, relaxed
 
 
 # ------------------------------------------------------------------------------------------------
@@ -682,9 +820,12 @@ def test_contact_set_change_rebuilds_jc_and_nc(g1):
     ctrl.reset(RobotState(0.0, q0, v0))
     cmd = ctrl.compute(RobotState(0.0, q0, v0), ContactSchedule(contact_set=BOTH))
     assert "mode_switch" not in cmd.info and ctrl.projection.Jc.shape[0] == 12
-    sequence = [(LEFT, {"from": sorted(BOTH), "to": sorted(LEFT)}), (LEFT, None),
-                (BOTH, {"from": sorted(LEFT), "to": sorted(BOTH)}),
-                (RIGHT, {"from": sorted(BOTH), "to": sorted(RIGHT)})]
+    sequence = [
+        (LEFT, {"from": sorted(BOTH), "to": sorted(LEFT)}),
+        (LEFT, None),
+        (BOTH, {"from": sorted(LEFT), "to": sorted(BOTH)}),
+        (RIGHT, {"from": sorted(BOTH), "to": sorted(RIGHT)}),
+    ]
     for (feet, switch), (q, v) in zip(sequence, states):
         cmd = ctrl.compute(RobotState(0.0, q, v), ContactSchedule(contact_set=feet))
         assert cmd.info.get("mode_switch") == switch
@@ -706,7 +847,9 @@ def test_sensed_contact_source(g1):
     ctrl = ContactProjectedID(g1, contact_source="sensed")
     q, v = g1.pose_q("stand"), np.zeros(g1.pin_model.nv)
     ctrl.reset(RobotState(0.0, q, v))
-    cmd = ctrl.compute(RobotState(0.0, q, v, sensed_contacts=LEFT), ContactSchedule(contact_set=BOTH))
+    cmd = ctrl.compute(
+        RobotState(0.0, q, v, sensed_contacts=LEFT), ContactSchedule(contact_set=BOTH)
+    )
     assert cmd.contact_set == LEFT and ctrl.projection.Jc.shape[0] == 6
     with pytest.raises(WbsimError):
         ctrl.compute(RobotState(0.0, q, v), ContactSchedule(contact_set=BOTH))
@@ -787,10 +930,15 @@ def test_no_qp_solution_falls_back_to_static_pinv(g1, monkeypatch, fast):
         return cpid.contact_qp_result(None, *args, relaxed, "mock: infeasible")
 
     monkeypatch.setattr(cpid, "_solve_contact_qp", no_solution)
-    monkeypatch.setattr(_projected_id_fast.ProjectedIDKernel, "solve_qp",
-                        lambda self, *a: (False, None, None, "mock: kernel"))
+    monkeypatch.setattr(
+        _projected_id_fast.ProjectedIDKernel,
+        "solve_qp",
+        lambda self, *a: (False, None, None, "mock: kernel"),
+    )
     cmd = ctrl.compute(state, ContactSchedule(contact_set=BOTH))
-    assert not cmd.feasible and cmd.fallback == "gravity_pinv" and "qp_infeasible" in cmd.info["event"]
+    assert (
+        not cmd.feasible and cmd.fallback == "gravity_pinv" and "qp_infeasible" in cmd.info["event"]
+    )
     assert cmd.status is CommandStatus.INFEASIBLE and cmd.message == "mock: infeasible"
     g = pin.computeGeneralizedGravity(g1.pin_model, g1.pin_model.createData(), q)
     Jc, _ = _reference_contact(g1, q, state.v, BOTH)
@@ -814,8 +962,10 @@ def test_empty_contact_set_is_reported(g1, variant):
 
 def test_swing_foot_target_out_of_reach_is_clamped(g1):
     ctrl, state = _stand(g1, variant="qp")
-    cmd = ctrl.compute(state, ContactSchedule(contact_set=LEFT,
-                                              targets={"right_foot": np.array([0.0, -0.1, -2.0])}))
+    cmd = ctrl.compute(
+        state,
+        ContactSchedule(contact_set=LEFT, targets={"right_foot": np.array([0.0, -0.1, -2.0])}),
+    )
     assert not cmd.feasible and "right_foot_target_out_of_reach" in cmd.info["event"]
     hip, reach = ctrl._leg_reach["right_foot"]
     target = ctrl.foot_position_tasks["right_foot"].target

@@ -27,8 +27,16 @@ CORNERS = [(0.1, 0.1), (-0.1, 0.1), (-0.1, -0.1), (0.1, -0.1)]
 R_SPHERE = 0.01
 
 
-def box_model(floor="plane", cone="pyramidal", mass=2.0, mu=0.8, gap=0.0, gravity=True,
-              z0=R_SPHERE, tilt_deg=0.0):
+def box_model(
+    floor="plane",
+    cone="pyramidal",
+    mass=2.0,
+    mu=0.8,
+    gap=0.0,
+    gravity=True,
+    z0=R_SPHERE,
+    tilt_deg=0.0,
+):
     """A box of ``mass`` kg on 4 massless corner spheres (radius 1 cm) with a site at each sphere's
     lowest point, and wbsim's sensors. ``floor="plane"``: MuJoCo lists the floor as geom1;
     ``floor="box"`` (a big box whose top face is z = 0): the sphere comes first (MuJoCo orders a
@@ -36,16 +44,21 @@ def box_model(floor="plane", cone="pyramidal", mass=2.0, mu=0.8, gap=0.0, gravit
     (``xfrc_applied`` acts at the CoM) and the friction make no pitching moment."""
     a = np.deg2rad(tilt_deg)  # the floor turned about x, its surface still through the origin
     if floor == "plane":
-        floor_xml = (f'<geom name="floor" type="plane" size="5 5 0.1" euler="{tilt_deg} 0 0" '
-                     f'friction="{mu} 0.005 0.0001"/>')
+        floor_xml = (
+            f'<geom name="floor" type="plane" size="5 5 0.1" euler="{tilt_deg} 0 0" '
+            f'friction="{mu} 0.005 0.0001"/>'
+        )
     else:
-        floor_xml = (f'<geom name="floor" type="box" size="5 5 0.1" euler="{tilt_deg} 0 0" '
-                     f'pos="0 {0.1 * np.sin(a)} {-0.1 * np.cos(a)}" friction="{mu} 0.005 0.0001"/>')
+        floor_xml = (
+            f'<geom name="floor" type="box" size="5 5 0.1" euler="{tilt_deg} 0 0" '
+            f'pos="0 {0.1 * np.sin(a)} {-0.1 * np.cos(a)}" friction="{mu} 0.005 0.0001"/>'
+        )
     pts = "".join(
         f'<geom name="p{i}" type="sphere" size="{R_SPHERE}" pos="{x} {y} 0" mass="0" gap="{gap}" '
         f'friction="{mu} 0.005 0.0001" solref="0.005 1"/>'
         f'<site name="s{i}" pos="{x} {y} {-R_SPHERE}"/>'
-        for i, (x, y) in enumerate(CORNERS))
+        for i, (x, y) in enumerate(CORNERS)
+    )
     xml = f"""<mujoco>
       <option timestep="0.002" cone="{cone}" gravity="0 0 {-G if gravity else 0}"/>
       <worldbody>{floor_xml}
@@ -55,8 +68,9 @@ def box_model(floor="plane", cone="pyramidal", mass=2.0, mu=0.8, gap=0.0, gravit
         </body>
       </worldbody></mujoco>"""
     spec = mujoco.MjSpec.from_string(xml)
-    add_contact_sensors(spec, [(f"p{i}", f"s{i}") for i in range(4)], floor="floor",
-                        robot_root="box")
+    add_contact_sensors(
+        spec, [(f"p{i}", f"s{i}") for i in range(4)], floor="floor", robot_root="box"
+    )
     return spec.compile()
 
 
@@ -151,8 +165,9 @@ def test_push_below_friction_sticks_above_slides(floor, cone):
             modes.append(s.mode.copy())
             if frac > 1 and k > 20 and np.all(s.mode == SLIDING):
                 box_v = qvel_before[0:3]  # free joint: world linear velocity; the box does not turn
-                np.testing.assert_allclose(s.tangential_velocity_world[:, :2],
-                                           np.tile(box_v[:2], (4, 1)), atol=1e-3)
+                np.testing.assert_allclose(
+                    s.tangential_velocity_world[:, :2], np.tile(box_v[:2], (4, 1)), atol=1e-3
+                )
                 assert np.linalg.norm(box_v[:2]) > 0.05
                 ratio = np.linalg.norm(s.force_world.sum(axis=0)[:2]) / s.normal_force.sum()
                 if cone == "elliptic":  # on the cone
@@ -164,8 +179,9 @@ def test_push_below_friction_sticks_above_slides(floor, cone):
         modes = np.array(modes[20:])
         if frac < 1:
             assert np.all(modes == STICKING), np.unique(modes)
-            np.testing.assert_allclose(s.force_world.sum(axis=0)[:2], -push[:2],
-                                       rtol=1e-3, atol=1e-3 * weight)
+            np.testing.assert_allclose(
+                s.force_world.sum(axis=0)[:2], -push[:2], rtol=1e-3, atol=1e-3 * weight
+            )
             # the points' friction forces are parallel: their magnitudes add up to the push
             assert s.tangential_force.sum() == pytest.approx(np.linalg.norm(push), rel=1e-3)
             assert np.all(s.slip_velocity < sensor.thresholds.slip_speed / 2)
@@ -257,9 +273,13 @@ def test_g1_landing_external_force_is_newton(g1, cone):
     m = copy.deepcopy(g1.mj_model)
     m.opt.cone = getattr(mujoco.mjtCone, f"mjCONE_{cone.upper()}")
     feet = list(g1.feet.values())
-    sensor = ContactSensor(m, g1.floor_geom_id, [g for f in feet for g in f.mj_geom_ids],
-                           point_names=g1.contact_point_names,
-                           point_feet=[f.name for f in feet for _ in range(4)])
+    sensor = ContactSensor(
+        m,
+        g1.floor_geom_id,
+        [g for f in feet for g in f.mj_geom_ids],
+        point_names=g1.contact_point_names,
+        point_feet=[f.name for f in feet for _ in range(4)],
+    )
     d = mujoco.MjData(m)
     d.qpos[:] = g1.pose_qpos("stand")
     d.qpos[2] += 0.02
@@ -278,7 +298,9 @@ def test_g1_landing_external_force_is_newton(g1, cone):
             mujoco.mj_objectAcceleration(m, d, mujoco.mjtObj.mjOBJ_BODY, b, res, 0)
             total += m.body_mass[b] * res[3:]
         np.testing.assert_allclose(s.external_force_world, total, atol=1e-6 * weight)
-        checked += s.feet_in_contact == frozenset(g1.feet) and abs(total[2] - weight) > 0.05 * weight
+        checked += (
+            s.feet_in_contact == frozenset(g1.feet) and abs(total[2] - weight) > 0.05 * weight
+        )
     assert checked >= 2  # some samples are in the impact, away from static weight
 
 
@@ -295,8 +317,9 @@ def test_g1_lying_has_non_sole_contacts(g1):
         mujoco.mj_step(m, d)
     s = ContactSensor.for_robot(g1).read(d)
     assert s.non_sole_contacts
-    geom_names = {m.geom(g).name or f"{m.body(m.geom_bodyid[g]).name}/geom{g}"
-                  for g in range(m.ngeom)}
+    geom_names = {
+        m.geom(g).name or f"{m.body(m.geom_bodyid[g]).name}/geom{g}" for g in range(m.ngeom)
+    }
     assert set(s.non_sole_contacts) <= geom_names
     assert not set(s.non_sole_contacts) & set(g1.contact_point_names)
     assert s.non_sole_on_floor == set(s.non_sole_contacts)  # only the floor to touch here
@@ -341,8 +364,7 @@ def reference_sensing(sensor, m, d):
     normal = d.geom_xmat[fid].reshape(3, 3)[:, 2].copy()
     top = m.geom_size[fid, 2] if m.geom_type[fid] == mujoco.mjtGeom.mjGEOM_BOX else 0.0
     c = float(d.geom_xpos[fid] @ normal) + top
-    sites = [int(m.sensor(f"wbsim/site/{m.geom(g).name}").objid[0])
-             for g in sensor.point_geom_ids]
+    sites = [int(m.sensor(f"wbsim/site/{m.geom(g).name}").objid[0]) for g in sensor.point_geom_ids]
     pos = d.site_xpos[sites].copy()
     gap = pos @ normal - c
     force, vt, normal_force = np.zeros((n, 3)), np.zeros((n, 3)), np.zeros(n)
@@ -371,8 +393,11 @@ def reference_sensing(sensor, m, d):
             mujoco.mj_jac(m, d, jac, None, con.pos, m.geom_bodyid[g])
             v = jac @ d.qvel
             vt[i] = v - (v @ frame[0]) * frame[0]
-        elif g not in point_of and con.efc_address >= 0 and (
-                con.dist <= 0 or f @ normal > sensor.thresholds.normal_force):
+        elif (
+            g not in point_of
+            and con.efc_address >= 0
+            and (con.dist <= 0 or f @ normal > sensor.thresholds.normal_force)
+        ):
             name = m.geom(g).name or f"{m.body(m.geom_bodyid[g]).name}/geom{g}"
             non_sole[name] = non_sole.get(name, 0.0) + f @ normal
     ft = np.linalg.norm(force - np.outer(force @ normal, normal), axis=1)
@@ -380,11 +405,21 @@ def reference_sensing(sensor, m, d):
     loaded = normal_force > sensor.thresholds.normal_force
     mode = np.where(loaded, np.where(slip > sensor.thresholds.slip_speed, SLIDING, STICKING), OPEN)
     feet = frozenset(f for f, on in zip(sensor.layout.point_foot, loaded) if on and f)
-    return {"position_world": pos, "gap": gap, "floor_normal_world": normal, "force_world": force,
-            "normal_force": normal_force, "tangential_force": ft, "tangential_velocity_world": vt,
-            "slip_velocity": slip, "mode": mode, "feet_in_contact": feet,
-            "non_sole_contacts": non_sole, "external_force_world": ext_f,
-            "external_moment_world": ext_m}
+    return {
+        "position_world": pos,
+        "gap": gap,
+        "floor_normal_world": normal,
+        "force_world": force,
+        "normal_force": normal_force,
+        "tangential_force": ft,
+        "tangential_velocity_world": vt,
+        "slip_velocity": slip,
+        "mode": mode,
+        "feet_in_contact": feet,
+        "non_sole_contacts": non_sole,
+        "external_force_world": ext_f,
+        "external_moment_world": ext_m,
+    }
 
 
 def assert_matches_reference(s, ref, scale):
@@ -422,11 +457,26 @@ def check_states(sensor, m, d, scale, steps, every=1, step=None):
         readings.append(s)
     batch = sensor.decode(np.array(rows))
     for i, s in enumerate(readings):
-        for name in ("position_world", "gap", "force_world", "normal_force", "tangential_force",
-                     "tangential_velocity_world", "slip_velocity", "mode", "external_force_world",
-                     "external_moment_world", "feet_loaded"):
-            np.testing.assert_allclose(getattr(batch, name)[i], getattr(s, name), rtol=0,
-                                       atol=1e-15 * max(1.0, scale), err_msg=name)
+        for name in (
+            "position_world",
+            "gap",
+            "force_world",
+            "normal_force",
+            "tangential_force",
+            "tangential_velocity_world",
+            "slip_velocity",
+            "mode",
+            "external_force_world",
+            "external_moment_world",
+            "feet_loaded",
+        ):
+            np.testing.assert_allclose(
+                getattr(batch, name)[i],
+                getattr(s, name),
+                rtol=0,
+                atol=1e-15 * max(1.0, scale),
+                err_msg=name,
+            )
 
 
 BOX_CASES = {

@@ -140,8 +140,9 @@ def test_rotate_to_base_matches_pinocchio():
     rng = np.random.default_rng(3)
     quats = rng.normal(size=(200, 4)) * rng.uniform(0.1, 3.0, size=(200, 1))
     vels = rng.normal(size=(200, 3))
-    expected = np.array([pin.Quaternion(q).normalized().toRotationMatrix().T @ v
-                         for q, v in zip(quats, vels)])
+    expected = np.array(
+        [pin.Quaternion(q).normalized().toRotationMatrix().T @ v for q, v in zip(quats, vels)]
+    )
     np.testing.assert_allclose(rotate_to_base(quats, vels), expected, rtol=0, atol=1e-14)
     for q, v, e in zip(quats[:5], vels[:5], expected[:5]):
         np.testing.assert_allclose(rotate_to_base(q, v), e, rtol=0, atol=1e-14)
@@ -153,16 +154,20 @@ def test_conversions_take_batches_of_states(robot):
     """mj_to_pin and mj_acceleration_to_pin on (k, n) arrays give each row's single conversion."""
     rng = np.random.default_rng(6)
     m, conv = robot.mj_model, robot.converter
-    qpos, qvel, qacc = (rng.normal(size=(7, m.nq)), rng.normal(size=(7, m.nv)),
-                        rng.normal(size=(7, m.nv)))
+    qpos, qvel, qacc = (
+        rng.normal(size=(7, m.nq)),
+        rng.normal(size=(7, m.nv)),
+        rng.normal(size=(7, m.nv)),
+    )
     q, v = robot.mj_to_pin(qpos, qvel)
     a = conv.mj_acceleration_to_pin(q, v, qacc)
     for i in range(7):
         qi, vi = robot.mj_to_pin(qpos[i], qvel[i])
         np.testing.assert_allclose(q[i], qi, rtol=0, atol=1e-15)
         np.testing.assert_allclose(v[i], vi, rtol=1e-15, atol=1e-15)
-        np.testing.assert_allclose(a[i], conv.mj_acceleration_to_pin(qi, vi, qacc[i]), rtol=0,
-                                   atol=1e-14)
+        np.testing.assert_allclose(
+            a[i], conv.mj_acceleration_to_pin(qi, vi, qacc[i]), rtol=0, atol=1e-14
+        )
 
 
 def test_base_tilt_matches_mujoco_rotation():
@@ -229,12 +234,13 @@ def test_spatial_vector_orders():
     spinning about the world z axis at 2 rad/s while its origin moves along x at 3 m/s."""
     m = mujoco.MjModel.from_xml_string(
         '<mujoco><worldbody><body name="b"><freejoint/><geom type="sphere" size=".1"/></body>'
-        "</worldbody></mujoco>")
+        "</worldbody></mujoco>"
+    )
     d = mujoco.MjData(m)
     d.qvel[:] = [3.0, 0.0, 0.0, 0.0, 0.0, 2.0]
     mujoco.mj_forward(m, d)
     vel = np.zeros(6)
-    mujoco.mj_objectVelocity(m, d, mujoco.mjtObj.mjOBJ_BODY, 1, vel, 0)   # world frame
+    mujoco.mj_objectVelocity(m, d, mujoco.mjtObj.mjOBJ_BODY, 1, vel, 0)  # world frame
     assert np.allclose(vel, [0, 0, 2, 3, 0, 0])
     motion = pin.Motion(np.array([3.0, 0.0, 0.0, 0.0, 0.0, 2.0]))
     assert np.allclose(motion.linear, [3, 0, 0]) and np.allclose(motion.angular, [0, 0, 2])
@@ -245,7 +251,8 @@ def test_contact_frame_and_force_order():
     frame's rows are world z, y, -x; a 2 kg box resting on it pushes its weight along the normal."""
     m = mujoco.MjModel.from_xml_string(
         '<mujoco><worldbody><geom type="plane" size="1 1 .1"/><body pos="0 0 .1"><freejoint/>'
-        '<geom type="box" size=".1 .1 .1" mass="2"/></body></worldbody></mujoco>')
+        '<geom type="box" size=".1 .1 .1" mass="2"/></body></worldbody></mujoco>'
+    )
     d = mujoco.MjData(m)
     mujoco.mj_step(m, d, 500)
     assert d.ncon == 4
@@ -263,14 +270,19 @@ def test_friction_of_a_pair_follows_priority_then_the_larger():
     equal priority the larger of the two; ``wbsim.contacts.pair_friction`` says the same."""
     from wbsim.contacts import pair_friction
 
-    for box_mu, box_priority, expected in ((0.3, 0, 1.0), (0.3, 1, 0.3), (1.5, 0, 1.5),
-                                           (1.5, -1, 1.0)):
+    for box_mu, box_priority, expected in (
+        (0.3, 0, 1.0),
+        (0.3, 1, 0.3),
+        (1.5, 0, 1.5),
+        (1.5, -1, 1.0),
+    ):
         m = mujoco.MjModel.from_xml_string(
             '<mujoco><worldbody><geom type="plane" size="1 1 .1" friction="1 .005 .0001"/>'
             f'<body pos="0 0 .099"><freejoint/><geom type="box" size=".1 .1 .1" '
             f'friction="{box_mu} .005 .0001" priority="{box_priority}"/></body></worldbody>'
-            "</mujoco>")
+            "</mujoco>"
+        )
         d = mujoco.MjData(m)
         mujoco.mj_forward(m, d)
-        assert d.ncon and np.allclose(d.contact.friction[:d.ncon, 0], expected)
+        assert d.ncon and np.allclose(d.contact.friction[: d.ncon, 0], expected)
         assert pair_friction(m, [1], 0) == pytest.approx([expected])

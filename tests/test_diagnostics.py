@@ -48,13 +48,23 @@ def fake_sensing(gap=None, normal=None, tangential=None, slip=None, mu=1.0, non_
     mode = np.where(loaded, np.where(slip > 0.005, SLIDING, STICKING), OPEN).astype(np.int8)
     force = np.zeros((n, 3))
     force[:, 0], force[:, 2] = ft, fn
-    feet = frozenset(f for f in FEET if any(loaded[i] for i, nm in enumerate(NAMES)
-                                            if nm.startswith(f)))
+    feet = frozenset(
+        f for f in FEET if any(loaded[i] for i, nm in enumerate(NAMES) if nm.startswith(f))
+    )
     return types.SimpleNamespace(  # what a ContactSensing of one step gives the chunk
-        names=NAMES, point_foot=tuple(f for f in FEET for _ in CORNERS), gap=gap,
-        floor_normal_world=UP, force_world=force, normal_force=fn, tangential_force=ft,
-        slip_velocity=slip, friction=np.full(n, mu), mode=mode, feet_in_contact=feet,
-        non_sole_contacts=dict(non_sole or {}))
+        names=NAMES,
+        point_foot=tuple(f for f in FEET for _ in CORNERS),
+        gap=gap,
+        floor_normal_world=UP,
+        force_world=force,
+        normal_force=fn,
+        tangential_force=ft,
+        slip_velocity=slip,
+        friction=np.full(n, mu),
+        mode=mode,
+        feet_in_contact=feet,
+        non_sole_contacts=dict(non_sole or {}),
+    )
 
 
 LIFTED_LEFT = {"gap": [0.05] * 4 + [-1e-4] * 4, "normal": [0.0] * 4 + [80.0] * 4}
@@ -63,8 +73,11 @@ LIFTED_LEFT = {"gap": [0.05] * 4 + [-1e-4] * 4, "normal": [0.0] * 4 + [80.0] * 4
 def command(forces, contact_set=FEET, feasible=True, status="", tau=None, **kwargs):
     """A Command with ``forces`` (point name -> (3,) or foot name -> (6,) wrench) in the robot's
     order (0 elsewhere); ``feasible=False`` makes it INFEASIBLE, ``status`` its message."""
-    code = CommandStatus.SOLVED if feasible and not status else (
-        CommandStatus.SOLVER_FAILED if "fail" in status else CommandStatus.INFEASIBLE)
+    code = (
+        CommandStatus.SOLVED
+        if feasible and not status
+        else (CommandStatus.SOLVER_FAILED if "fail" in status else CommandStatus.INFEASIBLE)
+    )
     F = W = None
     if forces and all(k in FEET for k in forces):
         W = np.zeros((len(FEET), 6))
@@ -74,9 +87,15 @@ def command(forces, contact_set=FEET, feasible=True, status="", tau=None, **kwar
         F = np.zeros((len(NAMES), 3))
         for k, f in forces.items():
             F[NAMES.index(k)] = f
-    return Command(tau=np.zeros(3) if tau is None else tau, contact_set=frozenset(contact_set),
-                   point_forces=F,
-                   foot_wrenches=W, status=code, message=status, **kwargs)
+    return Command(
+        tau=np.zeros(3) if tau is None else tau,
+        contact_set=frozenset(contact_set),
+        point_forces=F,
+        foot_wrenches=W,
+        status=code,
+        message=status,
+        **kwargs,
+    )
 
 
 def standing_command(forces=None, contact_set=FEET, **kwargs):
@@ -104,32 +123,47 @@ def as_chunk(steps, first=0, times=None, cone=1, torque=None, limit=None):
         return [f in (cmd.contact_set if stated else given) for f in FEET]
 
     return StepChunk(
-        step=k, t=k * DT if times is None else np.asarray(times, dtype=float),
-        point_names=s0.names, point_foot=s0.point_foot, foot_names=FEET,
-        floor_normal=s0.floor_normal_world, gap=stack(lambda s, *_: s.gap),
-        force=stack(lambda s, *_: s.force_world), normal_force=stack(lambda s, *_: s.normal_force),
+        step=k,
+        t=k * DT if times is None else np.asarray(times, dtype=float),
+        point_names=s0.names,
+        point_foot=s0.point_foot,
+        foot_names=FEET,
+        floor_normal=s0.floor_normal_world,
+        gap=stack(lambda s, *_: s.gap),
+        force=stack(lambda s, *_: s.force_world),
+        normal_force=stack(lambda s, *_: s.normal_force),
         tangential_force=stack(lambda s, *_: s.tangential_force),
         slip_velocity=stack(lambda s, *_: s.slip_velocity),
-        friction=stack(lambda s, *_: s.friction), mode=stack(lambda s, *_: s.mode),
+        friction=stack(lambda s, *_: s.friction),
+        mode=stack(lambda s, *_: s.mode),
         sensed_feet=stack(lambda s, *_: [f in s.feet_in_contact for f in FEET]),
-        non_sole=[(row, name, f) for row, (s, *_) in enumerate(steps)
-                  for name, f in s.non_sole_contacts.items()],
-        point_forces=stack(lambda s, c, *_: np.full((n, 3), np.nan) if c.point_forces is None
-                           else c.point_forces),
-        foot_wrenches=stack(lambda s, c, *_: np.full((m, 6), np.nan) if c.foot_wrenches is None
-                            else c.foot_wrenches),
-        assumed=stack(assumed), status=stack(lambda s, c, *_: np.int8(c.status)),
+        non_sole=[
+            (row, name, f)
+            for row, (s, *_) in enumerate(steps)
+            for name, f in s.non_sole_contacts.items()
+        ],
+        point_forces=stack(
+            lambda s, c, *_: np.full((n, 3), np.nan) if c.point_forces is None else c.point_forces
+        ),
+        foot_wrenches=stack(
+            lambda s, c, *_: np.full((m, 6), np.nan) if c.foot_wrenches is None else c.foot_wrenches
+        ),
+        assumed=stack(assumed),
+        status=stack(lambda s, c, *_: np.int8(c.status)),
         fallback=tuple(c.fallback for _, c, *_ in steps),
         message=tuple(c.message for _, c, *_ in steps),
         cone=np.full(len(steps), cone, dtype=np.int8),
         tangents=stack(lambda s, *_: np.broadcast_to(np.eye(3)[:2], (n, 2, 3))),
-        friction_components=stack(lambda s, *_: np.stack(
-            [s.force_world @ UP_X, s.force_world @ UP_Y], axis=-1)),
+        friction_components=stack(
+            lambda s, *_: np.stack([s.force_world @ UP_X, s.force_world @ UP_Y], axis=-1)
+        ),
         joint_names=tuple(f"joint{i}" for i in range(0 if limit is None else len(limit))),
         torque=np.zeros((len(steps), 0)) if torque is None else np.asarray(torque, float),
-        torque_applied=np.zeros((len(steps), 0)) if torque is None else np.clip(
-            torque, -np.asarray(limit), np.asarray(limit)),
-        torque_limit=np.zeros(0) if limit is None else np.asarray(limit, float))
+        torque_applied=np.zeros((len(steps), 0))
+        if torque is None
+        else np.clip(torque, -np.asarray(limit), np.asarray(limit)),
+        torque_limit=np.zeros(0) if limit is None else np.asarray(limit, float),
+    )
 
 
 def split(n, sizes):
@@ -156,8 +190,10 @@ def run(detector, steps, sizes=(1,), times=None, check_splits=True):
     return what each chunk's :meth:`update` returned (one list per step with the default size 1).
     Unless ``check_splits`` is false, fresh detectors fed the same steps cut as in
     :data:`SPLITS` must give the same events and summary."""
-    out = [detector.update(as_chunk(steps[a:b], a, None if times is None else times[a:b]))
-           for a, b in split(len(steps), sizes)]
+    out = [
+        detector.update(as_chunk(steps[a:b], a, None if times is None else times[a:b]))
+        for a, b in split(len(steps), sizes)
+    ]
     detector.finish()
     for other in SPLITS if check_splits else ():
         twin = EventDetector(detector.tolerances, dt=detector.dt)
@@ -177,7 +213,7 @@ def assert_same_events(detector, reference, context):
     got, want = ([_as_json([e]) for e in d.events] for d in (detector, reference))
     first = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
     same = got == want  # (not in the assert: pytest's diff of long lists takes minutes)
-    assert same, (context, len(got), len(want), got[first:first + 1], want[first:first + 1])
+    assert same, (context, len(got), len(want), got[first : first + 1], want[first : first + 1])
     same = json.dumps(detector.summary()) == json.dumps(reference.summary())
     assert same, (context, detector.summary(), reference.summary())
 
@@ -223,7 +259,9 @@ def test_pulling_force_is_one_event_at_its_step():
     det.finish()
     assert [k for k, evs in enumerate(new) if evs] == [10, 60]
     assert [(e.kind, e.step, e.where) for e in det.events] == [
-        ("force_sign", 10, "right_foot_back_left"), ("force_sign", 60, "right_foot_back_left")]
+        ("force_sign", 10, "right_foot_back_left"),
+        ("force_sign", 60, "right_foot_back_left"),
+    ]
     first = det.events[0]
     assert first.t == pytest.approx(10 * DT)
     assert first.magnitude == pytest.approx(8.0)
@@ -261,12 +299,18 @@ def test_force_at_a_lifted_foot():
     assert all(e.step == 15 and e.magnitude == pytest.approx(0.05 * 40.0) for e in comp)
     mism = [e for e in det.events if e.kind == "contact_mismatch"]
     assert len(mism) == 1 and mism[0].where == "left_foot" and mism[0].step == 15
-    assert mism[0].detail == {"assumed": True, "simulated": False, "source": "simulated",
-                              "confirmed_t": pytest.approx(25 * DT), "confirmed_step": 25}
+    assert mism[0].detail == {
+        "assumed": True,
+        "simulated": False,
+        "source": "simulated",
+        "confirmed_t": pytest.approx(25 * DT),
+        "confirmed_step": 25,
+    }
     assert mism[0].magnitude == pytest.approx(25 * DT)  # steps 15..39
     switches = [e for e in det.events if e.kind == "mode_switch"]
     assert [(e.where, e.step, e.detail["source"], e.detail["change"]) for e in switches] == [
-        ("left_foot", 15, "assumed", "make")]
+        ("left_foot", 15, "assumed", "make")
+    ]
     assert switches[0].detail["before"] == ["right_foot"]
     assert switches[0].detail["after"] == ["left_foot", "right_foot"]
     assert switches[0].magnitude == pytest.approx(160.0)
@@ -277,8 +321,10 @@ def test_force_at_a_lifted_foot():
 def test_short_mismatch_is_no_event_and_foot_wrench_maps_to_foot():
     det = EventDetector(dt=DT)
     ok, lifted = fake_sensing(), fake_sensing(**LIFTED_LEFT)
-    wrench = {"left_foot": np.array([0, 0, 160.0, 0, 0, 0]),
-              "right_foot": np.array([0, 0, 160.0, 0, 0, 0])}
+    wrench = {
+        "left_foot": np.array([0, 0, 160.0, 0, 0, 0]),
+        "right_foot": np.array([0, 0, 160.0, 0, 0, 0]),
+    }
     steps = [(lifted if 5 <= k < 10 else ok, standing_command(wrench)) for k in range(30)]
     # a pulling wrench on the right foot at step 20
     steps[20] = (ok, standing_command({**wrench, "right_foot": np.array([0, 0, -1.0, 0, 0, 0])}))
@@ -298,14 +344,24 @@ def test_simulated_friction_planar_nonsole_and_controller_events():
     base = fake_sensing()
     sliding = fake_sensing(tangential=[50.0] + [0.0] * 7, slip=[0.1] + [0.0] * 7)  # 5 W, ft > mu fn
     lying = fake_sensing(non_sole={"left_knee_link": 120.0})
-    bad_cmd = standing_command({**{nm: np.array([0.0, 0.0, 40.0]) for nm in NAMES},
-                                "left_foot_back_left": np.array([30.0, 0.0, 10.0])})
+    bad_cmd = standing_command(
+        {
+            **{nm: np.array([0.0, 0.0, 40.0]) for nm in NAMES},
+            "left_foot_back_left": np.array([30.0, 0.0, 10.0]),
+        }
+    )
     steps = [(base, standing_command())] * 5
     steps += [(sliding, standing_command())] * 3
     steps += [(lying, standing_command())] * 2
     steps += [(base, bad_cmd)]
-    steps += [(base, standing_command(feasible=False, fallback="last_feasible+pd",
-                                      status="infeasible: friction"))] * 4
+    steps += [
+        (
+            base,
+            standing_command(
+                feasible=False, fallback="last_feasible+pd", status="infeasible: friction"
+            ),
+        )
+    ] * 4
     steps += [(base, standing_command(status="osqp failed"))]
     run(det, steps)
     got = {(e.kind, e.where, e.step, e.detail.get("source")) for e in det.events}
@@ -320,8 +376,11 @@ def test_simulated_friction_planar_nonsole_and_controller_events():
     ev = {(e.kind, e.detail.get("source")): e for e in det.events}
     ev = {**{k: e for (k, _), e in ev.items()}, "friction_cone": ev["friction_cone", "simulated"]}
     assert ev["friction_cone"].magnitude == pytest.approx(10.0)  # 50 - 1 * 40
-    assert [e.magnitude for e in det.events if e.detail.get("source") == "commanded"
-            and e.kind == "friction_cone"] == [pytest.approx(20.0)]  # 30 - 1 * 10
+    assert [
+        e.magnitude
+        for e in det.events
+        if e.detail.get("source") == "commanded" and e.kind == "friction_cone"
+    ] == [pytest.approx(20.0)]  # 30 - 1 * 10
     assert ev["planar_complementarity"].magnitude == pytest.approx(5.0)
     assert ev["non_sole_contact"].magnitude == pytest.approx(120.0)
     # the solver failure lasts steps 11..15 (the status of step 15 says it failed): one event
@@ -338,26 +397,42 @@ def test_events_of_one_step_in_a_fixed_order():
     the step after a make's."""
     standing = (fake_sensing(), standing_command())
     sliding = {"tangential": [0.0] * 4 + [100.0] + [0.0] * 3, "slip": [0.0] * 4 + [0.1] + [0.0] * 3}
-    lifted = fake_sensing(**LIFTED_LEFT, **sliding, non_sole={"left_knee_link": 120.0,
-                                                              "pelvis": 5.0})
-    forces = {**{nm: np.array([0.0, 0.0, 80.0]) for nm in NAMES[4:]},
-              NAMES[0]: np.array([30.0, 0.0, 10.0]), NAMES[1]: np.array([0.0, 0.0, -5.0])}
-    bad = standing_command(forces, contact_set=["right_foot"], feasible=False, status="x",
-                           fallback="pd")
-    steps = ([standing] * 2 + [(fake_sensing(non_sole={"pelvis": 1.0}), standing_command())]
-             + [standing] * 17 + [(lifted, bad)] + [standing] * 4)
+    lifted = fake_sensing(
+        **LIFTED_LEFT, **sliding, non_sole={"left_knee_link": 120.0, "pelvis": 5.0}
+    )
+    forces = {
+        **{nm: np.array([0.0, 0.0, 80.0]) for nm in NAMES[4:]},
+        NAMES[0]: np.array([30.0, 0.0, 10.0]),
+        NAMES[1]: np.array([0.0, 0.0, -5.0]),
+    }
+    bad = standing_command(
+        forces, contact_set=["right_foot"], feasible=False, status="x", fallback="pd"
+    )
+    steps = (
+        [standing] * 2
+        + [(fake_sensing(non_sole={"pelvis": 1.0}), standing_command())]
+        + [standing] * 17
+        + [(lifted, bad)]
+        + [standing] * 4
+    )
     det = EventDetector(dt=DT)
     new = run(det, steps)
     assert [(e.kind, e.where, e.detail.get("source")) for e in new[20]] == [
-        ("mode_switch", "left_foot", "simulated"), ("mode_switch", "left_foot", "assumed"),
-        ("friction_cone", NAMES[0], "commanded"), ("complementarity", NAMES[0], "commanded"),
+        ("mode_switch", "left_foot", "simulated"),
+        ("mode_switch", "left_foot", "assumed"),
+        ("friction_cone", NAMES[0], "commanded"),
+        ("complementarity", NAMES[0], "commanded"),
         ("force_sign", NAMES[1], "commanded"),
-        ("friction_cone", NAMES[4], "simulated"), ("planar_complementarity", NAMES[4], "simulated"),
-        ("non_sole_contact", "left_knee_link", "simulated"), ("non_sole_contact", "pelvis",
-                                                              "simulated"),
-        ("fallback", "pd", None), ("solver_failure", "controller", None)]
-    switches = [(e.step, e.detail["change"], e.magnitude) for e in det.events
-                if e.kind == "mode_switch"]
+        ("friction_cone", NAMES[4], "simulated"),
+        ("planar_complementarity", NAMES[4], "simulated"),
+        ("non_sole_contact", "left_knee_link", "simulated"),
+        ("non_sole_contact", "pelvis", "simulated"),
+        ("fallback", "pd", None),
+        ("solver_failure", "controller", None),
+    ]
+    switches = [
+        (e.step, e.detail["change"], e.magnitude) for e in det.events if e.kind == "mode_switch"
+    ]
     assert switches == [(20, "break", 160.0)] * 2 + [(21, "make", 160.0)] * 2
     assert new[20][-1].detail == {"status": "x", "feasible": False, "fallback": "pd"}
 
@@ -380,8 +455,9 @@ def test_mode_switches_and_debounce():
     # with a 10 ms debounce the 1-step blips vanish; the break is logged at its first step
     det = EventDetector({"switch_debounce": 0.01}, dt=DT)
     run(det, steps)
-    assert [(e.step, e.detail["change"]) for e in det.events
-            if e.detail["source"] == "simulated"] == [(5, "break"), (17, "make")]
+    assert [
+        (e.step, e.detail["change"]) for e in det.events if e.detail["source"] == "simulated"
+    ] == [(5, "break"), (17, "make")]
 
 
 def test_bad_input():
@@ -422,8 +498,12 @@ class StandingStub:
         g = pin.computeGeneralizedGravity(self.model, self.data, q)
         pin.computeJointJacobians(self.model, self.data, q)
         pin.updateFramePlacements(self.model, self.data)
-        J = np.vstack([pin.getFrameJacobian(self.model, self.data, f, pin.LOCAL_WORLD_ALIGNED)[:3]
-                       for f in self.frames])
+        J = np.vstack(
+            [
+                pin.getFrameJacobian(self.model, self.data, f, pin.LOCAL_WORLD_ALIGNED)[:3]
+                for f in self.frames
+            ]
+        )
         f = np.linalg.lstsq(J[:, :6].T, g[:6], rcond=None)[0]
         tau = (g - J.T @ f)[self.robot.converter.pin_vidx] + self.pd(q, v)
         forces = dict(zip(self.robot.contact_point_names, f.reshape(-1, 3)))
@@ -454,6 +534,7 @@ def simulate(robot, steps, stub, data=None):
 def test_g1_pulling_stub_in_mujoco(g1):
     """The standing G1 with the stub; at step 100 (only) the stub commands -20 N on one point: exactly
     one force_sign event, at step 100, at that point."""
+
     def hook(k, forces, contact_set):
         if k == 100:
             forces = {**forces, "left_foot_back_right": np.array([0.0, 0.0, -20.0])}
@@ -461,7 +542,8 @@ def test_g1_pulling_stub_in_mujoco(g1):
 
     det, _ = simulate(g1, 200, StandingStub(g1, hook))
     assert [(e.kind, e.step, e.where) for e in det.events] == [
-        ("force_sign", 100, "left_foot_back_right")]
+        ("force_sign", 100, "left_foot_back_right")
+    ]
     assert det.events[0].magnitude == pytest.approx(20.0)
     assert det.events[0].t == pytest.approx(100 * g1.mj_model.opt.timestep)
 
@@ -470,10 +552,13 @@ def test_g1_force_at_lifted_foot_in_mujoco(g1):
     """The G1 released 0.5 m above the floor (falling, nothing touches); from step 40 the stub assumes
     the left foot in contact and commands its static forces there: 4 complementarity events (one per
     left sole point) and one contact_mismatch for the left foot, all at step 40; nothing else."""
+
     def hook(k, forces, contact_set):
         if k < 40:
             return {}, frozenset()
-        return {nm: f for nm, f in forces.items() if nm.startswith("left")}, frozenset({"left_foot"})
+        return {nm: f for nm, f in forces.items() if nm.startswith("left")}, frozenset(
+            {"left_foot"}
+        )
 
     d = g1.make_data("stand")
     d.qpos[2] += 0.5
@@ -481,12 +566,15 @@ def test_g1_force_at_lifted_foot_in_mujoco(g1):
     det, d = simulate(g1, 60, StandingStub(g1, hook), data=d)
     got = sorted((e.kind, e.where, e.step) for e in det.events)
     # the chunk always states the assumed set (here none before step 40): a make at step 40
-    assert got == sorted([("complementarity", nm, 40) for nm in g1.feet["left_foot"].point_names]
-                         + [("contact_mismatch", "left_foot", 40),
-                            ("mode_switch", "left_foot", 40)])
+    assert got == sorted(
+        [("complementarity", nm, 40) for nm in g1.feet["left_foot"].point_names]
+        + [("contact_mismatch", "left_foot", 40), ("mode_switch", "left_foot", 40)]
+    )
     switch = next(e for e in det.events if e.kind == "mode_switch")
     assert switch.detail["source"] == "assumed" and switch.magnitude > 100.0  # its forces, N
-    assert all(e.magnitude > 1.0 for e in det.events if e.kind == "complementarity")  # ~0.5 m x 40 N
+    assert all(
+        e.magnitude > 1.0 for e in det.events if e.kind == "complementarity"
+    )  # ~0.5 m x 40 N
     mismatch = next(e for e in det.events if e.kind == "contact_mismatch")
     assert mismatch.magnitude == pytest.approx(20 * DT) and mismatch.detail["confirmed_step"] == 50
     assert d.qpos[2] > g1.pose_qpos("stand")[2] + 0.3  # still in the air
@@ -542,8 +630,9 @@ def test_g1_standing_10s_has_no_violation(standing_run, g1):
 # chunks
 # ------------------------------------------------------------------------------------------------
 #: tolerances that are powers of two, so that values exactly on a boundary are representable
-EDGE_TOL = Tolerances(force_sign=2**-7, friction_cone=2**-7, complementarity=2**-7,
-                      planar_complementarity=2**-6)
+EDGE_TOL = Tolerances(
+    force_sign=2**-7, friction_cone=2**-7, complementarity=2**-7, planar_complementarity=2**-6
+)
 
 
 def _edge_values(rng, p_bad, mu):
@@ -589,10 +678,17 @@ def _edge_sequence(rng, n_steps, floor_normal=UP):
         fn, ft = np.where(off, 0.0, np.abs(fn)), np.where(off, 0.0, ft)
         non_sole = {"left_knee": 12.0} if k // 30 % 7 == 3 else {}
         if rng.random() < 0.05:
-            non_sole = {"pelvis": 0.0, **non_sole} if rng.random() < 0.5 else {**non_sole,
-                                                                              "pelvis": 3.0}
-        s = fake_sensing(gap=np.where(off, 0.05, gap), normal=fn, tangential=ft, slip=slip, mu=mu,
-                         non_sole=non_sole)
+            non_sole = (
+                {"pelvis": 0.0, **non_sole} if rng.random() < 0.5 else {**non_sole, "pelvis": 3.0}
+            )
+        s = fake_sensing(
+            gap=np.where(off, 0.05, gap),
+            normal=fn,
+            tangential=ft,
+            slip=slip,
+            mu=mu,
+            non_sole=non_sole,
+        )
         s.floor_normal_world = floor_normal
         cfn, cft, _, _ = _edge_values(rng, 0.01, mu)
         forces = {nm: np.array([cft[i], 0.0, cfn[i]]) for i, nm in enumerate(NAMES)}
@@ -600,17 +696,23 @@ def _edge_sequence(rng, n_steps, floor_normal=UP):
         if kind == 1:
             forces = {nm: f for nm, f in forces.items() if nm.startswith("right")}
         elif kind == 2:
-            forces = {"left_foot": np.r_[cft[0], 0.0, cfn[0], 0, 0, 0],
-                      "right_foot": np.r_[cft[4], 0.0, cfn[4], 0, 0, 0]}
+            forces = {
+                "left_foot": np.r_[cft[0], 0.0, cfn[0], 0, 0, 0],
+                "right_foot": np.r_[cft[4], 0.0, cfn[4], 0, 0, 0],
+            }
         elif kind == 3:
             forces = {}
         contact_set = FEET if k // 60 % 3 else sensed_before[0]
         if kind == 3 and k % 2:
             contact_set = ()  # the given assumed feet then
         failing = k // 70 % 5 == 4 or rng.random() < 0.01
-        cmd = command(forces, contact_set, feasible=not failing,
-                      status="" if not failing or rng.random() < 0.3 else "infeasible: friction",
-                      fallback=("pd" if k // 70 % 2 else "hold") if failing else "")
+        cmd = command(
+            forces,
+            contact_set,
+            feasible=not failing,
+            status="" if not failing or rng.random() < 0.3 else "infeasible: friction",
+            fallback=("pd" if k // 70 % 2 else "hold") if failing else "",
+        )
         steps.append((s, cmd, sensed_before[-1]))
         sensed_before = [*sensed_before[1:], s.feet_in_contact]
     return steps
@@ -655,8 +757,6 @@ def test_copied_detector_detects_the_same():
         d.finish()
     assert [(e.kind, e.step, e.where) for e in twins[0].events] == [("force_sign", 7, NAMES[3])]
     assert _as_json(twins[1].events) == _as_json(twins[0].events) == _as_json(twins[2].events)
-
-
 
 
 def test_friction_is_judged_in_mujoco_s_cone():

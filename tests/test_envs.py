@@ -103,8 +103,12 @@ def test_renderer_created_only_when_asked():
 
 @pytest.mark.parametrize("context", ["fork", "spawn"])
 def test_async_vector_env(context):
-    envs = gym.make_vec("wbsim/G1Stand-v0", num_envs=2, vectorization_mode="async",
-                        vector_kwargs={"context": context})
+    envs = gym.make_vec(
+        "wbsim/G1Stand-v0",
+        num_envs=2,
+        vectorization_mode="async",
+        vector_kwargs={"context": context},
+    )
     envs.reset(seed=0)
     for _ in range(1000):
         obs, *_ = envs.step(np.zeros((2, 29), np.float32))
@@ -173,10 +177,13 @@ def _reference_plan_schedule(plan, t):
         tt = min(max(t, ref.times[0]), ref.times[-1])
         return Slerp(ref.times, Rotation.from_matrix(R))([tt]).as_matrix()[0]
 
-    targets = {"com": interp(ref.com), "com_velocity": interp(ref.com_velocity),
-               "com_acceleration": interp(ref.com_acceleration),
-               "base_orientation": slerp(ref.base_rotation),
-               "base_angular_velocity": interp(ref.base_angular_velocity)}
+    targets = {
+        "com": interp(ref.com),
+        "com_velocity": interp(ref.com_velocity),
+        "com_acceleration": interp(ref.com_acceleration),
+        "base_orientation": slerp(ref.base_rotation),
+        "base_angular_velocity": interp(ref.base_angular_velocity),
+    }
     for j, f in enumerate(ref.foot_names):
         targets[f] = interp(ref.foot_position[:, j])
         targets[f"{f}_velocity"] = interp(ref.foot_velocity[:, j])
@@ -192,9 +199,15 @@ def _reference_plan_schedule(plan, t):
         step = min(later, key=lambda s: s.land_time)
         targets[f"{step.foot}_landing"] = step.position
         targets["landing_time"] = np.array([step.land_time])
-    return ContactSchedule(contact_set=phase.contact_set, next_contact_set=nxt.contact_set,
-                           phase=phase.name, phase_index=k, phase_time=t - phase.start,
-                           phase_duration=duration, targets=targets)
+    return ContactSchedule(
+        contact_set=phase.contact_set,
+        next_contact_set=nxt.contact_set,
+        phase=phase.name,
+        phase_index=k,
+        phase_time=t - phase.start,
+        phase_duration=duration,
+        targets=targets,
+    )
 
 
 def _reference_schedule(plan, t):
@@ -208,7 +221,7 @@ def _reference_schedule(plan, t):
     total = float(np.sum([p.duration for p in phases]))
     for _ in range(2):  # PhasePlan wraps t once for the phase time and again for the index
         if plan.periodic and np.isfinite(total) and t >= total:
-            t0 = float(np.sum([p.duration for p in phases[:plan.repeat_from]]))
+            t0 = float(np.sum([p.duration for p in phases[: plan.repeat_from]]))
             t = t0 + (t - t0) % (total - t0)
         if _ == 0:
             t_phase = t
@@ -227,20 +240,34 @@ def _reference_schedule(plan, t):
         lo, hi = max(s - 1e-4, 0.0), min(s + 1e-4, 1.0)
         for k, fn in phase.targets.items():
             targets[f"{k}_velocity"] = (fn(hi, plan.context) - fn(lo, plan.context)) / (
-                (hi - lo) * phase.duration)
+                (hi - lo) * phase.duration
+            )
     if i + 1 < len(phases):
         nxt = phases[i + 1]
     else:
         nxt = phases[plan.repeat_from] if plan.periodic else phase
-    return ContactSchedule(contact_set=phase.contact_set, next_contact_set=nxt.contact_set,
-                           phase=phase.name, phase_index=i, phase_time=t_in,
-                           phase_duration=phase.duration, targets=targets)
+    return ContactSchedule(
+        contact_set=phase.contact_set,
+        next_contact_set=nxt.contact_set,
+        phase=phase.name,
+        phase_index=i,
+        phase_time=t_in,
+        phase_duration=phase.duration,
+        targets=targets,
+    )
 
 
 def _assert_schedules_equal(a, b, what):
     assert (a.contact_set, a.next_contact_set, a.phase, a.phase_index, a.phase_duration) == (
-        b.contact_set, b.next_contact_set, b.phase, b.phase_index, b.phase_duration), what
-    assert type(a.phase_time) is float and a.phase_time == pytest.approx(b.phase_time, abs=1e-12), what
+        b.contact_set,
+        b.next_contact_set,
+        b.phase,
+        b.phase_index,
+        b.phase_duration,
+    ), what
+    assert type(a.phase_time) is float and a.phase_time == pytest.approx(b.phase_time, abs=1e-12), (
+        what
+    )
     assert a.targets.keys() == b.targets.keys(), what
     for k in a.targets:
         np.testing.assert_allclose(a.targets[k], b.targets[k], rtol=0, atol=1e-12, err_msg=what)
@@ -253,12 +280,24 @@ def test_schedule_matches_reference(plan_name):
     from wbsim.envs import schedules
 
     plan = getattr(schedules, plan_name)()
-    plan.set_context(com=[0.01, 0.02, 0.7], left_foot=[0.0, 0.1, 0.05], right_foot=[0.0, -0.1, 0.05],
-                     left_sole_centre=[0.02, 0.1, 0.0], right_sole_centre=[0.02, -0.1, 0.0])
+    plan.set_context(
+        com=[0.01, 0.02, 0.7],
+        left_foot=[0.0, 0.1, 0.05],
+        right_foot=[0.0, -0.1, 0.05],
+        left_sole_centre=[0.02, 0.1, 0.0],
+        right_sole_centre=[0.02, -0.1, 0.0],
+    )
     bounds = np.cumsum([p.duration for p in plan.phases])
     bounds = bounds[np.isfinite(bounds)]
-    times = np.concatenate([np.linspace(0.0, 19.0, 401), bounds, bounds + 1e-12, bounds - 1e-12,
-                            bounds + 2 * bounds[-1:] if bounds.size else []])
+    times = np.concatenate(
+        [
+            np.linspace(0.0, 19.0, 401),
+            bounds,
+            bounds + 1e-12,
+            bounds - 1e-12,
+            bounds + 2 * bounds[-1:] if bounds.size else [],
+        ]
+    )
     seen = set()
     for t in times:
         fast = plan.at(float(t))
@@ -276,23 +315,41 @@ def _reference_step(env, action, sched):
     d, m, robot = u.data, u.model, u.robot
     qadr = [m.jnt_qposadr[m.joint(n).id] for n in robot.joint_names]
     vadr = [m.jnt_dofadr[m.joint(n).id] for n in robot.joint_names]
-    pin_qidx = [robot.pin_model.joints[robot.pin_model.getJointId(n)].idx_q for n in robot.joint_names]
-    pin_vidx = [robot.pin_model.joints[robot.pin_model.getJointId(n)].idx_v for n in robot.joint_names]
+    pin_qidx = [
+        robot.pin_model.joints[robot.pin_model.getJointId(n)].idx_q for n in robot.joint_names
+    ]
+    pin_vidx = [
+        robot.pin_model.joints[robot.pin_model.getJointId(n)].idx_v for n in robot.joint_names
+    ]
     w, x, y, z = d.qpos[3:7]
     R = pin.Quaternion(np.array([x, y, z, w])).normalized().toRotationMatrix()
     sensing = u.sensing
     planned = sched.contact_set or {"left_foot", "right_foot"}
-    centre = np.mean([p for p, f in zip(sensing.position_world, sensing.point_foot) if f in planned],
-                     axis=0)
+    centre = np.mean(
+        [p for p, f in zip(sensing.position_world, sensing.point_foot) if f in planned], axis=0
+    )
     com = d.subtree_com[1]
     progress = sched.phase_time / sched.phase_duration if np.isfinite(sched.phase_duration) else 0.0
-    obs = np.concatenate([[d.qpos[2]], d.qpos[3:7], R.T @ d.qvel[0:3], d.qvel[3:6], d.qpos[qadr],
-                          d.qvel[vadr], [com[0] - centre[0], com[1] - centre[1], com[2]],
-                          [f in sensing.feet_in_contact for f in ("left_foot", "right_foot")],
-                          [f in sched.contact_set for f in ("left_foot", "right_foot")], [progress]])
+    obs = np.concatenate(
+        [
+            [d.qpos[2]],
+            d.qpos[3:7],
+            R.T @ d.qvel[0:3],
+            d.qvel[3:6],
+            d.qpos[qadr],
+            d.qvel[vadr],
+            [com[0] - centre[0], com[1] - centre[1], com[2]],
+            [f in sensing.feet_in_contact for f in ("left_foot", "right_foot")],
+            [f in sched.contact_set for f in ("left_foot", "right_foot")],
+            [progress],
+        ]
+    )
     wts = u.reward_weights
-    fell = (bool(d.qpos[2] < u.fall_height * u._base_height0) or bool(sensing.non_sole_contacts)
-            or bool(np.arccos(np.clip(R[2, 2], -1.0, 1.0)) > u.fall_tilt))
+    fell = (
+        bool(d.qpos[2] < u.fall_height * u._base_height0)
+        or bool(sensing.non_sole_contacts)
+        or bool(np.arccos(np.clip(R[2, 2], -1.0, 1.0)) > u.fall_tilt)
+    )
     terms = {
         "alive": 0.0 if fell else wts["alive"],
         "upright": -wts["upright"] * np.arccos(np.clip(R[2, 2], -1.0, 1.0)) ** 2,
@@ -307,13 +364,16 @@ def _reference_step(env, action, sched):
     return obs.astype(np.float32), terms, fell, q, v
 
 
-@pytest.mark.parametrize("env_id, kwargs, n, scale", [
-    ("wbsim/G1Stand-v0", {}, 200, 0.6),              # falls (step 153): termination, reset
-    ("wbsim/G1Push-v0", {"push_interval": 0.1, "frame_skip": 5}, 60, 0.02),
-    ("wbsim/TalosStand-v0", {"frame_skip": 2}, 60, 0.05),
-    ("wbsim/G1OneLeg-v0", {"frame_skip": 20}, 30, 0.02),
-    ("wbsim/G1StepInPlace-v0", {"frame_skip": 20, "action_mode": "joint_position"}, 40, 0.1),
-])
+@pytest.mark.parametrize(
+    "env_id, kwargs, n, scale",
+    [
+        ("wbsim/G1Stand-v0", {}, 200, 0.6),  # falls (step 153): termination, reset
+        ("wbsim/G1Push-v0", {"push_interval": 0.1, "frame_skip": 5}, 60, 0.02),
+        ("wbsim/TalosStand-v0", {"frame_skip": 2}, 60, 0.05),
+        ("wbsim/G1OneLeg-v0", {"frame_skip": 20}, 30, 0.02),
+        ("wbsim/G1StepInPlace-v0", {"frame_skip": 20, "action_mode": "joint_position"}, 40, 0.1),
+    ],
+)
 def test_step_matches_reference(env_id, kwargs, n, scale):
     """Every observation, reward, termination and info field equals the slow reference; the
     plans' later phases are reached by starting episodes at later times."""
@@ -335,7 +395,9 @@ def test_step_matches_reference(env_id, kwargs, n, scale):
             replay.ctrl[:] = np.clip(np.asarray(a, float), -1, 1) * u.effort
             for _ in range(u.frame_skip):
                 mujoco.mj_step(u.model, replay)
-            assert np.array_equal(replay.qpos, u.data.qpos) and np.array_equal(replay.qvel, u.data.qvel)
+            assert np.array_equal(replay.qpos, u.data.qpos) and np.array_equal(
+                replay.qvel, u.data.qvel
+            )
         sched = _reference_schedule(u.plan, float(u.data.time))
         ref_obs, terms, fell, q, v = _reference_step(env, np.asarray(a, float), sched)
         if u.action_mode == "joint_position":
@@ -355,14 +417,20 @@ def test_step_matches_reference(env_id, kwargs, n, scale):
         assert info["non_sole_contacts"] == sorted(info["contacts"].non_sole_contacts)
         # the push acting in the env step's last MuJoCo step (started before it began)
         t_last = u.data.time - u.sim.timestep
-        pushing = bool(u.pushes) and t_last + 1e-9 >= u.pushes[-1][0] and (
-            t_last < u.pushes[-1][0] + u.sim.pushes.duration)
-        np.testing.assert_array_equal(info["push_force"], u.pushes[-1][1] if pushing else np.zeros(3))
+        pushing = (
+            bool(u.pushes)
+            and t_last + 1e-9 >= u.pushes[-1][0]
+            and (t_last < u.pushes[-1][0] + u.sim.pushes.duration)
+        )
+        np.testing.assert_array_equal(
+            info["push_force"], u.pushes[-1][1] if pushing else np.zeros(3)
+        )
         if term or trunc:
             falls += 1
             env.reset()
-        if i % 10 == 9 and (not hasattr(u.plan, "phases")
-                            or np.isfinite(u.plan.phases[0].duration)):
+        if i % 10 == 9 and (
+            not hasattr(u.plan, "phases") or np.isfinite(u.plan.phases[0].duration)
+        ):
             # jump ahead in the plan: the next steps see its later phases
             u.data.time += 0.7
     if env_id == "wbsim/G1Stand-v0":
@@ -394,7 +462,9 @@ def test_lean_info_same_steps():
 
 def test_residual_with_lean_info_same_steps():
     """The residual wrapper takes the controller's inputs from the env when the info is lean."""
-    envs = [gym.make("wbsim/G1Stand-v0", action_mode="residual", info_mode=m) for m in ("full", "lean")]
+    envs = [
+        gym.make("wbsim/G1Stand-v0", action_mode="residual", info_mode=m) for m in ("full", "lean")
+    ]
     for env in envs:
         env.reset(seed=0)
     a = np.full(29, 0.2, np.float32)
@@ -406,8 +476,9 @@ def test_residual_with_lean_info_same_steps():
 
 
 def test_residual_pickle_keeps_controller_options():
-    env = gym.make("wbsim/G1Stand-v0", action_mode="residual",
-                   controller_options={"contact_model": "wrench"})
+    env = gym.make(
+        "wbsim/G1Stand-v0", action_mode="residual", controller_options={"contact_model": "wrench"}
+    )
     env.reset(seed=0)
     env.step(np.zeros(29, np.float32))
     wrapper = env
@@ -421,8 +492,13 @@ def test_residual_pickle_keeps_controller_options():
 
 
 def test_async_vector_env_lean_info():
-    envs = gym.make_vec("wbsim/G1Stand-v0", num_envs=2, vectorization_mode="async",
-                        info_mode="lean", vector_kwargs={"context": "fork"})
+    envs = gym.make_vec(
+        "wbsim/G1Stand-v0",
+        num_envs=2,
+        vectorization_mode="async",
+        info_mode="lean",
+        vector_kwargs={"context": "fork"},
+    )
     envs.reset(seed=0)
     for _ in range(20):
         info = envs.step(np.zeros((2, 29), np.float32))[4]
@@ -448,8 +524,11 @@ def test_action_check_edges():
     with pytest.raises(ValueError, match=r"NaN/inf at 1 joint\(s\): left_hip_yaw_joint;"):
         e1.step(bad)
     # many bad entries: the first five by name, and how many more
-    with pytest.raises(ValueError, match=r"NaN/inf at 29 joint\(s\): left_hip_pitch_joint, .* "
-                                         r"and 24 more; expected"):
+    with pytest.raises(
+        ValueError,
+        match=r"NaN/inf at 29 joint\(s\): left_hip_pitch_joint, .* "
+        r"and 24 more; expected",
+    ):
         e1.step(np.full(29, np.nan))
 
 
@@ -468,8 +547,14 @@ def test_check_action_is_a_clipped_float_copy():
     cases.append(np.full(29, 1.0 / np.sqrt(29)))  # sum of squares ~1
     inputs = []
     for a in cases:
-        inputs += [a, a.astype(np.float32), a.tolist(), np.asfortranarray(a), a[::-1].copy()[::-1],
-                   np.round(a).astype(np.int64)]
+        inputs += [
+            a,
+            a.astype(np.float32),
+            a.tolist(),
+            np.asfortranarray(a),
+            a[::-1].copy()[::-1],
+            np.round(a).astype(np.int64),
+        ]
     for x in inputs:
         out = env.check_action(x)
         ref = np.clip(np.array(x, dtype=float), -1.0, 1.0)

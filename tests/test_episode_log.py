@@ -20,11 +20,15 @@ def test_round_trip_numpy_only(tmp_path):
         log.add_rows(np.array([[i * 0.1, i, -i] for i in range(4)]))
         for i in range(4, 10):
             log.add_row([i * 0.1, i, -i])
-        log.add_event({"kind": "x", "t": 0.3, "step": 3, "where": "p", "magnitude": np.float64(2.0)})
+        log.add_event(
+            {"kind": "x", "t": 0.3, "step": 3, "where": "p", "magnitude": np.float64(2.0)}
+        )
         log.write_summary({"events": {"x": 1}, "inf": float("inf")})
     # numpy and json alone, as the README says
     schema = json.loads((tmp_path / "columns.json").read_text())
-    raw = np.fromfile(tmp_path / "steps.f64", dtype=schema["dtype"]).reshape(-1, len(schema["columns"]))
+    raw = np.fromfile(tmp_path / "steps.f64", dtype=schema["dtype"]).reshape(
+        -1, len(schema["columns"])
+    )
     assert raw.shape == (10, 3) and raw[7, 1] == 7 and raw[7, 2] == -7
     run = load_run(tmp_path)
     assert np.array_equal(run["a"], np.arange(10))
@@ -64,10 +68,28 @@ def test_kill_during_a_run_leaves_log_and_video_readable(tmp_path, sig):
     far load, the summary says so, and the MP4 decodes."""
     run_dir, video = tmp_path / "run", tmp_path / "v.mp4"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "wbsim.cli", "run", "--controller", "gravity_qp", "--seconds", "30",
-         "--log", str(run_dir), "--video", str(video), "--no-progress", "--width", "160",
-         "--height", "120"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "MUJOCO_GL": "egl"},
+        [
+            sys.executable,
+            "-m",
+            "wbsim.cli",
+            "run",
+            "--controller",
+            "gravity_qp",
+            "--seconds",
+            "30",
+            "--log",
+            str(run_dir),
+            "--video",
+            str(video),
+            "--no-progress",
+            "--width",
+            "160",
+            "--height",
+            "120",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "MUJOCO_GL": "egl"},
     )
     deadline = time.time() + 120
     while time.time() < deadline:  # wait until rows are on disk

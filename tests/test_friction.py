@@ -33,7 +33,7 @@ def _inside(f_local, mu, f_min, cone):
 def test_rows_are_the_cone_in_the_contact_frame(cone):
     rng = np.random.default_rng(0)
     mu, f_min = 0.7, 5.0
-    R = pin.rpy.rpyToMatrix(0.3, -0.2, 1.1)                 # a tilted, yawed contact frame
+    R = pin.rpy.rpyToMatrix(0.3, -0.2, 1.1)  # a tilted, yawed contact frame
     C, d = cone_rows(mu, R, f_min, cone)
     C0, d0 = cone_rows(mu, None, f_min, cone)
     assert C.shape == (5, 3) and d.shape == (5,) and len(CONE_ROWS) == 5
@@ -44,10 +44,10 @@ def test_rows_are_the_cone_in_the_contact_frame(cone):
         n_in += inside
         assert bool(np.all(C @ (R @ f_local) <= d + 1e-12)) == inside
         assert bool(np.all(C0 @ f_local <= d0 + 1e-12)) == inside
-        if inside:                                          # inside Coulomb's cone too
+        if inside:  # inside Coulomb's cone too
             assert np.hypot(f_local[0], f_local[1]) <= mu * f_local[2] + 1e-12
     assert 200 < n_in < 1800
-    assert d[0] == -f_min and not np.signbit(cone_rows(mu)[1][0])   # +0.0 for f_min = 0
+    assert d[0] == -f_min and not np.signbit(cone_rows(mu)[1][0])  # +0.0 for f_min = 0
     # where each touches Coulomb's circle: the pyramid on the axes, the square on the diagonals
     m = mu / np.sqrt(2.0)
     touch = [mu, 0.0, 1.0] if cone == "pyramidal" else [m, m, 1.0]
@@ -67,7 +67,7 @@ def test_wrench_rows_ignore_the_moment_and_stack_block_diagonally():
 
 def test_bad_arguments_raise():
     with pytest.raises(UnknownNameError):
-        cone_rows(0.7, cone="elliptic")      # a simulator's cone, not a linearisation
+        cone_rows(0.7, cone="elliptic")  # a simulator's cone, not a linearisation
     with pytest.raises(WbsimError):
         cone_rows(0.0)
     with pytest.raises(WbsimError):
@@ -81,15 +81,18 @@ def test_simulator_friction_takes_the_state_s_then_the_model_s():
     feet = ("left_foot", "right_foot")
     got = simulator_friction({"left_foot": 0.5, "right_foot": 0.4}, "elliptic", feet, fallback)
     assert got.cone == "inscribed_pyramid" and SIMULATOR_CONES["elliptic"] == got.cone
-    assert got.mu == pytest.approx({"left_foot": 0.5 * FRICTION_MARGIN,
-                                    "right_foot": 0.4 * FRICTION_MARGIN})
+    assert got.mu == pytest.approx(
+        {"left_foot": 0.5 * FRICTION_MARGIN, "right_foot": 0.4 * FRICTION_MARGIN}
+    )
     got = simulator_friction(None, None, feet, fallback, margin=0.5)
     assert got == ({"left_foot": 0.5, "right_foot": 0.4}, "pyramidal")
-    got = simulator_friction({"left_foot": 0.5, "right_foot": 0.4}, None, feet, fallback, mu=0.3,
-                             margin=0.9)
-    assert got.mu == {"left_foot": 0.3, "right_foot": 0.3}            # the user's cap
-    got = simulator_friction({"left_foot": 0.5, "right_foot": 0.2}, None, feet, fallback, mu=0.3,
-                             margin=0.9)
+    got = simulator_friction(
+        {"left_foot": 0.5, "right_foot": 0.4}, None, feet, fallback, mu=0.3, margin=0.9
+    )
+    assert got.mu == {"left_foot": 0.3, "right_foot": 0.3}  # the user's cap
+    got = simulator_friction(
+        {"left_foot": 0.5, "right_foot": 0.2}, None, feet, fallback, mu=0.3, margin=0.9
+    )
     assert got.mu == pytest.approx({"left_foot": 0.3, "right_foot": 0.18})  # never above MuJoCo's
 
 
@@ -108,8 +111,7 @@ def test_a_mu_mujoco_cannot_realise_is_refused(g1):
             check_friction_option(None, margin, model)
     with pytest.raises(GravityCompensationError, match=r"\(0, 0.7\]"):
         GravityCompensationQP(g1, mu=1.0)
-    assert GravityCompensationQP(g1, mu=0.6).friction().mu == {"left_foot": 0.6,
-                                                              "right_foot": 0.6}
+    assert GravityCompensationQP(g1, mu=0.6).friction().mu == {"left_foot": 0.6, "right_foot": 0.6}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -147,10 +149,11 @@ def test_forces_at_the_rows_edge_do_not_slide_in_mujoco(simulator_cone):
     inscribed in Coulomb's circle does not fit MuJoCo's pyramidal cone: at the square's corner
     (mu / sqrt(2), mu / sqrt(2)), outside MuJoCo's diamond, the box slides away."""
     mu, weight = 0.8, 10 * 9.81
-    friction = simulator_friction(None, simulator_cone, ("foot",),
-                                  ContactFriction({"foot": mu}, "pyramidal"))
+    friction = simulator_friction(
+        None, simulator_cone, ("foot",), ContactFriction({"foot": mu}, "pyramidal")
+    )
     C, d = cone_rows(friction.mu["foot"], None, 0.0, friction.cone)
-    for angle in np.linspace(0.0, np.pi / 2, 7):           # the cones' symmetry does the rest
+    for angle in np.linspace(0.0, np.pi / 2, 7):  # the cones' symmetry does the rest
         u = np.array([np.cos(angle), np.sin(angle)])
         push = np.append(-_edge(C, d, u, weight) * u, 0.0)  # friction on the box balances it
         assert _box_speed(simulator_cone, mu, push) < 0.03, (simulator_cone, angle)
@@ -169,12 +172,12 @@ def test_a_state_carries_the_friction_mujoco_uses_now(g1):
     sim.reset(g1.pose_q(), np.random.default_rng(0))
     state = sim.state()
     assert state.friction == {"left_foot": 1.0, "right_foot": 1.0} and state.cone == "pyramidal"
-    m = sim.model                                      # the robot's (shared): put it back after
+    m = sim.model  # the robot's (shared): put it back after
     left = list(g1.feet["left_foot"].mj_geom_ids)
     saved = m.geom_friction.copy(), m.geom_priority.copy(), int(m.opt.cone)
     try:
         m.geom_friction[left[1:], 0] = 0.3
-        m.geom_priority[left[1:]] = 1                  # the points' friction wins over the floor's
+        m.geom_priority[left[1:]] = 1  # the points' friction wins over the floor's
         m.opt.cone = mujoco.mjtCone.mjCONE_ELLIPTIC
         sim.step(np.zeros(g1.n_joints))
         state = sim.state()

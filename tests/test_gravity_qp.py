@@ -82,8 +82,9 @@ def _com_in_foot(robot, q, foot="left_foot"):
 def lean_to(robot, com_xy_in_left_foot):
     """A pose whose CoM projects at ``com_xy_in_left_foot`` (x, y in the left foot frame, m)."""
     target = np.asarray(com_xy_in_left_foot, dtype=float)
-    sol = root(lambda a: _com_in_foot(robot, _leaned(robot, *a))[:2] - target, [0.0, 0.0],
-               tol=1e-12)
+    sol = root(
+        lambda a: _com_in_foot(robot, _leaned(robot, *a))[:2] - target, [0.0, 0.0], tol=1e-12
+    )
     assert sol.success
     q = _leaned(robot, *sol.x)
     assert np.allclose(_com_in_foot(robot, q)[:2], target, atol=1e-9)
@@ -157,15 +158,21 @@ def cop_in_foot(robot, q, foot, wrench):
     return np.array([(zs * f[0] - tq[1]) / f[2], (tq[0] + zs * f[1]) / f[2]])
 
 
-ALL_METHODS = [("points", "qp"), ("points", "pinv"), ("points", "min_torque"),
-               ("wrench", "qp"), ("wrench", "pinv"), ("wrench", "min_torque")]
+ALL_METHODS = [
+    ("points", "qp"),
+    ("points", "pinv"),
+    ("points", "min_torque"),
+    ("wrench", "qp"),
+    ("wrench", "pinv"),
+    ("wrench", "min_torque"),
+]
 
 
 # ------------------------------------------------------------------------------------------------
 # single support
 # ------------------------------------------------------------------------------------------------
 def test_single_equals_qp_in_single_support(g1):
-    q = lean_to(g1, (sole_centre_x(g1), 0.0))      # CoM above the middle of the left sole
+    q = lean_to(g1, (sole_centre_x(g1), 0.0))  # CoM above the middle of the left sole
     single = GravityCompensationQP(g1, contact_model="wrench", method="single").solve(q, LEFT)
     qp = GravityCompensationQP(g1, contact_model="wrench", method="qp").solve(q, LEFT)
     assert single.feasible and single.physically_possible and single.reasons == ()
@@ -184,7 +191,7 @@ def test_single_reports_whether_its_wrench_is_possible(g1):
     q = lean_to(g1, (sole_centre_x(g1), 0.06))
     res = GravityCompensationQP(g1, contact_model="wrench", method="single").solve(q, LEFT)
     assert res.physically_possible is False and res.feasible is False
-    assert res.residual < 1e-8                       # the statics still hold: it is the CoP
+    assert res.residual < 1e-8  # the statics still hold: it is the CoP
     assert res.contact_forces["left_foot"][2] > 0
     assert any("centre of pressure" in r for r in res.reasons)
     assert "left_foot:cop_left" in res.active_constraints
@@ -201,7 +208,7 @@ def test_qp_with_vanishing_eps_is_the_least_torque(robot, model, fast):
     qp = GravityCompensationQP(robot, contact_model=model, eps=1e-9, fast=fast).solve(q, BOTH)
     mt = GravityCompensationQP(robot, contact_model=model, method="min_torque").solve(q, BOTH)
     assert qp.feasible and mt.feasible
-    assert qp.active_constraints == ()               # no inequality active
+    assert qp.active_constraints == ()  # no inequality active
     assert np.abs(qp.tau_array - mt.tau_array).max() < 1e-6
     if model == "wrench":
         for foot in BOTH:
@@ -213,8 +220,10 @@ def test_qp_with_vanishing_eps_is_the_least_torque(robot, model, fast):
 
 def test_larger_eps_trades_torque_for_force(g1):
     q = g1.pose_q("stand")
-    small, large = (GravityCompensationQP(g1, contact_model="wrench", eps=e).solve(q, BOTH)
-                    for e in (1e-7, 1e-1))
+    small, large = (
+        GravityCompensationQP(g1, contact_model="wrench", eps=e).solve(q, BOTH)
+        for e in (1e-7, 1e-1)
+    )
     f_small = np.concatenate(list(small.contact_forces.values()))
     f_large = np.concatenate(list(large.contact_forces.values()))
     assert np.linalg.norm(large.tau_array) > np.linalg.norm(small.tau_array)
@@ -246,7 +255,7 @@ def test_min_torque_matches_the_seed_closed_form(robot, lean):
     E = -np.linalg.solve(Jr_r, np.eye(6))
     F = np.linalg.solve(Jr_r, g_r)
     tau_lr = np.linalg.pinv(np.hstack([C, -E])) @ (F - D)
-    tau_seed = g.copy()                                   # joints off the legs: tau = g
+    tau_seed = g.copy()  # joints off the legs: tau = g
     tau_seed[l_idx], tau_seed[r_idx] = tau_lr[:6], tau_lr[6:]
     res = GravityCompensationQP(robot, contact_model="wrench", method="min_torque").solve(q, BOTH)
     assert np.abs(res.tau_array - tau_seed[robot.converter.pin_vidx]).max() < 1e-8
@@ -257,8 +266,12 @@ def test_min_torque_matches_the_seed_closed_form(robot, lean):
 def _foot_gap(robot):
     data = robot.pin_model.createData()
     pin.framesForwardKinematics(robot.pin_model, data, robot.pose_q("stand"))
-    return float(np.linalg.norm(data.oMf[robot.feet["left_foot"].pin_frame_id].translation
-                                - data.oMf[robot.feet["right_foot"].pin_frame_id].translation))
+    return float(
+        np.linalg.norm(
+            data.oMf[robot.feet["left_foot"].pin_frame_id].translation
+            - data.oMf[robot.feet["right_foot"].pin_frame_id].translation
+        )
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -285,8 +298,9 @@ def test_statics_hold_by_rnea_and_mujoco(robot, model, method, fast):
     MuJoCo's qfrc_bias and Jacobians, on a leaned pose (CoM inside the support)."""
     q = lean_to(robot, (sole_centre_x(robot) + 0.01, 0.005))
     support = LEFT if method == "single" else BOTH
-    res = GravityCompensationQP(robot, contact_model=model, method=method,
-                                fast=fast).solve(q, support)
+    res = GravityCompensationQP(robot, contact_model=model, method=method, fast=fast).solve(
+        q, support
+    )
     assert np.all(np.isfinite(res.tau_array))
     assert res.residual < 1e-8
     assert rnea_statics_error(robot, q, res) < 1e-8
@@ -301,7 +315,7 @@ def test_qp_keeps_every_foot_pushing_where_least_force_pulls(g1, fast):
     least-force solution makes the right foot pull; the QP does not, and says which bounds hold."""
     q = lean_to(g1, (sole_centre_x(g1), 0.02))
     com, poly = com_and_support_polygon(g1, q, BOTH)
-    assert point_in_polygon(poly, com, margin=0.004)                # inside, near the edge
+    assert point_in_polygon(poly, com, margin=0.004)  # inside, near the edge
     pinv = GravityCompensationQP(g1, method="pinv").solve(q, BOTH)
     assert vertical_forces(pinv).min() < -1.0
     assert not pinv.feasible and any("pull" in r for r in pinv.reasons)
@@ -312,13 +326,13 @@ def test_qp_keeps_every_foot_pushing_where_least_force_pulls(g1, fast):
         assert vertical_forces(qp).min() >= -1e-6
         assert qp.active_constraints, "the bounds that shape the answer are reported"
         assert qp.residual < 1e-8
-        for f in qp.contact_forces.values():   # MuJoCo's pyramid (its default cone), world axes
+        for f in qp.contact_forces.values():  # MuJoCo's pyramid (its default cone), world axes
             assert abs(f[0]) + abs(f[1]) <= 0.7 * f[2] + 1e-6
     pts = GravityCompensationQP(g1, fast=fast).solve(q, BOTH)
     assert any(a.startswith("right_foot") and a.endswith(":normal") for a in pts.active_constraints)
     wr = GravityCompensationQP(g1, contact_model="wrench").solve(q, BOTH)
     assert any(":cop_" in a for a in wr.active_constraints)
-    assert any(":friction_" in a for a in wr.active_constraints)   # friction shapes this answer
+    assert any(":friction_" in a for a in wr.active_constraints)  # friction shapes this answer
     for foot in BOTH:  # the wrench model's CoPs stay inside the soles
         poly_f = convex_hull(g1.feet[foot].points_in_foot[:, :2])
         cop = cop_in_foot(g1, q, foot, wr.contact_forces[foot])
@@ -336,12 +350,16 @@ def test_answer_turns_with_the_robot(g1, model, fast):
     def yawed(angle):
         Rz = pin.rpy.rpyToMatrix(0.0, 0.0, angle)
         quat = pin.Quaternion(Rz @ pin.Quaternion(q[3:7]).toRotationMatrix())
-        return Rz, g1.configuration(Rz @ q[:3], [quat.w, quat.x, quat.y, quat.z],
-                                    dict(zip(g1.joint_names, g1.converter.joint_values_pin(q))))
+        return Rz, g1.configuration(
+            Rz @ q[:3],
+            [quat.w, quat.x, quat.y, quat.z],
+            dict(zip(g1.joint_names, g1.converter.joint_values_pin(q))),
+        )
 
     def kinds(res):  # the contacts and kinds of the active bounds (a turn renames the faces)
-        return {a.split(":")[0] + ":" + a.split(":")[1].rstrip("1234") for a in
-                res.active_constraints}
+        return {
+            a.split(":")[0] + ":" + a.split(":")[1].rstrip("1234") for a in res.active_constraints
+        }
 
     ctrl = GravityCompensationQP(g1, contact_model=model, fast=fast)
     res = ctrl.solve(q, BOTH)
@@ -352,7 +370,7 @@ def test_answer_turns_with_the_robot(g1, model, fast):
     assert quarter.feasible and kinds(res) == kinds(quarter)
     assert np.abs(res.tau_array - quarter.tau_array).max() < 1e-6
     for name, f in res.contact_forces.items():
-        turned = np.concatenate([Rz @ f[i:i + 3] for i in range(0, len(f), 3)])
+        turned = np.concatenate([Rz @ f[i : i + 3] for i in range(0, len(f), 3)])
         assert np.abs(quarter.contact_forces[name] - turned).max() < 1e-6
     other = ctrl.solve(yawed(0.7)[1], BOTH)
     assert other.feasible and np.abs(res.tau_array - other.tau_array).max() > 1e-3
@@ -374,14 +392,19 @@ def test_the_qp_uses_the_friction_the_state_reports(g1, fast):
         tight = -np.inf
         for name, f in zip(names, cmd.point_forces):
             m = FRICTION_MARGIN * mu["left_foot" if name.startswith("left") else "right_foot"]
-            ft = (abs(f[0]) + abs(f[1]) if cone == "pyramidal"
-                  else np.sqrt(2.0) * max(abs(f[0]), abs(f[1])))
+            ft = (
+                abs(f[0]) + abs(f[1])
+                if cone == "pyramidal"
+                else np.sqrt(2.0) * max(abs(f[0]), abs(f[1]))
+            )
             assert ft <= m * f[2] + 1e-6, (cone, name)
             tight = max(tight, ft - m * f[2])
-        assert tight > -1e-6, cone          # some point sits on the edge of its cone
+        assert tight > -1e-6, cone  # some point sits on the edge of its cone
     assert ctrl.friction(RobotState(0.0, q, v, None, mu, "elliptic")).cone == "inscribed_pyramid"
-    assert ctrl.friction().mu == {"left_foot": FRICTION_MARGIN,   # the model's mu of 1
-                                  "right_foot": FRICTION_MARGIN}
+    assert ctrl.friction().mu == {
+        "left_foot": FRICTION_MARGIN,  # the model's mu of 1
+        "right_foot": FRICTION_MARGIN,
+    }
 
 
 def test_f_min_bounds_every_point(g1, fast):
@@ -399,19 +422,20 @@ def test_com_outside_the_support_polygon_is_infeasible_for_every_method(g1, mode
     q = lean_to(g1, (sole_centre_x(g1), 0.06))
     for support in (BOTH, LEFT):
         com, poly = com_and_support_polygon(g1, q, support)
-        assert not point_in_polygon(poly, com, margin=-0.02)        # outside by more than 2 cm
+        assert not point_in_polygon(poly, com, margin=-0.02)  # outside by more than 2 cm
         methods = [("qp", s) for s in ("daqp", "proxqp", "osqp")]
         methods += [("pinv", None), ("min_torque", None)]
         if model == "wrench" and len(support) == 1:
             methods.append(("single", None))
         for method, solver in methods:
-            ctrl = GravityCompensationQP(g1, contact_model=model, method=method, solver=solver,
-                                         fast=fast)
+            ctrl = GravityCompensationQP(
+                g1, contact_model=model, method=method, solver=solver, fast=fast
+            )
             res = ctrl.solve(q, support)
             assert res.feasible is False, (method, solver, support)
             assert res.status != "solved" and res.reasons
             if method == "qp":
-                assert np.all(np.isnan(res.tau_array))               # no solution, not zeros
+                assert np.all(np.isnan(res.tau_array))  # no solution, not zeros
             else:
                 assert res.physically_possible is False
                 assert np.all(np.isfinite(res.tau_array)) and res.residual < 1e-8
@@ -428,8 +452,9 @@ def test_every_solver_gives_the_same_answer(g1, model):
         assert ref.feasible
         for solver in ("daqp", "proxqp", "osqp"):
             for condensed in (False, True):
-                res = GravityCompensationQP(g1, contact_model=model, solver=solver,
-                                            condensed=condensed).solve(q, BOTH)
+                res = GravityCompensationQP(
+                    g1, contact_model=model, solver=solver, condensed=condensed
+                ).solve(q, BOTH)
                 assert res.feasible and res.solver == solver, (solver, res.status)
                 assert np.abs(res.tau_array - ref.tau_array).max() < 1e-5, (solver, condensed)
                 assert vertical_forces(res).min() >= -1e-6
@@ -497,8 +522,11 @@ def test_result_fields_and_json(g1, fast):
     wr = GravityCompensationQP(g1, contact_model="wrench").solve(q, BOTH).to_dict()
     assert set(wr["contact_forces"]) == set(BOTH)
     assert all(len(v) == 6 for v in wr["contact_forces"].values())
-    bad = GravityCompensationQP(g1, fast=fast).solve(lean_to(g1, (sole_centre_x(g1), 0.06)),
-                                                     BOTH).to_dict()
+    bad = (
+        GravityCompensationQP(g1, fast=fast)
+        .solve(lean_to(g1, (sole_centre_x(g1), 0.06)), BOTH)
+        .to_dict()
+    )
     assert bad["feasible"] is False and bad["tau"]["left_knee_joint"] is None
     json.dumps(bad, allow_nan=False)
 
@@ -533,19 +561,27 @@ def test_fixed_base_is_tau_equals_g():
     vidx = np.array([model.joints[j].idx_v for j in range(1, model.njoints)])
     qidx = np.array([model.joints[j].idx_q for j in range(1, model.njoints)])
     robot = types.SimpleNamespace(
-        pin_model=model, joint_names=names, n_joints=len(names),
+        pin_model=model,
+        joint_names=names,
+        n_joints=len(names),
         effort_limits=np.full(len(names), 1e3),
-        has_feet=False, configuration=lambda: pin.neutral(model),
-        converter=types.SimpleNamespace(pin_vidx=vidx, pin_qidx=qidx, floating=False,
-                                        joint_values_pin=lambda q: np.asarray(q)[qidx]),
+        has_feet=False,
+        configuration=lambda: pin.neutral(model),
+        converter=types.SimpleNamespace(
+            pin_vidx=vidx,
+            pin_qidx=qidx,
+            floating=False,
+            joint_values_pin=lambda q: np.asarray(q)[qidx],
+        ),
     )
     ctrl = GravityCompensationQP(robot)
     q = pin.randomConfiguration(model, -np.ones(model.nq), np.ones(model.nq))
     res = ctrl.solve(q, ())
     zero = np.zeros(model.nv)
     assert res.feasible and res.method == "fixed_base"
-    assert np.allclose(res.tau_array, pin.rnea(model, model.createData(), q, zero, zero)[vidx],
-                       atol=1e-10)
+    assert np.allclose(
+        res.tau_array, pin.rnea(model, model.createData(), q, zero, zero)[vidx], atol=1e-10
+    )
     assert np.abs(res.tau_array).max() > 1.0
     with pytest.raises(GravityCompensationError, match="fixed-base"):
         ctrl.solve(q, ["left_foot"])
@@ -580,12 +616,12 @@ def test_controller_compute(g1, fast):
     cmd = ctrl.compute(_state(g1, q), STANDING)
     statics = ctrl.solve(q, BOTH)
     assert cmd.tau.shape == (g1.n_joints,) and cmd.feasible and cmd.fallback == ""
-    assert np.array_equal(cmd.tau, statics.tau_array)               # the feed-forward: statics
+    assert np.array_equal(cmd.tau, statics.tau_array)  # the feed-forward: statics
     assert cmd.contact_set == frozenset(BOTH)
     assert set(forces_by_name(g1, cmd)) == set(g1.contact_point_names)
     for key in ("solve_time", "compute_time", "solver", "residual", "active_constraints"):
         assert key in cmd.info
-    targets = cmd.joint_targets                                      # the PD, at the physics rate
+    targets = cmd.joint_targets  # the PD, at the physics rate
     assert np.array_equal(targets.q, g1.converter.joint_values_pin(q))
     assert not targets.v.any() and np.all(targets.kp > 0) and np.all(targets.kd > 0)
     # away from the reference the PD adds kp (q_ref - q) - kd v
@@ -619,8 +655,8 @@ def test_joint_targets_give_the_torque_of_the_pd_in_the_command_bit_for_bit(g1):
 def test_controller_falls_back_without_raising(g1, fast):
     ctrl = GravityCompensationQP(g1, fast=fast)
     q_ok = lean_to(g1, (sole_centre_x(g1), 0.02))
-    q_out = lean_to(g1, (sole_centre_x(g1), 0.06))             # CoM outside the support polygon
-    ctrl.reset(_state(g1, q_out))                                # PD reference = q_out: PD is zero
+    q_out = lean_to(g1, (sole_centre_x(g1), 0.06))  # CoM outside the support polygon
+    ctrl.reset(_state(g1, q_out))  # PD reference = q_out: PD is zero
     cmd = ctrl.compute(_state(g1, q_out), STANDING)
     assert cmd.feasible is False and cmd.fallback in FALLBACKS and cmd.fallback
     assert cmd.status is CommandStatus.INFEASIBLE and cmd.message.startswith("infeasible")
@@ -635,7 +671,7 @@ def test_controller_falls_back_without_raising(g1, fast):
     # no support at all, and a method that cannot take the schedule: no exception either
     flight = ctrl.compute(_state(g1, q_out, t=2.0), ContactSchedule(contact_set=frozenset()))
     assert flight.fallback == "joint_gravity+pd" and np.abs(flight.tau).max() > 1.0
-    assert np.isnan(flight.point_forces).all()                   # no force known: NaN, not 0
+    assert np.isnan(flight.point_forces).all()  # no force known: NaN, not 0
     single = GravityCompensationQP(g1, contact_model="wrench", method="single")
     single.reset(_state(g1, q_ok))
     cmd = single.compute(_state(g1, q_ok), STANDING)
@@ -687,9 +723,8 @@ def test_kernel_equals_the_readable_qp(robot):
     states = _perturbed_states(robot, 8, seed=3)
     gap = _foot_gap(robot)
     states += [lean_to(robot, (cx, y)) for y in (0.02, -0.5 * gap - 0.02, 0.06, -gap - 0.01)]
-    for y in (0.0, -gap):                                # over the left sole, over the right one
-        states += _perturbed_states(robot, 3, seed=4, q0=lean_to(robot, (cx + 0.01, y)),
-                                    scale=0.01)
+    for y in (0.0, -gap):  # over the left sole, over the right one
+        states += _perturbed_states(robot, 3, seed=4, q0=lean_to(robot, (cx + 0.01, y)), scale=0.01)
     feasible, active = {BOTH: 0, LEFT: 0, RIGHT: 0}, 0
     for q in states:
         for support in (BOTH, LEFT, RIGHT):
@@ -700,17 +735,20 @@ def test_kernel_equals_the_readable_qp(robot):
             if res.feasible:
                 feasible[support] += 1
                 active += bool(res.active_constraints)
-                other = prox.solve(q, support)            # its internal forces are looser
+                other = prox.solve(q, support)  # its internal forces are looser
                 assert other.feasible
                 assert np.abs(res.tau_array - other.tau_array).max() < 1e-6
-    assert min(feasible.values()) >= 2 and feasible[BOTH] >= 6 and active >= 2   # bounds at work
+    assert min(feasible.values()) >= 2 and feasible[BOTH] >= 6 and active >= 2  # bounds at work
     # the two most loaded left leg joints (the G1's knee and ankle pitch) limited to 85 % of their
     # stand torques: binding in some states
     stand = GravityCompensationQP(robot, torque_limits=False).solve(robot.pose_q(), BOTH)
     limited = copy.copy(robot)
     limited.effort_limits = robot.effort_limits.copy()
-    left = [i for i, n in enumerate(robot.joint_names)
-            if "left" in n and any(k in n for k in ("leg", "hip", "knee", "ankle"))]
+    left = [
+        i
+        for i, n in enumerate(robot.joint_names)
+        if "left" in n and any(k in n for k in ("leg", "hip", "knee", "ankle"))
+    ]
     legs = sorted(left, key=lambda i: -abs(stand.tau_array[i]))[:2]
     limited.effort_limits[legs] = 0.85 * np.abs(stand.tau_array[legs])
     kernel = GravityCompensationQP(limited)
@@ -759,8 +797,7 @@ def test_answer_does_not_depend_on_earlier_calls(g1):
     for q in states:
         for support in (BOTH, LEFT):
             a, b = used.solve(q, support), GravityCompensationQP(g1).solve(q, support)
-            assert a.status == b.status and np.array_equal(a.tau_array, b.tau_array,
-                                                            equal_nan=True)
+            assert a.status == b.status and np.array_equal(a.tau_array, b.tau_array, equal_nan=True)
             for name, f in a.contact_forces.items():
                 assert np.array_equal(f, b.contact_forces[name], equal_nan=True)
     fresh = GravityCompensationQP(g1)
@@ -793,8 +830,14 @@ def test_compute_matches_solve(g1, fast):
         for name, f in res.contact_forces.items():
             assert np.array_equal(forces[name], f)
         assert cmd.info["residual"] < 1e-8 and res.residual < 1e-8
-        for key in ("active_constraints", "solver", "method", "contact_model",
-                    "physically_possible", "reasons"):
+        for key in (
+            "active_constraints",
+            "solver",
+            "method",
+            "contact_model",
+            "physically_possible",
+            "reasons",
+        ):
             assert cmd.info[key] == ctrl._info(res)[key], key
     assert n_active >= 1
     # a support given as a list (unhashable), same answer
@@ -807,8 +850,8 @@ def test_fallback_holds_the_last_feasible_torques_and_forces(g1, fast):
     """The ``last_feasible+pd`` fallback returns the last feasible step's statics torques and
     forces; the commands' arrays are their own."""
     ctrl = GravityCompensationQP(g1, fast=fast)
-    q_ok = g1.pose_q("stand")                                   # no bound active
-    q_out = lean_to(g1, (sole_centre_x(g1), 0.06))             # CoM outside the support polygon
+    q_ok = g1.pose_q("stand")  # no bound active
+    q_out = lean_to(g1, (sole_centre_x(g1), 0.06))  # CoM outside the support polygon
     ctrl.reset(_state(g1, q_ok))
     ok = ctrl.compute(_state(g1, q_ok, t=1.0), STANDING)
     assert ok.feasible
@@ -825,7 +868,7 @@ def test_fallback_holds_the_last_feasible_torques_and_forces(g1, fast):
     again = ctrl.compute(_state(g1, q_out, t=1.004), STANDING)
     assert np.array_equal(again.point_forces, held.point_forces)
     with pytest.raises(ValueError):
-        ok.tau[0] = 1.0                                         # held torques: read-only
+        ok.tau[0] = 1.0  # held torques: read-only
     # too old, or another support: no longer held
     late = ctrl.compute(_state(g1, q_out, t=1.2), STANDING)
     assert late.fallback == "unconstrained_min_torque+pd"

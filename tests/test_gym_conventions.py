@@ -30,8 +30,9 @@ def test_spec_time_limit_is_the_env_s_own(env_id):
 def test_make_matches_the_step_limit_to_max_seconds_and_frame_skip():
     assert make("wbsim/G1Stand-v0", max_seconds=20, frame_skip=4).spec.max_episode_steps == 2500
     assert make("wbsim/G1OneLeg-v0", frame_skip=4).spec.max_episode_steps == 938  # 7.5 s / 8 ms
-    assert make("wbsim/G1Stand-v0", max_seconds=20,
-                max_episode_steps=7).spec.max_episode_steps == 7  # as asked
+    assert (
+        make("wbsim/G1Stand-v0", max_seconds=20, max_episode_steps=7).spec.max_episode_steps == 7
+    )  # as asked
     env = make("wbsim/G1Stand-v0", max_seconds=0.02, frame_skip=2, action_mode="residual")
     env.reset(seed=0)
     zero = np.zeros(env.action_space.shape, np.float32)
@@ -67,8 +68,13 @@ def test_wbsim_run_s_env_starts_from_the_exact_pose():
 
 
 def _frame(**kwargs):
-    env = gym.make("wbsim/G1Stand-v0", render_mode=kwargs.pop("render_mode", "rgb_array"),
-                   width=64, height=48, **kwargs)
+    env = gym.make(
+        "wbsim/G1Stand-v0",
+        render_mode=kwargs.pop("render_mode", "rgb_array"),
+        width=64,
+        height=48,
+        **kwargs,
+    )
     env.reset(seed=0)
     frame = env.render()
     env.close()
@@ -90,22 +96,26 @@ def test_default_camera_config_moves_the_free_camera():
     assert not np.array_equal(free, far)
     robot = np.abs(free.astype(int) - _frame(default_camera_config={"distance": 50.0})).sum(2) > 0
     assert robot.any()  # at 50 m the robot is a few pixels: frames differ where it stood
-    assert np.array_equal(_frame(default_camera_config={"azimuth": 135.0, "elevation": -15.0}),
-                          free)  # the defaults
+    assert np.array_equal(
+        _frame(default_camera_config={"azimuth": 135.0, "elevation": -15.0}), free
+    )  # the defaults
 
 
-@pytest.mark.parametrize("kwargs,message", [
-    ({"camera_name": "front", "camera_id": 0}, "cannot both be given"),
-    ({"camera_name": "top"}, "unknown camera_name 'top'; known: track, front, side"),
-    ({"camera_id": 2}, r"camera_id must be -1 \(the free camera\) or the id"),
-    ({"camera_id": "0"}, "camera_id must be"),
-    ({"default_camera_config": {"lookat": [0, 0, 1]}}, "unknown default_camera_config key"),
-    ({"default_camera_config": {"trackbodyid": 10_000}}, r"must be a body id in 0\.\."),
-    ({"default_camera_config": {"distance": "far"}}, "must be a number"),
-    ({"default_camera_config": 3.0}, "must be a mapping"),
-    ({"render_mode": "rgb_array", "width": 4000}, "frame size 4000x480"),
-    ({"render_mode": "depth_array", "height": 2000}, "frame size 640x2000"),
-])
+@pytest.mark.parametrize(
+    "kwargs,message",
+    [
+        ({"camera_name": "front", "camera_id": 0}, "cannot both be given"),
+        ({"camera_name": "top"}, "unknown camera_name 'top'; known: track, front, side"),
+        ({"camera_id": 2}, r"camera_id must be -1 \(the free camera\) or the id"),
+        ({"camera_id": "0"}, "camera_id must be"),
+        ({"default_camera_config": {"lookat": [0, 0, 1]}}, "unknown default_camera_config key"),
+        ({"default_camera_config": {"trackbodyid": 10_000}}, r"must be a body id in 0\.\."),
+        ({"default_camera_config": {"distance": "far"}}, "must be a number"),
+        ({"default_camera_config": 3.0}, "must be a mapping"),
+        ({"render_mode": "rgb_array", "width": 4000}, "frame size 4000x480"),
+        ({"render_mode": "depth_array", "height": 2000}, "frame size 640x2000"),
+    ],
+)
 def test_bad_camera_options_are_refused_when_the_env_is_made(kwargs, message):
     with pytest.raises(WbsimError, match=message):
         gym.make("wbsim/G1Stand-v0", **kwargs)
@@ -122,13 +132,25 @@ def test_depth_array_is_metres_from_the_camera():
 
 def test_module_prefixed_id_registers_wbsim_in_a_fresh_process():
     """What a worker process (spawned vector env, Ray, RLlib) does: it has never imported wbsim."""
-    code = ("import sys, gymnasium as gym\n"
-            "assert 'wbsim' not in sys.modules\n"
-            "env = gym.make('wbsim:wbsim/G1Stand-v0', frame_skip=10)\n"
-            "obs, _ = env.reset(seed=0)\n"
-            "print(env.spec.id, env.spec.max_episode_steps, obs.shape[0])\n")
-    out = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True,
-                         env={**os.environ, "MUJOCO_GL": "egl"}, timeout=300)
+    code = (
+        "import sys, gymnasium as gym\n"
+        "assert 'wbsim' not in sys.modules\n"
+        "env = gym.make('wbsim:wbsim/G1Stand-v0', frame_skip=10)\n"
+        "obs, _ = env.reset(seed=0)\n"
+        "print(env.spec.id, env.spec.max_episode_steps, obs.shape[0])\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        check=False,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "MUJOCO_GL": "egl"},
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["wbsim/G1Stand-v0", "5000", str(1 + 4 + 6 + 2 * 29 + 3 + 2 + 2 + 1)]
+    assert out.stdout.split() == [
+        "wbsim/G1Stand-v0",
+        "5000",
+        str(1 + 4 + 6 + 2 * 29 + 3 + 2 + 2 + 1),
+    ]
     assert wbsim  # (this process imported it; the child above had not)

@@ -14,8 +14,20 @@ from wbsim.episode_log import load_run
 def g1_run(tmp_path_factory):
     """One 10 s run through the command line, as the README's quick start does it."""
     out = tmp_path_factory.mktemp("g1")
-    return out, ["run", "--env", "wbsim/G1Stand-v0", "--controller", "gravity_qp", "--seconds", "10",
-                 "--video", str(out / "g1_stand.mp4"), "--log", str(out / "run"), "--no-progress"]
+    return out, [
+        "run",
+        "--env",
+        "wbsim/G1Stand-v0",
+        "--controller",
+        "gravity_qp",
+        "--seconds",
+        "10",
+        "--video",
+        str(out / "g1_stand.mp4"),
+        "--log",
+        str(out / "run"),
+        "--no-progress",
+    ]
 
 
 @pytest.mark.slow
@@ -42,8 +54,17 @@ def test_g1_stands_on_gravity_qp(g1_run, capsys):
     names, f_cmd = run.prefixed("f_cmd/")
     fz = f_cmd[:, [i for i, n in enumerate(names) if n.endswith("/z")]].sum(axis=1)
     assert np.allclose(fz, 33.3411 * 9.81, rtol=2e-3)
-    for key in ("robot", "env", "controller", "seconds", "fell", "base_drift_m",
-                "max_base_tilt_deg", "max_joint_error_rad", "events"):
+    for key in (
+        "robot",
+        "env",
+        "controller",
+        "seconds",
+        "fell",
+        "base_drift_m",
+        "max_base_tilt_deg",
+        "max_joint_error_rad",
+        "events",
+    ):
         assert key in s
 
 
@@ -64,22 +85,50 @@ def test_video_of_the_main_job(g1_run):
     assert w >= 640 and h >= 480
     # not blank: the robot in the middle differs from the background, every 100th frame
     for frame in frames[::100]:
-        centre = frame[h // 4: 3 * h // 4, w // 3: 2 * w // 3].astype(float)
+        centre = frame[h // 4 : 3 * h // 4, w // 3 : 2 * w // 3].astype(float)
         assert frame.mean() > 20 and centre.std() > 15
 
 
 @pytest.mark.slow
 def test_g1_falls_with_pd_alone(tmp_path, capsys):
-    assert main(["run", "--controller", "pd", "--seconds", "10", "--log", str(tmp_path),
-                 "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--controller",
+                "pd",
+                "--seconds",
+                "10",
+                "--log",
+                str(tmp_path),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     s = load_run(tmp_path).summary
     assert s["fell"] and s["base_height_drop_m"] > 0.10
 
 
 @pytest.mark.slow
 def test_talos_stands_the_same_way(tmp_path, capsys):
-    assert main(["run", "--env", "wbsim/TalosStand-v0", "--controller", "gravity_qp", "--seconds",
-                 "10", "--log", str(tmp_path), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--env",
+                "wbsim/TalosStand-v0",
+                "--controller",
+                "gravity_qp",
+                "--seconds",
+                "10",
+                "--log",
+                str(tmp_path),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     s = load_run(tmp_path).summary
     assert not s["fell"] and s["robot"] == "talos"
     assert s["base_drift_m"] < 0.002 and s["max_base_tilt_deg"] < 0.5
@@ -123,9 +172,24 @@ def test_nan_torque_stops_cleanly(tmp_path, capsys, monkeypatch):
     from wbsim.controllers import CONTROLLERS
 
     monkeypatch.setitem(CONTROLLERS, "nan", "test_main_job:NaNController")
-    code = main(["run", "--controller", "nan", "--seconds", "1", "--log", str(tmp_path / "run"),
-                 "--video", str(tmp_path / "v.mp4"), "--width", "160", "--height", "120",
-                 "--no-progress"])
+    code = main(
+        [
+            "run",
+            "--controller",
+            "nan",
+            "--seconds",
+            "1",
+            "--log",
+            str(tmp_path / "run"),
+            "--video",
+            str(tmp_path / "v.mp4"),
+            "--width",
+            "160",
+            "--height",
+            "120",
+            "--no-progress",
+        ]
+    )
     assert code == 1
     assert "step 50" in capsys.readouterr().err
     run = load_run(tmp_path / "run")
@@ -148,6 +212,12 @@ def test_run_episode_refuses_lean_info(tmp_path):
     from wbsim.rollout import EpisodeConfig, run_episode
 
     with pytest.raises(WbsimError, match="info_mode must be 'full'"):
-        run_episode(EpisodeConfig(seconds=0.01, log=tmp_path / "run",
-                                  env_options={"info_mode": "lean"}, progress=False))
+        run_episode(
+            EpisodeConfig(
+                seconds=0.01,
+                log=tmp_path / "run",
+                env_options={"info_mode": "lean"},
+                progress=False,
+            )
+        )
     assert not (tmp_path / "run").exists()

@@ -31,13 +31,13 @@ def _collada(v, f, unit: float, up: str) -> str:
 <COLLADA xmlns="http://www.collada.org/2005/11/COLLADASchema" version="1.4.1">
   <asset><unit meter="{unit}" name="unit"/><up_axis>{up}</up_axis></asset>
   <library_geometries><geometry id="g"><mesh>
-    <source id="p"><float_array id="pa" count="{v.size}">{' '.join(map(str, v.ravel()))}</float_array>
+    <source id="p"><float_array id="pa" count="{v.size}">{" ".join(map(str, v.ravel()))}</float_array>
       <technique_common><accessor source="#pa" count="{len(v)}" stride="3">
         <param name="X" type="float"/><param name="Y" type="float"/><param name="Z" type="float"/>
       </accessor></technique_common></source>
     <vertices id="v"><input semantic="POSITION" source="#p"/></vertices>
     <triangles count="{len(f)}"><input semantic="VERTEX" source="#v" offset="0"/>
-      <p>{' '.join(map(str, f.ravel()))}</p></triangles>
+      <p>{" ".join(map(str, f.ravel()))}</p></triangles>
   </mesh></geometry></library_geometries>
   <library_visual_scenes><visual_scene id="s"><node id="n">
     <instance_geometry url="#g"/></node></visual_scene></library_visual_scenes>
@@ -62,9 +62,11 @@ def test_ascii_stl_is_converted_and_cached(tmp_path, monkeypatch):
     assert out.parent == tmp_path / "cache" and not needs_conversion(out)
     np.testing.assert_allclose(_stl_vertices(out), np.unique(TET_V, axis=0), atol=1e-6)
     # MuJoCo reads the converted file: the mesh's volume is the tetrahedron's, 1 * 2 * 3 / 6
-    spec = mujoco.MjSpec.from_string(f'<mujoco><asset><mesh name="m" file="{out}"/></asset>'
-                                     '<worldbody><body><freejoint/><geom type="mesh" mesh="m" '
-                                     'density="1"/></body></worldbody></mujoco>')
+    spec = mujoco.MjSpec.from_string(
+        f'<mujoco><asset><mesh name="m" file="{out}"/></asset>'
+        '<worldbody><body><freejoint/><geom type="mesh" mesh="m" '
+        'density="1"/></body></worldbody></mujoco>'
+    )
     assert spec.compile().body_mass[1] == pytest.approx(1.0, rel=1e-6)
     # the second call reads the cache: trimesh is not used again
     import trimesh
@@ -77,18 +79,22 @@ def test_ascii_stl_is_converted_and_cached(tmp_path, monkeypatch):
         mujoco_mesh(src, tmp_path / "cache")
 
 
-@pytest.mark.parametrize("unit, up, rotation", [
-    (1.0, "Z_UP", np.eye(3)),
-    (0.01, "Y_UP", np.array([[1, 0, 0], [0, 0, -1], [0, 1, 0]])),   # y up becomes z up
-    (0.001, "X_UP", np.array([[0, 0, -1], [0, 1, 0], [1, 0, 0]])),  # x up becomes z up
-])
+@pytest.mark.parametrize(
+    "unit, up, rotation",
+    [
+        (1.0, "Z_UP", np.eye(3)),
+        (0.01, "Y_UP", np.array([[1, 0, 0], [0, 0, -1], [0, 1, 0]])),  # y up becomes z up
+        (0.001, "X_UP", np.array([[0, 0, -1], [0, 1, 0], [1, 0, 0]])),  # x up becomes z up
+    ],
+)
 def test_collada_units_and_up_axis(tmp_path, unit, up, rotation):
     src = tmp_path / "tet.dae"
     src.write_text(_collada(TET_V, TET_F, unit, up))
     out = mujoco_mesh(src, tmp_path / "cache")
     expected = unit * TET_V @ np.asarray(rotation, dtype=float).T
-    np.testing.assert_allclose(_stl_vertices(out), np.unique(np.round(expected, 6), axis=0),
-                               atol=1e-6)
+    np.testing.assert_allclose(
+        _stl_vertices(out), np.unique(np.round(expected, 6), axis=0), atol=1e-6
+    )
     # the up axis is where it says: the tetrahedron's apex (0, 0, 3) in Z_UP, (0, 2, 0) in Y_UP
     apex = {"Z_UP": TET_V[3], "Y_UP": TET_V[2], "X_UP": TET_V[1]}[up]
     assert _stl_vertices(out)[:, 2].max() == pytest.approx(unit * np.abs(apex).max())
@@ -107,9 +113,11 @@ def test_package_uris_and_urdf_meshes(tmp_path, monkeypatch):
     pkg = tmp_path / "share" / "my_robot"
     (pkg / "meshes").mkdir(parents=True)
     (pkg / "meshes" / "tet.stl").write_text(_ascii_stl(TET_V, TET_F))
-    urdf = ('<robot name="r"><link name="a"><visual><geometry>'
-            '<mesh filename="package://my_robot/meshes/tet.stl" scale="1 1 1"/>'
-            '</geometry></visual></link></robot>')
+    urdf = (
+        '<robot name="r"><link name="a"><visual><geometry>'
+        '<mesh filename="package://my_robot/meshes/tet.stl" scale="1 1 1"/>'
+        "</geometry></visual></link></robot>"
+    )
     monkeypatch.setenv("ROS_PACKAGE_PATH", str(tmp_path / "share"))
     resolved = resolve_package_uris(urdf, tmp_path)
     assert f'filename="{pkg}/meshes/tet.stl"' in resolved
@@ -142,8 +150,9 @@ def test_the_suite_never_uses_the_home_cache():
 def test_talos_full_with_package_uris_and_collada_loads():
     """talos_full_v2.urdf: package:// mesh URIs and COLLADA meshes (MuJoCo failed to compile
     it before conversion)."""
-    robot = wbsim.load_robot(str(wbsim.robot.example_robot_data_dir()
-                                 / "talos_data/robots/talos_full_v2.urdf"))
+    robot = wbsim.load_robot(
+        str(wbsim.robot.example_robot_data_dir() / "talos_data/robots/talos_full_v2.urdf")
+    )
     assert robot.n_joints > 32 and not robot.has_feet
 
 
@@ -156,24 +165,37 @@ def test_mjcf_description_loads_with_parity(tmp_path):
     desc = read_description("g1_description/urdf/g1_29dof_rev_1_0.urdf", "g1")
     xml = mujoco_spec(desc, "g1").to_xml()
     # a free joint, actuators and a floor of the file's own, which wbsim replaces
-    xml = xml.replace('<body name="pelvis"', '<geom name="ground" type="plane" size="1 1 .1"/>'
-                      '<body name="pelvis"', 1).replace(
-        '<body name="pelvis" pos="0 0 0.793">', '<body name="pelvis" pos="0 0 0.793">'
-        '<freejoint name="root"/>', 1)
-    xml = xml.replace("</mujoco>", '<actuator><motor joint="left_knee_joint"/></actuator>'
-                      "</mujoco>")
+    xml = xml.replace(
+        '<body name="pelvis"',
+        '<geom name="ground" type="plane" size="1 1 .1"/><body name="pelvis"',
+        1,
+    ).replace(
+        '<body name="pelvis" pos="0 0 0.793">',
+        '<body name="pelvis" pos="0 0 0.793"><freejoint name="root"/>',
+        1,
+    )
+    xml = xml.replace("</mujoco>", '<actuator><motor joint="left_knee_joint"/></actuator></mujoco>')
     path = tmp_path / "g1.xml"
     path.write_text(xml)
     feet = {"left_foot": "left_ankle_roll_link", "right_foot": "right_ankle_roll_link"}
     cfg = tmp_path / "g1_mjcf.toml"
-    cfg.write_text(f'description = "g1.xml"\nfeet = {{ left_foot = "{feet["left_foot"]}", '
-                   f'right_foot = "{feet["right_foot"]}" }}\n')
+    cfg.write_text(
+        f'description = "g1.xml"\nfeet = {{ left_foot = "{feet["left_foot"]}", '
+        f'right_foot = "{feet["right_foot"]}" }}\n'
+    )
     robot = wbsim.load_robot(cfg)
     g1 = wbsim.load_robot("g1")
     assert robot.joint_names == g1.joint_names and robot.mj_model.nu == 29
     assert robot.total_mass == pytest.approx(g1.total_mass, rel=1e-6)  # the 6 rounded digits
-    check_models("g1 (MJCF)", robot.mj_model, robot.pin_model, robot.converter,
-                 robot.joint_limits, n_states=20, seed=3)
+    check_models(
+        "g1 (MJCF)",
+        robot.mj_model,
+        robot.pin_model,
+        robot.converter,
+        robot.joint_limits,
+        n_states=20,
+        seed=3,
+    )
     # wbsim's own free joint, floor and motors; the sole spheres replaced the ankle spheres
     m = robot.mj_model
     assert [m.joint(j).name for j in range(m.njnt) if m.jnt_type[j] == 0] == ["floating_base"]
@@ -184,8 +206,13 @@ def test_mjcf_description_loads_with_parity(tmp_path):
         assert sorted(solid) == sorted(foot.mj_geom_ids)
     with pytest.raises(RobotLoadError, match="<equality>"):
         bad = tmp_path / "eq.xml"
-        bad.write_text(xml.replace("</mujoco>", '<equality><joint joint1="left_knee_joint" '
-                                   'joint2="right_knee_joint"/></equality></mujoco>'))
+        bad.write_text(
+            xml.replace(
+                "</mujoco>",
+                '<equality><joint joint1="left_knee_joint" '
+                'joint2="right_knee_joint"/></equality></mujoco>',
+            )
+        )
         wbsim.load_robot(bad)
 
 

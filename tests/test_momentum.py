@@ -23,8 +23,7 @@ def _simulate(robot, data, steps, push_body=None, push=None):
         mujoco.mj_step(m, data)
         rows["qacc"].append(data.qacc.copy())
         rows["sd"].append(data.sensordata.copy())
-        rows["xipos"].append(data.xipos[push_body].copy() if push_body is not None
-                             else np.zeros(3))
+        rows["xipos"].append(data.xipos[push_body].copy() if push_body is not None else np.zeros(3))
     return {k: np.array(v) for k, v in rows.items()}
 
 
@@ -47,16 +46,19 @@ def test_balance_closes_through_an_impact_and_a_push(g1):
     pushed = _simulate(g1, d, 50, pelvis, push)
     s = sensor.decode(pushed["sd"])
     pushes = np.tile(push, (50, 1))
-    res = mb.residuals(pushed["qpos"], pushed["qvel"], pushed["qacc"], s, pushes,
-                       pushed["xipos"])
+    res = mb.residuals(pushed["qpos"], pushed["qvel"], pushed["qacc"], s, pushes, pushed["xipos"])
     assert mb.relative(res).max() < 1e-6
     no_push = mb.residuals(pushed["qpos"], pushed["qvel"], pushed["qacc"], s)
     np.testing.assert_allclose(no_push[:, :3], pushes, atol=1e-6 * mb.weight)
     # without the contacts: a sensing whose contact sensor read nothing
-    empty = sensor.decode(np.where(np.isin(np.arange(pushed["sd"].shape[1]),
-                                           sensor.layout.external), 0.0, pushed["sd"]))
-    no_contacts = mb.residuals(pushed["qpos"], pushed["qvel"], pushed["qacc"], empty, pushes,
-                               pushed["xipos"])
+    empty = sensor.decode(
+        np.where(
+            np.isin(np.arange(pushed["sd"].shape[1]), sensor.layout.external), 0.0, pushed["sd"]
+        )
+    )
+    no_contacts = mb.residuals(
+        pushed["qpos"], pushed["qvel"], pushed["qacc"], empty, pushes, pushed["xipos"]
+    )
     # what was left out shows up as the residual: the contact force, exactly
     np.testing.assert_allclose(no_contacts[:, :3], s.external_force_world, atol=1e-6 * mb.weight)
     assert np.abs(s.external_force_world).max() > mb.weight

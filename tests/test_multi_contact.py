@@ -39,8 +39,19 @@ def hand_robot():
 # ------------------------------------------------------------------------------------------------
 # the contact frame
 # ------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("normal", [(0, 0, 1), (0, 1, 0), (0, -1, 0), (1, 0, 0), (-1, 0, 0),
-                                    (0.3, -0.8, 0.52), (0.2, 0.45, -0.87), (0, 0.5, 0.866)])
+@pytest.mark.parametrize(
+    "normal",
+    [
+        (0, 0, 1),
+        (0, 1, 0),
+        (0, -1, 0),
+        (1, 0, 0),
+        (-1, 0, 0),
+        (0.3, -0.8, 0.52),
+        (0.2, 0.45, -0.87),
+        (0, 0.5, 0.866),
+    ],
+)
 def test_contact_frame_has_mujoco_s_pyramid_axes(normal):
     """A sphere on a plane with that normal: MuJoCo's contact frame has the same normal line and
     its tangents span the same diamond (the same two lines, up to sign and order)."""
@@ -75,9 +86,9 @@ def test_hand_wall_robot_has_three_contacts(hand_robot):
     r = hand_robot
     assert r.contact_names == THREE and r.foot_names == ("left_foot", "right_foot")
     assert tuple(r.hands) == ("right_hand",)
-    assert r.contact_point_names[8:] == tuple(f"right_hand_{c}" for c in
-                                              ("front_left", "back_left", "back_right",
-                                               "front_right"))
+    assert r.contact_point_names[8:] == tuple(
+        f"right_hand_{c}" for c in ("front_left", "back_left", "back_right", "front_right")
+    )
     hand = r.contact("right_hand")
     assert hand.surface == "wall" and hand.mj_surface_geom_id == r.mj_model.geom("wall").id
     np.testing.assert_allclose(hand.surface_rotation[:, 2], [0, 1, 0], atol=1e-12)
@@ -100,15 +111,16 @@ def test_lean_pose_puts_the_back_of_the_hand_flat_on_the_wall(hand_robot):
     np.testing.assert_allclose(points[:, 1], WALL_Y, atol=1e-9)
     palm = data.oMf[hand.pin_frame_id].rotation
     np.testing.assert_allclose(palm @ np.array([0.0, -1.0, 0.0]), [0, -1, 0], atol=1e-9)
-    soles = np.array([data.oMf[f].translation[2] for f in r.feet.values()
-                      for f in f.pin_point_frame_ids])
+    soles = np.array(
+        [data.oMf[f].translation[2] for f in r.feet.values() for f in f.pin_point_frame_ids]
+    )
     np.testing.assert_allclose(soles, 0.0, atol=1e-9)
     d = r.make_data("lean")
     sites = np.array([d.site_xpos[s] for s in hand.mj_site_ids])
     np.testing.assert_allclose(sites[:, 1], WALL_Y, atol=1e-9)
     sensor = ContactSensor.for_robot(r)
     assert sensor.non_sole_contacts(d) == {}
-    np.testing.assert_allclose(sensor.read(d).gap, 0.0, atol=1e-9)   # spheres just touching
+    np.testing.assert_allclose(sensor.read(d).gap, 0.0, atol=1e-9)  # spheres just touching
 
 
 # ------------------------------------------------------------------------------------------------
@@ -133,7 +145,7 @@ def test_sensing_reads_the_hand_against_the_wall(hand_robot):
     # pressed into the wall: the wall pushes the robot along +y at every hand point
     d = r.make_data("lean")
     d.qpos[1] -= 0.001
-    d.qpos[2] += 0.01                      # feet off the floor: only the hand touches
+    d.qpos[2] += 0.01  # feet off the floor: only the hand touches
     mujoco.mj_forward(m, d)
     s = sensor.read(d)
     assert s.found[8:].all() and not s.found[:8].any()
@@ -167,27 +179,48 @@ def _wall_chunk(force, mu=0.7):
     f = np.asarray(force, dtype=float)
     one = np.ones((1, 1))
     return StepChunk(
-        step=np.array([0]), t=np.array([0.0]), point_names=("right_hand_p",),
-        point_foot=("right_hand",), foot_names=("right_hand",),
-        floor_normal=np.array([0.0, 0.0, 1.0]), gap=-1e-4 * one,
-        force=np.array([[[0.0, 10.0, 0.0]]]), normal_force=10.0 * one,
-        tangential_force=0.0 * one, slip_velocity=0.0 * one, friction=mu * one,
-        cone=np.zeros(1, dtype=np.int8), tangents=tangents[None, None],
-        friction_components=np.zeros((1, 1, 2)), mode=np.ones((1, 1), dtype=np.int8),
-        sensed_feet=np.ones((1, 1), dtype=bool), non_sole=[], point_forces=f[None, None],
-        foot_wrenches=np.full((1, 1, 6), np.nan), assumed=np.ones((1, 1), dtype=bool),
-        status=np.zeros(1, dtype=np.int8), fallback=("",), message=("",),
-        joint_names=(), torque=np.zeros((1, 0)), torque_applied=np.zeros((1, 0)),
-        torque_limit=np.zeros(0), normals=np.array([[0.0, 1.0, 0.0]]))
+        step=np.array([0]),
+        t=np.array([0.0]),
+        point_names=("right_hand_p",),
+        point_foot=("right_hand",),
+        foot_names=("right_hand",),
+        floor_normal=np.array([0.0, 0.0, 1.0]),
+        gap=-1e-4 * one,
+        force=np.array([[[0.0, 10.0, 0.0]]]),
+        normal_force=10.0 * one,
+        tangential_force=0.0 * one,
+        slip_velocity=0.0 * one,
+        friction=mu * one,
+        cone=np.zeros(1, dtype=np.int8),
+        tangents=tangents[None, None],
+        friction_components=np.zeros((1, 1, 2)),
+        mode=np.ones((1, 1), dtype=np.int8),
+        sensed_feet=np.ones((1, 1), dtype=bool),
+        non_sole=[],
+        point_forces=f[None, None],
+        foot_wrenches=np.full((1, 1, 6), np.nan),
+        assumed=np.ones((1, 1), dtype=bool),
+        status=np.zeros(1, dtype=np.int8),
+        fallback=("",),
+        message=("",),
+        joint_names=(),
+        torque=np.zeros((1, 0)),
+        torque_applied=np.zeros((1, 0)),
+        torque_limit=np.zeros(0),
+        normals=np.array([[0.0, 1.0, 0.0]]),
+    )
 
 
-@pytest.mark.parametrize("force, kinds", [
-    ((0.0, 10.0, 0.0), set()),                     # pushes on the wall: fine
-    ((0.0, 10.0, 6.9), set()),                     # friction up the wall inside 0.7 x 10 N
-    ((0.0, -10.0, 0.0), {"force_sign"}),           # pulls on the wall
-    ((0.0, 10.0, 7.5), {"friction_cone"}),         # 7.5 N > 7 N along the wall
-    ((5.0, 10.0, 2.5), {"friction_cone"}),         # the diamond: 5 + 2.5 > 7
-])
+@pytest.mark.parametrize(
+    "force, kinds",
+    [
+        ((0.0, 10.0, 0.0), set()),  # pushes on the wall: fine
+        ((0.0, 10.0, 6.9), set()),  # friction up the wall inside 0.7 x 10 N
+        ((0.0, -10.0, 0.0), {"force_sign"}),  # pulls on the wall
+        ((0.0, 10.0, 7.5), {"friction_cone"}),  # 7.5 N > 7 N along the wall
+        ((5.0, 10.0, 2.5), {"friction_cone"}),  # the diamond: 5 + 2.5 > 7
+    ],
+)
 def test_commanded_forces_on_the_wall_are_judged_in_its_frame(force, kinds):
     det = EventDetector(dt=0.002)
     got = {e.kind for e in det.update(_wall_chunk(force))}
@@ -214,10 +247,10 @@ def _mujoco_frames(robot, q):
     finally:
         m.geom_margin[geoms] = saved
     frames = {}
-    for c in d.contact[:d.ncon]:
+    for c in d.contact[: d.ncon]:
         point = int(c.geom[1] if c.geom[1] in geoms else c.geom[0])
         F = c.frame.reshape(3, 3).copy()
-        if c.geom[0] == point:        # the normal from geom 1 to geom 2: towards the robot
+        if c.geom[0] == point:  # the normal from geom 1 to geom 2: towards the robot
             F[0] *= -1
         frames[surface[point]] = F
     return [frames[surface[g]] for g in geoms]
@@ -235,21 +268,29 @@ def _kkt_statics(robot, q, support, mu, eps, sol_tau, sol_f):
     names = [p for c in support for p in robot.contact(c).point_names]
     frame_of = dict(zip(robot.contact_point_names, _mujoco_frames(robot, q)))
     mu_of = {p: mu[c] for c in support for p in robot.contact(c).point_names}
-    J = np.vstack([pin.computeFrameJacobian(model, data, q, model.getFrameId(p),
-                                            pin.LOCAL_WORLD_ALIGNED)[:3] for p in names])
+    J = np.vstack(
+        [
+            pin.computeFrameJacobian(model, data, q, model.getFrameId(p), pin.LOCAL_WORLD_ALIGNED)[
+                :3
+            ]
+            for p in names
+        ]
+    )
     nf = 3 * len(names)
     act = np.asarray(robot.converter.pin_vidx)
     S = np.zeros((n, nv))
     S[np.arange(n), act] = 1.0
-    A = np.hstack([S.T, J.T])                                   # g = S^T tau + J^T f
+    A = np.hstack([S.T, J.T])  # g = S^T tau + J^T f
     b = g
     G, h = [], []
     for i, p in enumerate(names):
         nrm, t1, t2 = frame_of[p]
-        for row in ([-nrm], *[[a * t1 + c * t2 - mu_of[p] * nrm]
-                              for a in (1, -1) for c in (1, -1)]):
+        for row in (
+            [-nrm],
+            *[[a * t1 + c * t2 - mu_of[p] * nrm] for a in (1, -1) for c in (1, -1)],
+        ):
             r = np.zeros(n + nf)
-            r[n + 3 * i:n + 3 * i + 3] = row[0]
+            r[n + 3 * i : n + 3 * i + 3] = row[0]
             G.append(r)
             h.append(0.0)
     lim = robot.effort_limits
@@ -265,10 +306,9 @@ def _kkt_statics(robot, q, support, mu, eps, sol_tau, sol_f):
     active = np.flatnonzero(G @ x_sol - h > -1e-7)
     Ga = G[active]
     k, ne, na = n + nf, len(b), len(active)
-    K = np.block([[P, A.T, Ga.T], [A, np.zeros((ne, ne + na))],
-                  [Ga, np.zeros((na, ne + na))]])
+    K = np.block([[P, A.T, Ga.T], [A, np.zeros((ne, ne + na))], [Ga, np.zeros((na, ne + na))]])
     z = np.linalg.lstsq(K, np.r_[np.zeros(k), b, h[active]], rcond=None)[0]
-    x = z[:k]          # unique (P > 0), even where the active rows are redundant
+    x = z[:k]  # unique (P > 0), even where the active rows are redundant
     np.testing.assert_allclose(A @ x, b, atol=1e-8)
     np.testing.assert_allclose(Ga @ x, h[active], atol=1e-8)
     assert (G @ x - h <= 1e-9).all()
@@ -276,15 +316,22 @@ def _kkt_statics(robot, q, support, mu, eps, sol_tau, sol_f):
     # (not unique where a point's five rows are active at zero force: scipy's bounded least
     # squares finds one)
     lo = np.r_[np.full(ne, -np.inf), np.zeros(na)]
-    dual = scipy.optimize.lsq_linear(np.hstack([A.T, Ga.T]), -P @ x, bounds=(lo, np.inf),
-                                     tol=1e-14, lsmr_tol="auto", max_iter=10_000)
+    dual = scipy.optimize.lsq_linear(
+        np.hstack([A.T, Ga.T]),
+        -P @ x,
+        bounds=(lo, np.inf),
+        tol=1e-14,
+        lsmr_tol="auto",
+        max_iter=10_000,
+    )
     assert np.abs(dual.fun).max() < 1e-8, np.abs(dual.fun).max()
     return x[:n], x[n:].reshape(-1, 3), active.size
 
 
 @pytest.mark.parametrize("fast", [True, False])
-@pytest.mark.parametrize("support", [THREE, ("left_foot", "right_hand"),
-                                     ("right_foot", "right_hand")])
+@pytest.mark.parametrize(
+    "support", [THREE, ("left_foot", "right_hand"), ("right_foot", "right_hand")]
+)
 def test_statics_qp_with_three_contacts_matches_its_kkt_solution(hand_robot, support, fast):
     """Both feet and the hand, and each foot with the hand (the CoM of the lean pose is outside
     either sole: the hand must carry), at the lean pose and at a posture nearby: torques and
@@ -301,16 +348,16 @@ def test_statics_qp_with_three_contacts_matches_its_kkt_solution(hand_robot, sup
             assert "no solution" in res.status
             continue
         assert res.feasible, res.status
-        f = np.array([res.contact_forces[p] for c in support
-                      for p in r.contact(c).point_names])
+        f = np.array([res.contact_forces[p] for c in support for p in r.contact(c).point_names])
         tau, f_ref, n_active = _kkt_statics(r, q, support, mu, ctrl.eps, res.tau_array, f)
         np.testing.assert_allclose(res.tau_array, tau, atol=1e-6)
         np.testing.assert_allclose(f, f_ref, atol=1e-6)
         hand = f[-4:].sum(axis=0)
-        assert hand[1] > 1.0                      # the wall pushes the hand: it is loaded
-        if support == ("left_foot", "right_hand"):       # the wall's friction binds
-            assert n_active > 0 and any(a.startswith("right_hand") and ":friction" in a
-                                        for a in res.active_constraints)
+        assert hand[1] > 1.0  # the wall pushes the hand: it is loaded
+        if support == ("left_foot", "right_hand"):  # the wall's friction binds
+            assert n_active > 0 and any(
+                a.startswith("right_hand") and ":friction" in a for a in res.active_constraints
+            )
 
 
 def _near(robot, rng):
@@ -364,7 +411,8 @@ def test_statics_judges_the_hand_s_forces_in_the_wall_s_frame(hand_robot, method
 def test_statics_refuses_what_it_cannot_do_with_a_hand(hand_robot):
     with pytest.raises(GravityCompensationError, match="points"):
         GravityCompensationQP(hand_robot, contact_model="wrench").solve(
-            hand_robot.pose_q("lean"), THREE)
+            hand_robot.pose_q("lean"), THREE
+        )
     with pytest.raises(UnknownNameError, match="right_hand"):
         GravityCompensationQP(hand_robot).solve(hand_robot.pose_q("lean"), ["left_hand"])
 
@@ -379,9 +427,13 @@ def test_gravity_qp_commands_the_hand_s_points(hand_robot):
     assert cmd.feasible and cmd.contact_set == frozenset(THREE)
     assert cmd.point_forces.shape == (12, 3)
     hand = cmd.point_forces[8:]
-    assert (hand[:, 1] >= -1e-6).all() and hand[:, 1].sum() > 1.0   # pressed on the wall
-    np.testing.assert_array_equal(cmd.point_forces[8:], np.array(
-        [ctrl.solve(q, THREE).contact_forces[p] for p in r.contact("right_hand").point_names]))
+    assert (hand[:, 1] >= -1e-6).all() and hand[:, 1].sum() > 1.0  # pressed on the wall
+    np.testing.assert_array_equal(
+        cmd.point_forces[8:],
+        np.array(
+            [ctrl.solve(q, THREE).contact_forces[p] for p in r.contact("right_hand").point_names]
+        ),
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -436,21 +488,21 @@ def test_the_layout_s_cone_of_a_hand_point_is_the_wall_s(hand_robot):
     along it just inside ``mu`` (MuJoCo's diamond, the wall's axes) passes, just outside fails;
     a sole point's rows are the floor's."""
     layout = build_contact_layout(hand_robot, THREE)
-    mu = FRICTION_MARGIN * 1.0                       # the scene's friction, 1
+    mu = FRICTION_MARGIN * 1.0  # the scene's friction, 1
     C, d = layout.friction, layout.friction_rhs
     # MuJoCo's frame on a wall facing +y (mju_makeFrame): tangents z and n x z = x
     R = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, 1.0, 0.0]]).T
-    for p in (8, 11):                                # two of the hand's points
+    for p in (8, 11):  # two of the hand's points
         rows = slice(5 * p, 5 * p + 5)
         for along, ok in ((0.99, True), (1.01, False)):
             for t in (R[:, 0], R[:, 1], (R[:, 0] + R[:, 1]) / 2):
                 f = np.zeros(3 * layout.n_points)
-                f[3 * p:3 * p + 3] = 10.0 * (R[:, 2] + along * mu * t)
+                f[3 * p : 3 * p + 3] = 10.0 * (R[:, 2] + along * mu * t)
                 assert ((C[rows] @ f - d[rows]) <= 1e-12).all() == ok
     f = np.zeros(3 * layout.n_points)
-    f[0:3] = [6.9, 0.0, 10.0]                        # a sole point: the floor's rows
+    f[0:3] = [6.9, 0.0, 10.0]  # a sole point: the floor's rows
     assert ((C[0:5] @ f - d[0:5]) <= 0).all()
-    f[0:3] = [0.0, 10.0, 0.0]                        # pushing sideways on the floor: out
+    f[0:3] = [0.0, 10.0, 0.0]  # pushing sideways on the floor: out
     assert not ((C[0:5] @ f - d[0:5]) <= 0).all()
 
 
@@ -489,12 +541,21 @@ def test_g1_leans_on_the_wall_and_holds_a_foot_up_for_5_s(tmp_path):
     from wbsim.episode_log import load_run
     from wbsim.rollout import EpisodeConfig, run_episode
 
-    summary = run_episode(EpisodeConfig("wbsim/G1HandWall-v0", "projected_id", seconds=8.5,
-                                        log=tmp_path / "run", progress=False))
+    summary = run_episode(
+        EpisodeConfig(
+            "wbsim/G1HandWall-v0", "projected_id", seconds=8.5, log=tmp_path / "run", progress=False
+        )
+    )
     assert not summary["fell"] and summary["status"] == "completed"
     counts = summary["events"]
-    for kind in ("force_sign", "friction_cone", "non_sole_contact", "fallback",
-                 "solver_failure", "torque_limit"):
+    for kind in (
+        "force_sign",
+        "friction_cone",
+        "non_sole_contact",
+        "fallback",
+        "solver_failure",
+        "torque_limit",
+    ):
         assert counts[kind] == 0, (kind, counts)
     assert summary["swing_clearance_min_hold_m"] > 0.045
     run = load_run(tmp_path / "run")
@@ -504,8 +565,9 @@ def test_g1_leans_on_the_wall_and_holds_a_foot_up_for_5_s(tmp_path):
     hand_on = run.steps[:, cols.index("sensed_right_hand")] == 1
     assert hand_on[t > 0.01].all()
     edges = np.flatnonzero(np.diff(np.r_[0, foot_off.astype(int), 0]))
-    longest = max((t[min(b, len(t) - 1)] - t[a] for a, b in zip(edges[::2], edges[1::2])),
-                  default=0.0)
+    longest = max(
+        (t[min(b, len(t) - 1)] - t[a] for a, b in zip(edges[::2], edges[1::2])), default=0.0
+    )
     assert longest >= 5.0, longest
 
 

@@ -38,8 +38,7 @@ def test_parity_at_random_states(new_robot):
     """MuJoCo and Pinocchio agree to 1e-8 (relative) at 30 random states beyond the 5 of the load:
     mass, bodies, limits, mass matrix, gravity (wbsim.parity.check_models raises otherwise)."""
     r = new_robot
-    check_models(r.name, r.mj_model, r.pin_model, r.converter, r.joint_limits, n_states=30,
-                 seed=11)
+    check_models(r.name, r.mj_model, r.pin_model, r.converter, r.joint_limits, n_states=30, seed=11)
     # and with velocities: the bias forces (Coriolis, centrifugal, gravity), as for the G1
     import mujoco
     from conftest import random_state
@@ -90,18 +89,24 @@ def test_icub_soles_from_its_collada_collision_meshes():
     import trimesh
 
     robot = wbsim.load_robot("icub")
-    mesh = trimesh.load(ERD / "icub_description/meshes/upmc/collision/"
-                        "icub_simple_collision_l_foot.dae", force="mesh")
+    mesh = trimesh.load(
+        ERD / "icub_description/meshes/upmc/collision/icub_simple_collision_l_foot.dae",
+        force="mesh",
+    )
     y_up = np.array([[1.0, 0, 0], [0, 0, -1], [0, 1, 0]])
     collision = pin.SE3(pin.rpy.rpyToMatrix(0, 1.5708, 1.5708), np.array([-0.008, 0, -0.0553]))
     model = robot.pin_model
-    sole = model.frames[model.getFrameId("l_sole")].placement      # in the joint frame
+    sole = model.frames[model.getFrameId("l_sole")].placement  # in the joint frame
     foot = model.frames[model.getFrameId("l_foot")].placement
     in_sole = (sole.inverse() * foot * collision).act
     pts = np.array([in_sole(v) for v in mesh.vertices @ y_up.T])
     lo, hi = pts.min(axis=0), pts.max(axis=0)
-    expected = [[hi[0], hi[1], lo[2]], [lo[0], hi[1], lo[2]], [lo[0], lo[1], lo[2]],
-                [hi[0], lo[1], lo[2]]]
+    expected = [
+        [hi[0], hi[1], lo[2]],
+        [lo[0], hi[1], lo[2]],
+        [lo[0], lo[1], lo[2]],
+        [hi[0], lo[1], lo[2]],
+    ]
     # to 10 um: wbsim takes the box with the world's axes at the zero posture, where iCub's
     # l_sole is tilted by 4e-6 rad (the URDF's rpy 1.5708 for pi/2): 5 um over the foot
     np.testing.assert_allclose(robot.foot("left_foot").points_in_foot, expected, atol=1e-5)
@@ -124,8 +129,9 @@ def test_sole_spheres_touch_the_floor_at_the_stand_pose(new_robot):
 def test_registered_robots_stand_10s_on_gravity_qp(env_id):
     from wbsim.rollout import EpisodeConfig, run_episode
 
-    s = run_episode(EpisodeConfig(env=env_id, controller="gravity_qp", seconds=10.0,
-                                  progress=False))
+    s = run_episode(
+        EpisodeConfig(env=env_id, controller="gravity_qp", seconds=10.0, progress=False)
+    )
     assert s["status"] == "completed" and not s["fell"]
     assert s["base_drift_m"] < 2e-3 and s["max_base_tilt_deg"] < 0.5
     assert s["events"]["force_sign"] == 0 and s["events"].get("fall", 0) == 0
@@ -139,10 +145,32 @@ def test_cli_robot_from_a_path_and_a_config(tmp_path):
     urdf = ERD / "icub_description/robots/icub_reduced.urdf"
     run, video = tmp_path / "run", tmp_path / "icub.mp4"
     proc = subprocess.run(
-        [sys.executable, "-m", "wbsim.cli", "run", "--robot", str(urdf), "--robot-config",
-         str(cfg), "--seconds", "1", "--log", str(run), "--video", str(video), "--width", "160",
-         "--height", "120", "--no-progress"], capture_output=True, text=True, timeout=300,
-        check=False)
+        [
+            sys.executable,
+            "-m",
+            "wbsim.cli",
+            "run",
+            "--robot",
+            str(urdf),
+            "--robot-config",
+            str(cfg),
+            "--seconds",
+            "1",
+            "--log",
+            str(run),
+            "--video",
+            str(video),
+            "--width",
+            "160",
+            "--height",
+            "120",
+            "--no-progress",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     summary = json.loads((run / "summary.json").read_text())
     assert summary["robot"] == "icub_reduced" and summary["status"] == "completed"
@@ -156,13 +184,20 @@ def test_cli_robot_from_a_path_and_a_config(tmp_path):
 def test_env_option_robot_in_run_episode(tmp_path):
     from wbsim.rollout import EpisodeConfig, run_episode
 
-    s = run_episode(EpisodeConfig(env="wbsim/G1Stand-v0", seconds=0.2, progress=False,
-                                  env_options={"robot": str(ROBOT_CONFIG_DIR / "romeo.toml")}))
+    s = run_episode(
+        EpisodeConfig(
+            env="wbsim/G1Stand-v0",
+            seconds=0.2,
+            progress=False,
+            env_options={"robot": str(ROBOT_CONFIG_DIR / "romeo.toml")},
+        )
+    )
     assert s["robot"] == "romeo" and s["status"] == "completed"
     urdf = ERD / "romeo_description/urdf/romeo_small.urdf"
     with pytest.raises(WbsimError, match="no feet configured"):  # nothing to sense: refused
-        run_episode(EpisodeConfig(seconds=0.2, env_options={"robot": str(urdf)},
-                                  log=tmp_path / "run"))
+        run_episode(
+            EpisodeConfig(seconds=0.2, env_options={"robot": str(urdf)}, log=tmp_path / "run")
+        )
     assert not (tmp_path / "run").exists()
     with pytest.raises(UnknownNameError, match="icub.*romeo"):
         run_episode(EpisodeConfig(seconds=0.2, env_options={"robot": "asimo"}))
@@ -170,11 +205,13 @@ def test_env_option_robot_in_run_episode(tmp_path):
 
 def test_custom_robot_env_registers_pickles_and_vectorizes(tmp_path):
     cfg = tmp_path / "g1h.toml"
-    cfg.write_text(textwrap.dedent("""\
+    cfg.write_text(
+        textwrap.dedent("""\
         description = "g1_description/urdf/g1_29dof_with_hand_rev_1_0.urdf"
         feet = { left_foot = "left_ankle_roll_link", right_foot = "right_ankle_roll_link" }
         lock = ["left_hand_thumb_0_joint", "right_hand_thumb_0_joint"]
-    """))
+    """)
+    )
     env_id = wbsim.envs.register_robot_env("test/G1HandsLocked-v0", cfg, max_seconds=5.0)
     env = gym.make(env_id)
     robot = env.unwrapped.robot
@@ -202,8 +239,9 @@ def test_custom_robot_env_registers_pickles_and_vectorizes(tmp_path):
     finally:
         vec.close()
     with pytest.raises(WbsimError, match="no feet"):
-        wbsim.envs.register_robot_env("test/NoFeet-v0", str(ERD / "romeo_description/urdf/"
-                                                              "romeo_small.urdf"))
+        wbsim.envs.register_robot_env(
+            "test/NoFeet-v0", str(ERD / "romeo_description/urdf/romeo_small.urdf")
+        )
 
 
 def test_projected_id_lifts_a_foot_on_icub():
@@ -211,9 +249,15 @@ def test_projected_id_lifts_a_foot_on_icub():
     from wbsim.envs.schedules import one_leg_plan
     from wbsim.rollout import EpisodeConfig, run_episode
 
-    s = run_episode(EpisodeConfig(env="wbsim/ICubStand-v0", controller="projected_id",
-                                  seconds=6.0, progress=False,
-                                  env_options={"plan": one_leg_plan}))
+    s = run_episode(
+        EpisodeConfig(
+            env="wbsim/ICubStand-v0",
+            controller="projected_id",
+            seconds=6.0,
+            progress=False,
+            env_options={"plan": one_leg_plan},
+        )
+    )
     assert not s["fell"] and s["swing_clearance_min_hold_m"] > 0.04
     assert s["events"]["force_sign"] == 0
 
@@ -229,12 +273,16 @@ def test_robot_config_toml_errors(tmp_path):
     bad.write_text("description = [\n")
     with pytest.raises(WbsimError, match="not valid TOML"):
         RobotConfig.from_toml(bad)
-    bad.write_text('description = "romeo_description/urdf/romeo_small.urdf"\n'
-                   'feet = { left_foot = "l_sole", right_foot = "r_sole" }\nlock = ["LKnee"]\n')
+    bad.write_text(
+        'description = "romeo_description/urdf/romeo_small.urdf"\n'
+        'feet = { left_foot = "l_sole", right_foot = "r_sole" }\nlock = ["LKnee"]\n'
+    )
     with pytest.raises(RobotLoadError, match="cannot lock joint 'LKnee'.*LKneePitch"):
         wbsim.load_robot(bad)
-    bad.write_text('description = "romeo_description/urdf/romeo_small.urdf"\n'
-                   'feet = { left_foot = "l_sole", right_foot = "left_toe" }\n')
+    bad.write_text(
+        'description = "romeo_description/urdf/romeo_small.urdf"\n'
+        'feet = { left_foot = "l_sole", right_foot = "left_toe" }\n'
+    )
     with pytest.raises(RobotLoadError, match="foot link 'left_toe'.*l_sole"):
         wbsim.load_robot(bad)
 
@@ -251,14 +299,22 @@ def test_robot_config_pickles_and_round_trips():
 def test_icub_loads_from_the_cache_without_converting(tmp_path):
     """The first load converts iCub's 56 COLLADA meshes; the next (a new process) reads the
     cache and does not even import trimesh. Wall times are printed, not judged (shared CPUs)."""
-    code = ("import sys, time, warnings; warnings.simplefilter('ignore'); import wbsim; "
-            "t = time.perf_counter(); wbsim.load_robot('icub'); "
-            "print(time.perf_counter() - t, 'trimesh' in sys.modules)")
+    code = (
+        "import sys, time, warnings; warnings.simplefilter('ignore'); import wbsim; "
+        "t = time.perf_counter(); wbsim.load_robot('icub'); "
+        "print(time.perf_counter() - t, 'trimesh' in sys.modules)"
+    )
     env = {**os.environ, "WBSIM_CACHE": str(tmp_path / "cache")}
     times = []
     for converted in (True, False):
-        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                             text=True, timeout=300, check=True).stdout.split()
+        out = subprocess.run(
+            [sys.executable, "-c", code],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=True,
+        ).stdout.split()
         times.append(float(out[0]))
         assert out[1] == str(converted)
     assert len(list((tmp_path / "cache" / "meshes").glob("*.stl"))) == 56
@@ -294,8 +350,10 @@ def menagerie_cache(tmp_path, monkeypatch):
     limited to local files (no network)."""
     source = os.environ.get("WBSIM_TEST_RD_SOURCE")
     if not source or not (Path(source) / "mujoco_menagerie").is_dir():
-        pytest.skip("no MuJoCo Menagerie in a robot_descriptions cache (set "
-                    "ROBOT_DESCRIPTIONS_CACHE to one to run this test)")
+        pytest.skip(
+            "no MuJoCo Menagerie in a robot_descriptions cache (set "
+            "ROBOT_DESCRIPTIONS_CACHE to one to run this test)"
+        )
     (tmp_path / "rd").mkdir()
     (tmp_path / "rd" / "mujoco_menagerie").symlink_to(Path(source) / "mujoco_menagerie")
     monkeypatch.setenv("ROBOT_DESCRIPTIONS_CACHE", str(tmp_path / "rd"))
@@ -308,10 +366,12 @@ def test_menagerie_humanoids_load_and_stand(name, menagerie_cache):
     from wbsim.rollout import EpisodeConfig, run_episode
 
     left, right = MENAGERIE[name]
-    robot = wbsim.load_robot(name, config={"feet": {"left_foot": {"link": left},
-                                                    "right_foot": {"link": right}}})
-    check_models(name, robot.mj_model, robot.pin_model, robot.converter, robot.joint_limits,
-                 n_states=20)
+    robot = wbsim.load_robot(
+        name, config={"feet": {"left_foot": {"link": left}, "right_foot": {"link": right}}}
+    )
+    check_models(
+        name, robot.mj_model, robot.pin_model, robot.converter, robot.joint_limits, n_states=20
+    )
     env_id = wbsim.envs.register_robot_env(f"test/{name}-v0", robot.config)
     s = run_episode(EpisodeConfig(env=env_id, seconds=2.0, progress=False))
     assert not s["fell"] and s["base_drift_m"] < 2e-3

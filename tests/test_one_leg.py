@@ -16,8 +16,16 @@ from wbsim.rollout import EpisodeConfig, run_episode
 from wbsim.types import ContactSchedule, RobotState
 
 LEFT = frozenset({"left_foot"})
-VIOLATIONS = ("force_sign", "friction_cone", "complementarity", "planar_complementarity",
-              "contact_mismatch", "non_sole_contact", "fallback", "solver_failure")
+VIOLATIONS = (
+    "force_sign",
+    "friction_cone",
+    "complementarity",
+    "planar_complementarity",
+    "contact_mismatch",
+    "non_sole_contact",
+    "fallback",
+    "solver_failure",
+)
 
 
 def _events(run, kind):
@@ -36,9 +44,16 @@ def _first_step_of_phase(run, phase_index):
 # ------------------------------------------------------------------------------------------------
 @pytest.mark.slow
 def test_one_leg_qp_meets_the_bars(tmp_path):
-    s = run_episode(EpisodeConfig(env="wbsim/G1OneLeg-v0", controller="projected_id",
-                                  controller_options={"variant": "qp"}, seconds=7.5, log=tmp_path,
-                                  progress=False))
+    s = run_episode(
+        EpisodeConfig(
+            env="wbsim/G1OneLeg-v0",
+            controller="projected_id",
+            controller_options={"variant": "qp"},
+            seconds=7.5,
+            log=tmp_path,
+            progress=False,
+        )
+    )
     run = load_run(tmp_path)
     events = s["events"]
     listing = [(e["kind"], e["where"], round(e["t"], 3)) for e in run.events]
@@ -51,25 +66,33 @@ def test_one_leg_qp_meets_the_bars(tmp_path):
     com = np.stack([run["com_x"], run["com_y"], run["com_z"]], axis=1)
     ref = np.stack([run["com_ref_x"], run["com_ref_y"], run["com_ref_z"]], axis=1)
     assert np.sqrt(np.mean(np.sum((com - ref) ** 2, axis=1))) == pytest.approx(
-        s["com_tracking_rms_m"], rel=1e-9)
+        s["com_tracking_rms_m"], rel=1e-9
+    )
     # the right sole >= 4 cm above the floor during the hold (phase 3), also from the step table
     hold = run["phase_index"] == 3
     assert hold.sum() == 1000
     assert s["swing_clearance_min_hold_m"] >= 0.04
     assert run["sole_min_z_right_foot"][hold].min() == pytest.approx(
-        s["swing_clearance_min_hold_m"])
+        s["swing_clearance_min_hold_m"]
+    )
     assert s["swing_clearance_max_m"] >= s["swing_clearance_min_hold_m"]
     # exactly 4 contact-mode switches: the planned ones (assumed) and the right foot's sensed
     # lift-off and touch-down (simulated), each within 20 ms of the plan
     planned = one_leg_plan().switch_times(7.5)
     assert [(t, sorted(b), sorted(a)) for t, b, a in planned] == [
-        (2.5, sorted(BOTH_FEET), ["left_foot"]), (6.5, ["left_foot"], sorted(BOTH_FEET))]
+        (2.5, sorted(BOTH_FEET), ["left_foot"]),
+        (6.5, ["left_foot"], sorted(BOTH_FEET)),
+    ]
     switches = _events(run, "mode_switch")
     assert events["mode_switch"] == 4 and len(switches) == 4, listing
     for source in ("assumed", "simulated"):
-        mine = sorted((e for e in switches if e["detail"]["source"] == source), key=lambda e: e["t"])
+        mine = sorted(
+            (e for e in switches if e["detail"]["source"] == source), key=lambda e: e["t"]
+        )
         assert [(e["where"], e["detail"]["change"]) for e in mine] == [
-            ("right_foot", "break"), ("right_foot", "make")], (source, listing)
+            ("right_foot", "break"),
+            ("right_foot", "make"),
+        ], (source, listing)
         for e, (t_plan, _, _) in zip(mine, planned):
             assert abs(e["t"] - t_plan) <= 0.020, (source, e["t"], t_plan)
     # the foot really is unloaded at the planned lift: the simulated right-sole load in the last
@@ -87,16 +110,25 @@ def test_one_leg_qp_meets_the_bars(tmp_path):
 def test_one_leg_pinv_runs_or_falls_cleanly_and_counts_pulling(tmp_path):
     """The pinv variant has no unilateral constraint: its pulling commands are counted
     (``force_sign``), whatever their number; the run ends normally, completed or fallen."""
-    s = run_episode(EpisodeConfig(env="wbsim/G1OneLeg-v0", controller="projected_id",
-                                  controller_options={"variant": "pinv"}, seconds=7.5,
-                                  log=tmp_path, progress=False))
+    s = run_episode(
+        EpisodeConfig(
+            env="wbsim/G1OneLeg-v0",
+            controller="projected_id",
+            controller_options={"variant": "pinv"},
+            seconds=7.5,
+            log=tmp_path,
+            progress=False,
+        )
+    )
     run = load_run(tmp_path)
     assert s["status"] == ("fell" if s["fell"] else "completed")
     assert isinstance(s["events"]["force_sign"], int)
     assert s["events"]["force_sign"] == len(_events(run, "force_sign"))
     assert s["diagnostics"]["steps_in_violation"]["force_sign"] >= s["events"]["force_sign"]
     for e in _events(run, "force_sign"):
-        assert e["detail"]["commanded_normal_force"] < -0.01 and e["detail"]["source"] == "commanded"
+        assert (
+            e["detail"]["commanded_normal_force"] < -0.01 and e["detail"]["source"] == "commanded"
+        )
     if s["fell"]:
         (fall,) = _events(run, "fall")
         assert fall["step"] == s["steps"] - 1 and s["stopped_reason"].startswith("fell at")
@@ -130,6 +162,7 @@ def _replace_phase(plan_factory, index, **changes):
         phases = list(plan.phases)
         phases[index] = dataclasses.replace(phases[index], **changes)
         return PhasePlan(phases)
+
     return factory
 
 
@@ -137,12 +170,16 @@ def _taus(robot, run, step):
     return np.array([run[f"tau/{j}"][step] for j in robot.joint_names])
 
 
-@pytest.mark.parametrize("offset, fallback, word", [
-    ((0.0, 0.0, 1.0), "relaxed_qp", "exact_qp_infeasible"),
-    ((0.0, -1.0, 0.0), "clamped_target", "right_foot_target_out_of_reach"),
-])
-def test_unreachable_swing_target_is_reported_with_a_safe_command(tmp_path, g1, offset, fallback,
-                                                                  word):
+@pytest.mark.parametrize(
+    "offset, fallback, word",
+    [
+        ((0.0, 0.0, 1.0), "relaxed_qp", "exact_qp_infeasible"),
+        ((0.0, -1.0, 0.0), "clamped_target", "right_foot_target_out_of_reach"),
+    ],
+)
+def test_unreachable_swing_target_is_reported_with_a_safe_command(
+    tmp_path, g1, offset, fallback, word
+):
     """The right foot's target moved by ``offset`` (m) from its rest place from the lift on.
 
     * 1 m up: 0.35 m above the hip, inside the leg-length sphere the controller checks, so it is
@@ -154,16 +191,27 @@ def test_unreachable_swing_target_is_reported_with_a_safe_command(tmp_path, g1, 
     Either way the command is reported (``fallback`` and ``solver_failure`` events) from the first
     step of the lift, with finite torques within the limits, and the episode goes on.
     """
+
     def moved(s, c):
         return c["right_foot"] + np.array(offset)
 
     lift = one_leg_plan().phases[2]
     assert lift.name == "lift"
-    plan = _Plan(f"one_leg_plan, right_foot target moved by {offset} m from the lift on",
-                 _replace_phase(one_leg_plan, 2, targets={**lift.targets, "right_foot": moved}))
-    s = run_episode(EpisodeConfig(env="wbsim/G1OneLeg-v0", controller="projected_id",
-                                  controller_options={"variant": "qp"}, seconds=2.6, log=tmp_path,
-                                  progress=False, env_options={"plan": plan}))
+    plan = _Plan(
+        f"one_leg_plan, right_foot target moved by {offset} m from the lift on",
+        _replace_phase(one_leg_plan, 2, targets={**lift.targets, "right_foot": moved}),
+    )
+    s = run_episode(
+        EpisodeConfig(
+            env="wbsim/G1OneLeg-v0",
+            controller="projected_id",
+            controller_options={"variant": "qp"},
+            seconds=2.6,
+            log=tmp_path,
+            progress=False,
+            env_options={"plan": plan},
+        )
+    )
     run = load_run(tmp_path)
     assert s["status"] == ("fell" if s["fell"] else "completed")  # ran to its end, no exception
     lift = _first_step_of_phase(run, 2)
@@ -173,8 +221,9 @@ def test_unreachable_swing_target_is_reported_with_a_safe_command(tmp_path, g1, 
     assert word in reported[0]["detail"]["status"]
     failures = [e for e in _events(run, "solver_failure") if e["step"] == lift]
     assert failures and failures[0]["detail"]["fallback"] == fallback
-    assert not [e for e in run.events if e["kind"] in ("fallback", "solver_failure")
-                and e["step"] < lift]
+    assert not [
+        e for e in run.events if e["kind"] in ("fallback", "solver_failure") and e["step"] < lift
+    ]
     for step in range(lift, run.steps.shape[0]):
         tau = _taus(g1, run, step)
         assert np.all(np.isfinite(tau)) and np.all(np.abs(tau) <= g1.effort_limits * (1 + 1e-6))
@@ -193,25 +242,40 @@ def test_infeasible_contact_sets_are_reported_with_a_safe_command(tmp_path, g1):
     before the planned switch, which already makes the exact QP infeasible in the stand phase
     (the CoM is between the feet), so the report would start before the contact set changes.
     """
+
     def stand(s, c):
         return c["com"].copy()
 
     def phases():
         first = one_leg_plan().phases[0]
-        return PhasePlan([
-            dataclasses.replace(first, duration=0.2),
-            dataclasses.replace(first, name="left_only", duration=0.1, contact_set=LEFT,
-                                targets={"com": stand}),
-            dataclasses.replace(first, name="no_contact", duration=0.1, contact_set=frozenset(),
-                                targets={"com": stand}),
-        ])
+        return PhasePlan(
+            [
+                dataclasses.replace(first, duration=0.2),
+                dataclasses.replace(
+                    first, name="left_only", duration=0.1, contact_set=LEFT, targets={"com": stand}
+                ),
+                dataclasses.replace(
+                    first,
+                    name="no_contact",
+                    duration=0.1,
+                    contact_set=frozenset(),
+                    targets={"com": stand},
+                ),
+            ]
+        )
 
     plan = _Plan("stand 0.2 s, left foot only 0.1 s, no contact", phases)
-    s = run_episode(EpisodeConfig(env="wbsim/G1OneLeg-v0", controller="projected_id",
-                                  controller_options={"variant": "qp", "check_targets": False,
-                                                      "transition_time": 0.0},
-                                  seconds=0.4, log=tmp_path, progress=False,
-                                  env_options={"plan": plan}))
+    s = run_episode(
+        EpisodeConfig(
+            env="wbsim/G1OneLeg-v0",
+            controller="projected_id",
+            controller_options={"variant": "qp", "check_targets": False, "transition_time": 0.0},
+            seconds=0.4,
+            log=tmp_path,
+            progress=False,
+            env_options={"plan": plan},
+        )
+    )
     run = load_run(tmp_path)
     assert s["status"] == ("fell" if s["fell"] else "completed")  # ran to its end, no exception
     left_only, no_contact = _first_step_of_phase(run, 1), _first_step_of_phase(run, 2)
@@ -226,8 +290,11 @@ def test_infeasible_contact_sets_are_reported_with_a_safe_command(tmp_path, g1):
     # not feasible from the first step of the left-only phase to the end (one episode)
     (failure,) = _events(run, "solver_failure")
     assert failure["step"] == left_only and failure["end_step"] == run.steps.shape[0] - 1
-    assert not [e for e in run.events if e["kind"] in ("fallback", "solver_failure")
-                and e["step"] < left_only]
+    assert not [
+        e
+        for e in run.events
+        if e["kind"] in ("fallback", "solver_failure") and e["step"] < left_only
+    ]
     # safe commands: relaxed torques within the limits; with no contact, the last feasible torques
     for step in range(left_only, no_contact):
         tau = _taus(g1, run, step)
@@ -257,8 +324,14 @@ def test_unloading_bounds_follow_the_documented_ramp(g1):
     ctrl.reset(state)
 
     def at(phase_time):
-        sched = ContactSchedule(contact_set=BOTH_FEET, next_contact_set=LEFT, phase="shift",
-                                phase_index=1, phase_time=phase_time, phase_duration=1.5)
+        sched = ContactSchedule(
+            contact_set=BOTH_FEET,
+            next_contact_set=LEFT,
+            phase="shift",
+            phase_index=1,
+            phase_time=phase_time,
+            phase_duration=1.5,
+        )
         return ctrl.compute(RobotState(phase_time, q, v), sched)
 
     loads = _foot_loads(at(0.5), g1, "right_foot")
@@ -282,13 +355,25 @@ def test_touchdown_bounds_press_the_new_foot_and_ramp_its_load(g1):
     weight = g1.total_mass * 9.81
     q, v = g1.pose_q("stand"), np.zeros(g1.pin_model.nv)
     ctrl.reset(RobotState(0.0, q, v))
-    ctrl.compute(RobotState(0.0, q, v), ContactSchedule(contact_set=LEFT, next_contact_set=BOTH_FEET,
-                                                        phase="lower", phase_time=0.9,
-                                                        phase_duration=1.0))
+    ctrl.compute(
+        RobotState(0.0, q, v),
+        ContactSchedule(
+            contact_set=LEFT,
+            next_contact_set=BOTH_FEET,
+            phase="lower",
+            phase_time=0.9,
+            phase_duration=1.0,
+        ),
+    )
     t_make = 0.1
     for dt in (0.0, 0.01, 0.1, 0.5):
-        sched = ContactSchedule(contact_set=BOTH_FEET, next_contact_set=BOTH_FEET, phase="stand_again",
-                                phase_time=dt, phase_duration=1.0)
+        sched = ContactSchedule(
+            contact_set=BOTH_FEET,
+            next_contact_set=BOTH_FEET,
+            phase="stand_again",
+            phase_time=dt,
+            phase_duration=1.0,
+        )
         cmd = ctrl.compute(RobotState(t_make + dt, q, v), sched)
         loads = _foot_loads(cmd, g1, "right_foot")
         lo = fk * min(dt / Tr, 1.0)
@@ -320,9 +405,15 @@ def test_joint_damping_enters_the_inverse_dynamics(g1):
             h = pin.rnea(model, data, q, v, np.zeros(model.nv))
             pin.computeJointJacobians(model, data, q)
             pin.updateFramePlacements(model, data)
-            Jc = np.vstack([pin.getFrameJacobian(model, data, g1.feet[f].pin_frame_id,
-                                                 pin.LOCAL_WORLD_ALIGNED)
-                            for f in g1.feet if f in feet])
+            Jc = np.vstack(
+                [
+                    pin.getFrameJacobian(
+                        model, data, g1.feet[f].pin_frame_id, pin.LOCAL_WORLD_ALIGNED
+                    )
+                    for f in g1.feet
+                    if f in feet
+                ]
+            )
             gen = np.zeros(model.nv)
             gen[vidx] = cmd.info["tau_id"] - ctrl.joint_damping * v[vidx]
             residual = M @ cmd.info["qdd"] + h - gen - Jc.T @ cmd.info["lambda"]

@@ -37,10 +37,15 @@ def _projector(model, data, camera):
 
 def _overlay(points, forces):
     n = len(points)
-    return OverlayData(points=np.asarray(points, float), modes=np.ones(n, dtype=int),
-                       f_cmd=np.zeros((n, 3)), f_sim=np.asarray(forces, float),
-                       violating=np.zeros(n, dtype=bool), com=np.array([5.0, 5.0, 0.0]),
-                       support=np.zeros((0, 2)))
+    return OverlayData(
+        points=np.asarray(points, float),
+        modes=np.ones(n, dtype=int),
+        f_cmd=np.zeros((n, 3)),
+        f_sim=np.asarray(forces, float),
+        violating=np.zeros(n, dtype=bool),
+        com=np.array([5.0, 5.0, 0.0]),
+        support=np.zeros((0, 2)),
+    )
 
 
 def test_drawn_arrows_have_the_documented_length_and_direction(g1, tmp_path):
@@ -207,12 +212,18 @@ def test_a_wrench_command_is_drawn_at_its_centre_of_pressure():
         o = pdata.oMf[robot.foot(foot).pin_frame_id].translation
         np.testing.assert_allclose(np.cross(p - o, w[:3])[:2], w[3:5], atol=1e-9)
         np.testing.assert_array_equal(f, w[:3])
-        sole_z = [u.sensing.position_world[i, 2] for i, ft in enumerate(u.sensing.point_foot)
-                  if ft == foot]
+        sole_z = [
+            u.sensing.position_world[i, 2]
+            for i, ft in enumerate(u.sensing.point_foot)
+            if ft == foot
+        ]
         assert p[2] == pytest.approx(np.mean(sole_z), abs=1e-12)
     scene = mujoco.MjvScene(u.model, maxgeom=200)
     draw_geoms(scene, data)
-    arrows = [g for g in scene.geoms[:scene.ngeom] if g.type == mujoco.mjtGeom.mjGEOM_ARROW
-              and np.array_equal(g.rgba, COMMANDED)]
+    arrows = [
+        g
+        for g in scene.geoms[: scene.ngeom]
+        if g.type == mujoco.mjtGeom.mjGEOM_ARROW and np.array_equal(g.rgba, COMMANDED)
+    ]
     assert len(arrows) == 2
     env.close()

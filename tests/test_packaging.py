@@ -34,11 +34,14 @@ def test_readme_links_are_absolute_to_the_repository(project):
     links = _links((ROOT / project["readme"]).read_text())
     assert any(link.startswith("https://raw.githubusercontent.com/") for link in links)
     relative = [link for link in links if not link.startswith(("https://", "http://", "#"))]
-    assert not relative, (f"relative links in the README: {relative}; use {repo}/blob/main/PATH "
-                          f"or https://raw.githubusercontent.com/{owner_name}/main/PATH for images")
+    assert not relative, (
+        f"relative links in the README: {relative}; use {repo}/blob/main/PATH "
+        f"or https://raw.githubusercontent.com/{owner_name}/main/PATH for images"
+    )
     ours = [link for link in links if "wbsim" in link.split("/")[3:5]]
-    assert all(link.startswith((repo, f"https://raw.githubusercontent.com/{owner_name}/"))
-               for link in ours), ours
+    assert all(
+        link.startswith((repo, f"https://raw.githubusercontent.com/{owner_name}/")) for link in ours
+    ), ours
 
 
 def test_links_are_found_outside_code_only():

@@ -17,8 +17,15 @@ from wbsim.robot import _read_description
 @pytest.mark.parametrize("name", ["g1", "talos"])
 def test_the_built_in_robots_agree(name):
     robot = wbsim.load_robot(name)
-    check_models(name, robot.mj_model, robot.pin_model, robot.converter, robot.joint_limits,
-                 n_states=20, seed=3)
+    check_models(
+        name,
+        robot.mj_model,
+        robot.pin_model,
+        robot.converter,
+        robot.joint_limits,
+        n_states=20,
+        seed=3,
+    )
 
 
 def _check(robot, pin_model):
@@ -55,9 +62,13 @@ def test_a_urdf_rooted_at_a_world_link_floats_at_its_base(tmp_path, g1, joint):
     MuJoCo (a ``floating`` joint; MuJoCo refused it: "more than 6 dofs in body 'pelvis'") or
     fixed: it loads, both models float the pelvis, and it has the G1's own mass matrix."""
     _, text = _read_description(wbsim.ROBOTS["g1"])
-    text = text.replace("<link name=\"pelvis\">", f'<link name="world"/><joint name="pin" '
-                        f'type="{joint}"><parent link="world"/><child link="pelvis"/></joint>'
-                        '<link name="pelvis">', 1)
+    text = text.replace(
+        '<link name="pelvis">',
+        f'<link name="world"/><joint name="pin" '
+        f'type="{joint}"><parent link="world"/><child link="pelvis"/></joint>'
+        '<link name="pelvis">',
+        1,
+    )
     path = tmp_path / "g1_world.urdf"
     path.write_text(text)
     cfg = dataclasses.replace(wbsim.ROBOTS["g1"], name=f"g1_world_{joint}", description=str(path))
@@ -79,8 +90,9 @@ def test_conversions_give_pinocchio_unit_quaternions(g1):
     pin.framesForwardKinematics(g1.pin_model, data, q)
     foot = data.oMf[g1.feet["left_foot"].pin_frame_id].translation
     pin.framesForwardKinematics(g1.pin_model, data, g1.pose_q("stand"))
-    np.testing.assert_allclose(foot, data.oMf[g1.feet["left_foot"].pin_frame_id].translation,
-                               atol=1e-12)
+    np.testing.assert_allclose(
+        foot, data.oMf[g1.feet["left_foot"].pin_frame_id].translation, atol=1e-12
+    )
     q2 = g1.pose_q("stand")
     q2[3:7] *= 3.0
     qpos2, _ = g1.pin_to_mj(q2)

@@ -19,8 +19,14 @@ from wbsim.rollout import EpisodeConfig, run_episode
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
     d = tmp_path_factory.mktemp("parquet") / "run"
-    run_episode(EpisodeConfig(seconds=0.1, log=d, progress=False,
-                              env_options={"push_magnitude": 40.0, "push_interval": 0.05}))
+    run_episode(
+        EpisodeConfig(
+            seconds=0.1,
+            log=d,
+            progress=False,
+            env_options={"push_magnitude": 40.0, "push_interval": 0.05},
+        )
+    )
     return d
 
 
@@ -54,8 +60,9 @@ def test_qpos_columns_are_mujocos_state_after_each_step(run_dir):
     d = mujoco.MjData(m)
     d.qpos[:] = qpos[-1]
     mujoco.mj_kinematics(m, d)
-    np.testing.assert_array_equal(d.xpos[1], [run["base_x"][-1], run["base_y"][-1],
-                                              run["base_z"][-1]])
+    np.testing.assert_array_equal(
+        d.xpos[1], [run["base_x"][-1], run["base_y"][-1], run["base_z"][-1]]
+    )
     np.testing.assert_allclose(run["t_after"] - run["t"], run.config["control_dt"], atol=1e-12)
     assert run["planned_left_foot"].min() == 1.0
 
@@ -94,8 +101,12 @@ def test_a_full_disk_at_the_parquet_leaves_steps_f64_and_no_partial_file(tmp_pat
     log.add_row([1.0])
     with pytest.raises(WbsimError, match=r"steps.parquet: could not be written \(No space left"):
         log.close()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["columns.json", "config.json",
-                                                          "events.jsonl", "steps.f64"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "columns.json",
+        "config.json",
+        "events.jsonl",
+        "steps.f64",
+    ]
     assert load_run(tmp_path).steps.tolist() == [[1.0]]
 
 

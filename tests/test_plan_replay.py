@@ -15,10 +15,8 @@ from wbsim.rollout import EpisodeConfig, run_episode
 def test_complementarity_accuracy_hand_values():
     """mean over rows of sum_i max(h, 0) max(f, 0) / n: penetrations, pulls and NaN forces count
     as 0."""
-    h = np.array([[0.001, 0.0, -0.002, 0.01],
-                  [0.002, 0.003, 0.0, 0.0]])
-    f = np.array([[10.0, 50.0, 80.0, -3.0],
-                  [np.nan, 2.0, 40.0, 1.0]])
+    h = np.array([[0.001, 0.0, -0.002, 0.01], [0.002, 0.003, 0.0, 0.0]])
+    f = np.array([[10.0, 50.0, 80.0, -3.0], [np.nan, 2.0, 40.0, 1.0]])
     # row 0: 0.001*10 = 0.01 -> /4; row 1: 0.003*2 = 0.006 -> /4
     assert complementarity_accuracy(h, f) == pytest.approx((0.01 / 4 + 0.006 / 4) / 2)
     assert np.isnan(complementarity_accuracy(np.zeros((0, 8)), np.zeros((0, 8))))
@@ -30,8 +28,11 @@ def test_plan_replay_summary_puts_the_simulated_h_fn_next_to_the_plans():
     """G1PlanReplay-v0 (step plan), 0.3 s: the summary's ``dcc_complementarity`` has the plan's own
     accuracy of its knots and the simulation's over the steps run so far (all inside the plan's
     4 s), sensed and commanded, finite and >= 0."""
-    s = run_episode(EpisodeConfig(env="wbsim/G1PlanReplay-v0", controller="projected_id",
-                                  seconds=0.3, progress=False))
+    s = run_episode(
+        EpisodeConfig(
+            env="wbsim/G1PlanReplay-v0", controller="projected_id", seconds=0.3, progress=False
+        )
+    )
     d = s["dcc_complementarity"]
     plan = load_plan(PLANS_DIR / "g1_dcc_step.npz")
     P, F = plan["point_positions"], plan["point_forces"]
@@ -42,5 +43,8 @@ def test_plan_replay_summary_puts_the_simulated_h_fn_next_to_the_plans():
     for key in ("simulated_sensed_Nm", "simulated_commanded_Nm"):
         assert np.isfinite(d[key]) and d[key] >= 0.0
     # a stand has no plan: no such entry
-    assert "dcc_complementarity" not in run_episode(EpisodeConfig(
-        env="wbsim/G1Stand-v0", controller="projected_id", seconds=0.01, progress=False))
+    assert "dcc_complementarity" not in run_episode(
+        EpisodeConfig(
+            env="wbsim/G1Stand-v0", controller="projected_id", seconds=0.01, progress=False
+        )
+    )

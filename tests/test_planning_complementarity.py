@@ -54,6 +54,7 @@ def test_zeta_is_the_time_derivative_of_h_f_n():
     # h(t) = 0.05 + 0.3 t, f(t) = 20 - 40 t: d(hf)/dt at t = 0.1 by finite differences
     def hf(t):
         return (0.05 + 0.3 * t) * (20 - 40 * t)
+
     fd = (hf(0.1 + 1e-7) - hf(0.1 - 1e-7)) / 2e-7
     assert cc.zeta(0.05 + 0.03, 20 - 4.0, 0.3, -40.0) == pytest.approx(fd, rel=1e-7)
 
@@ -62,8 +63,7 @@ def test_baumgarte_sign_and_steady_state():
     # resting on the ground with a constant force: zeta = 0, g = -eps (satisfied)
     assert cc.dcc_baumgarte(0.0, 9.81, 0.0, 0.0, 20.0, 0.05) == pytest.approx(-0.05)
     # hovering 1 cm with 9.81 N held: h f = 0.0981 > eps / K = 0.0025 -> violated
-    assert cc.dcc_baumgarte(0.01, 9.81, 0.0, 0.0, 20.0, 0.05) == pytest.approx(
-        20 * 0.0981 - 0.05)
+    assert cc.dcc_baumgarte(0.01, 9.81, 0.0, 0.0, 20.0, 0.05) == pytest.approx(20 * 0.0981 - 0.05)
     # a decaying product (zeta = -K h f exactly) sits at -eps
     h, f, K = 0.01, 5.0, 20.0
     fdot = -K * f  # hdot = 0, so zeta = h fdot = -K h f
@@ -86,7 +86,8 @@ def test_sech_form_limits():
     # in between: the hand value at k_h h = 1
     d = 1 / math.cosh(1.0)
     assert cc.dcc_sech(1 / 500.0, 3.0, 7.0, 500.0, K, M)[0] == pytest.approx(
-        7.0 + K * (1 - d) * 3.0 - d * M)
+        7.0 + K * (1 - d) * 3.0 - d * M
+    )
 
 
 def test_planar_velocity_scaling():
@@ -112,5 +113,9 @@ def test_one_definition_gives_the_same_numbers_on_casadi(name):
     for _ in range(5):
         a, b, c, d = rng.uniform(0, 0.05), rng.uniform(0, 50), rng.normal(), rng.normal(0, 50)
         w = rng.normal(size=3)
-        np.testing.assert_allclose(np.asarray(fun(a, b, c, d, w)).ravel(),
-                                   np.ravel(exprs[name](a, b, c, d, w)), rtol=1e-13, atol=1e-13)
+        np.testing.assert_allclose(
+            np.asarray(fun(a, b, c, d, w)).ravel(),
+            np.ravel(exprs[name](a, b, c, d, w)),
+            rtol=1e-13,
+            atol=1e-13,
+        )

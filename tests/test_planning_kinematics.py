@@ -40,8 +40,14 @@ def test_points_com_and_momentum_match_pinocchio(kin, g1):
         P = np.array(kin.feet(p_B, rho, s)[0]).T
         x = np.array(kin.com(p_B, rho, s)).ravel()
         h = np.array(kin.momentum(p_B, rho, s, v_B, omega, s_dot)).ravel()
-        worst = np.maximum(worst, [np.abs(P - ref["points"]).max(), np.abs(x - ref["com"]).max(),
-                                   np.abs(h - ref["h"]).max()])
+        worst = np.maximum(
+            worst,
+            [
+                np.abs(P - ref["points"]).max(),
+                np.abs(x - ref["com"]).max(),
+                np.abs(h - ref["h"]).max(),
+            ],
+        )
     assert worst[0] < 1e-9 and worst[1] < 1e-9 and worst[2] < 1e-9, worst
 
 
@@ -50,8 +56,9 @@ def test_momentum_is_the_one_of_the_velocity_convention(kin, g1):
     s = np.zeros(29)
     rho = np.array([np.cos(0.4), 0.0, 0.0, np.sin(0.4)])  # yawed base: local != world
     h = np.array(kin.momentum([0, 0, 1], rho, s, [0.3, -0.2, 0.1], [0, 0, 0], np.zeros(29)))
-    np.testing.assert_allclose(h.ravel(), [kin.mass * 0.3, -kin.mass * 0.2, kin.mass * 0.1,
-                                           0, 0, 0], atol=1e-10)
+    np.testing.assert_allclose(
+        h.ravel(), [kin.mass * 0.3, -kin.mass * 0.2, kin.mass * 0.1, 0, 0, 0], atol=1e-10
+    )
 
 
 def test_quaternion_matrix_and_urdf_fix():
@@ -61,9 +68,11 @@ def test_quaternion_matrix_and_urdf_fix():
     rho /= np.linalg.norm(rho)
     R = pin.Quaternion(rho[0], rho[1], rho[2], rho[3]).toRotationMatrix()
     np.testing.assert_allclose(quat_to_rot(rho), R, atol=1e-14)
-    text = ('<robot name="r"><link name="world"/><joint name="fb" type="floating"><parent '
-            'link="world"/><child link="a"/></joint><link name="a"/><joint name="j" type="fixed">'
-            '<parent link="a"/><child link="b"/></joint><link name="b"/></robot>')
+    text = (
+        '<robot name="r"><link name="world"/><joint name="fb" type="floating"><parent '
+        'link="world"/><child link="a"/></joint><link name="a"/><joint name="j" type="fixed">'
+        '<parent link="a"/><child link="b"/></joint><link name="b"/></robot>'
+    )
     fixed = adam_urdf_text(text)
     assert "world" not in fixed and "floating" not in fixed
     assert '<joint name="j" type="fixed"><origin xyz="0 0 0" rpy="0 0 0"/>' in fixed

@@ -52,8 +52,7 @@ def test_constraints_hold_at_every_knot(results):
         dt = pb.dt
         a = (f + p) / pb.mass - pb.g
         for s, sdot in ((x, v), (f, fd), (v, a)):
-            np.testing.assert_allclose(s[1:] - s[:-1], 0.5 * dt * (sdot[1:] + sdot[:-1]),
-                                       atol=TOL)
+            np.testing.assert_allclose(s[1:] - s[:-1], 0.5 * dt * (sdot[1:] + sdot[:-1]), atol=TOL)
         assert r.accuracy == pytest.approx(np.mean(x * f))
         assert r.cost == pytest.approx(np.sum(p**2))
 
@@ -91,7 +90,17 @@ def test_cli_writes_the_json(tmp_path, capsys):
     assert main(["dcc", "toy", "--repeats", "1", "--json", str(out)]) == 0
     doc = json.loads(out.read_text())
     row = doc["results"][0]
-    for key in ("formulation", "params", "status", "iterations", "solve_time_s", "accuracy",
-                "final_force", "cost", "local_minimum", "cause"):
+    for key in (
+        "formulation",
+        "params",
+        "status",
+        "iterations",
+        "solve_time_s",
+        "accuracy",
+        "final_force",
+        "cost",
+        "local_minimum",
+        "cause",
+    ):
         assert key in row
     assert "whole sweep" in capsys.readouterr().out

@@ -40,8 +40,9 @@ def _check_knot_constraints(g1, st, s, c, T, one_solve=False):
     U, Fd = c["U_P"].reshape(T, 8, 3), c["F_dot"].reshape(T, 8, 3)
     worst = {}
     for k in range(T):
-        ref = pinocchio_reference(g1, s["p_B"][k], s["rho"][k], s["s"][k], c["v_B"][k],
-                                  c["omega"][k], c["s_dot"][k])
+        ref = pinocchio_reference(
+            g1, s["p_B"][k], s["rho"][k], s["s"][k], c["v_B"][k], c["omega"][k], c["s_dot"][k]
+        )
         worst["points"] = max(worst.get("points", 0), np.abs(ref["points"] - P[k]).max())
         worst["com"] = max(worst.get("com", 0), np.abs(ref["com"] - s["x"][k]).max())
         worst["momentum"] = max(worst.get("momentum", 0), np.abs(ref["h"] - s["h"][k]).max())
@@ -70,15 +71,15 @@ def _check_knot_constraints(g1, st, s, c, T, one_solve=False):
         ang = np.cross(P[k] - s["x"][k], F[k]).sum(0)
         hdot.append(np.concatenate([lin, ang]))
     hdot = np.array(hdot)
-    np.testing.assert_allclose(np.diff(s["h"], axis=0), 0.5 * st.dt * (hdot[1:] + hdot[:-1]),
-                               atol=1e-6)
+    np.testing.assert_allclose(
+        np.diff(s["h"], axis=0), 0.5 * st.dt * (hdot[1:] + hdot[:-1]), atol=1e-6
+    )
     if not one_solve:
         return worst
     # DCC planar, trapezoidal: pdot = [tanh(k_t h) u_x, tanh(k_t h) u_y, u_z]
     tau = np.tanh(st.k_t * P[..., 2])[..., None]
     pdot = np.concatenate([tau * U[..., :2], U[..., 2:]], axis=-1)
-    np.testing.assert_allclose(np.diff(P, axis=0), 0.5 * st.dt * (pdot[1:] + pdot[:-1]),
-                               atol=1e-6)
+    np.testing.assert_allclose(np.diff(P, axis=0), 0.5 * st.dt * (pdot[1:] + pdot[:-1]), atol=1e-6)
     return worst
 
 
@@ -97,8 +98,12 @@ def test_a_solve_checked_at_all_its_knots(kin, g1):
     st = PlannerSettings(knots=5, formulation="sech", params={"k_h": 500.0, "K_fz": 250.0})
     pl = build_planner(kin, st)
     start = initial_state(kin, g1)
-    pl.set_parameters(start, com_reference(Task("step", settle=0.0), np.arange(5) * 0.1, start),
-                      start["s"], start["P"])
+    pl.set_parameters(
+        start,
+        com_reference(Task("step", settle=0.0), np.arange(5) * 0.1, start),
+        start["s"],
+        start["P"],
+    )
     pl.set_guess(*_rest_guess(start, 5, kin.n_joints))
     r = pl.solve()
     assert r.success, r.status
@@ -158,14 +163,30 @@ def test_cli_plan_and_compare(tmp_path, capsys):
     from wbsim.planning.receding import run_compare
 
     out = tmp_path / "p.npz"
-    code = main(["dcc", "plan", "--out", str(out), "--seconds", "0.1", "--knots", "4",
-                 "--formulation", "relaxed", "--param", "eps=0.004"])
+    code = main(
+        [
+            "dcc",
+            "plan",
+            "--out",
+            str(out),
+            "--seconds",
+            "0.1",
+            "--knots",
+            "4",
+            "--formulation",
+            "relaxed",
+            "--param",
+            "eps=0.004",
+        ]
+    )
     assert code == 0 and "foot lift" in capsys.readouterr().out
     assert str(plan_file.load_plan(out)["formulation"]) == "relaxed"
     assert main(["dcc", "plan", "--out", str(out), "--formulation", "bogus"]) == 2
     js = tmp_path / "c.json"
-    assert run_compare(str(js), steps=1, knots=4, grid=[("baumgarte", {"eps": 0.05,
-                                                                       "K_bs": 20.0})]) == 0
+    assert (
+        run_compare(str(js), steps=1, knots=4, grid=[("baumgarte", {"eps": 0.05, "K_bs": 20.0})])
+        == 0
+    )
     row = json.loads(js.read_text())["rows"][0]
     for key in ("formulation", "params", "status", "iterations", "solve_time_s", "accuracy"):
         assert key in row

@@ -25,7 +25,7 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 def _readme_controller() -> str:
     """The first Python block of the README's "Write your own controller" section."""
     text = README.read_text()
-    section = text[text.index("## Write your own controller"):]
+    section = text[text.index("## Write your own controller") :]
     return re.search(r"```python\n(.*?)```", section, re.DOTALL).group(1)
 
 
@@ -39,7 +39,8 @@ def _env_with_path(*paths) -> dict:
 def plugin_dir(tmp_path, monkeypatch):
     """A folder on ``sys.path`` holding the README's ``my_controllers.py`` and broken ones."""
     (tmp_path / "my_controllers.py").write_text(_readme_controller())
-    (tmp_path / "bad_controllers.py").write_text(textwrap.dedent("""
+    (tmp_path / "bad_controllers.py").write_text(
+        textwrap.dedent("""
         import numpy as np
         from wbsim.types import Command
 
@@ -57,7 +58,8 @@ def plugin_dir(tmp_path, monkeypatch):
                 pass
             def compute(self, state, schedule):
                 return Command(np.zeros(self.robot.n_joints))
-    """))
+    """)
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     yield tmp_path
     for mod in ("my_controllers", "bad_controllers"):
@@ -68,10 +70,33 @@ def test_readme_controller_runs_from_the_cli_with_log_video_and_events(tmp_path)
     (tmp_path / "my_controllers.py").write_text(_readme_controller())
     run, video = tmp_path / "run", tmp_path / "mine.mp4"
     proc = subprocess.run(
-        [sys.executable, "-m", "wbsim.cli", "run", "--controller",
-         "my_controllers:PostureGravityPD", "-c", "kp=400", "--seconds", "1", "--log", str(run),
-         "--video", str(video), "--width", "160", "--height", "120", "--no-progress"],
-        env=_env_with_path(tmp_path), capture_output=True, text=True, timeout=300, check=False)
+        [
+            sys.executable,
+            "-m",
+            "wbsim.cli",
+            "run",
+            "--controller",
+            "my_controllers:PostureGravityPD",
+            "-c",
+            "kp=400",
+            "--seconds",
+            "1",
+            "--log",
+            str(run),
+            "--video",
+            str(video),
+            "--width",
+            "160",
+            "--height",
+            "120",
+            "--no-progress",
+        ],
+        env=_env_with_path(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     summary = json.loads((run / "summary.json").read_text())
     assert summary["controller"] == "my_controllers:PostureGravityPD"
@@ -110,9 +135,16 @@ def test_module_class_string_everywhere(plugin_dir, g1, tmp_path):
     s = run_episode(EpisodeConfig(controller=name, seconds=0.2, progress=False))
     assert s["status"] == "completed" and s["controller"] == name
     assert default_json_path("wbsim/G1Stand-v0", name, {"kp": 100.0}) == (
-        "baselines/G1Stand-v0_my_controllers.PostureGravityPD-kp=100.0.json")
-    out = run_baseline("wbsim/G1Stand-v0", name, episodes=1, seconds=0.1, progress=False,
-                       json_path=tmp_path / "b.json")
+        "baselines/G1Stand-v0_my_controllers.PostureGravityPD-kp=100.0.json"
+    )
+    out = run_baseline(
+        "wbsim/G1Stand-v0",
+        name,
+        episodes=1,
+        seconds=0.1,
+        progress=False,
+        json_path=tmp_path / "b.json",
+    )
     assert out["controller"] == name and out["success_rate"] == 1.0
     # the residual env mode, and its pickled copy (rebuilt from the name)
     env = gym.make("wbsim/G1Stand-v0", action_mode="residual", controller=name)
@@ -149,8 +181,21 @@ def test_protocol_check_names_what_is_missing(plugin_dir, g1):
 def test_run_refuses_a_bad_plugin_before_writing(plugin_dir, tmp_path, capsys):
     from wbsim.cli import main
 
-    assert main(["run", "--controller", "bad_controllers:NoCompute", "--seconds", "0.1",
-                 "--log", str(tmp_path / "run"), "--no-progress"]) == 2
+    assert (
+        main(
+            [
+                "run",
+                "--controller",
+                "bad_controllers:NoCompute",
+                "--seconds",
+                "0.1",
+                "--log",
+                str(tmp_path / "run"),
+                "--no-progress",
+            ]
+        )
+        == 2
+    )
     assert "missing method(s) compute" in capsys.readouterr().err
     assert not (tmp_path / "run").exists()
 
@@ -161,8 +206,8 @@ def test_entry_point_plugins_are_found_and_listed(plugin_dir, g1, capsys):
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: my-plugin\nVersion: 1.0\n")
     (dist / "entry_points.txt").write_text(
-        "[wbsim.controllers]\nmine = my_controllers:PostureGravityPD\n"
-        "broken = not_a_module:X\n")
+        "[wbsim.controllers]\nmine = my_controllers:PostureGravityPD\nbroken = not_a_module:X\n"
+    )
     assert available_controllers()["mine"] == "my-plugin (my_controllers:PostureGravityPD)"
     assert available_controllers()["gravity_qp"].startswith("wbsim (")
     assert make_controller("mine", g1).name == "posture_gravity_pd"

@@ -24,7 +24,7 @@ def test_polygon_exit_is_signed_distance_to_the_edges():
 
 def _state(g1, vel):
     q, v = g1.pose_q("stand"), np.zeros(g1.pin_model.nv)
-    v[:2] = vel   # floating base linear velocity (the root joint's, ~ the CoM's at rest)
+    v[:2] = vel  # floating base linear velocity (the root joint's, ~ the CoM's at rest)
     return RobotState(0.0, q, v)
 
 
@@ -43,8 +43,15 @@ def test_at_rest_no_step_and_capture_point_is_the_com(g1):
     np.testing.assert_allclose(cmd.info["capture_point"], c[:2], atol=1e-9)
 
 
-@pytest.mark.parametrize("vel, foot", [((0.0, 0.7), "left_foot"), ((0.0, -0.7), "right_foot"),
-                                       ((0.5, 0.2), "left_foot"), ((-0.5, -0.2), "right_foot")])
+@pytest.mark.parametrize(
+    "vel, foot",
+    [
+        ((0.0, 0.7), "left_foot"),
+        ((0.0, -0.7), "right_foot"),
+        ((0.5, 0.2), "left_foot"),
+        ((-0.5, -0.2), "right_foot"),
+    ],
+)
 def test_capture_point_outside_the_feet_starts_a_step_on_its_side(g1, vel, foot):
     ctrl, cmd = _pushed(g1, vel)
     assert ctrl.mode == "shift" and ctrl.swing_foot == foot
@@ -63,8 +70,9 @@ def test_landing_lies_beyond_the_capture_point_within_reach(g1):
     target = ctrl._landing(0.0, xi, stance.copy(), feet)
     xi_T = stance + (xi - stance) * math.exp(ctrl.omega * (ctrl.shift_time + ctrl._T))
     sole = target + (feet["left_foot"].rotation @ ctrl._sole["left_foot"])[:2]
-    assert sole[1] == pytest.approx(min(xi_T[1] + 0.05, stance[1] + ctrl.max_step_width
-                                        + ctrl._sole["left_foot"][1]), abs=0.02)
+    assert sole[1] == pytest.approx(
+        min(xi_T[1] + 0.05, stance[1] + ctrl.max_step_width + ctrl._sole["left_foot"][1]), abs=0.02
+    )
     assert sole[1] > xi[1]
     assert ctrl.min_step_width - 1e-9 <= target[1] - stance[1] <= ctrl.max_step_width + 1e-9
     assert abs(target[0] - stance[0]) <= ctrl.max_step_length + 1e-9
@@ -84,7 +92,7 @@ def test_registered_as_push_step(g1):
 def test_forward_push_the_standing_controller_falls_to_is_recovered_by_a_step():
     from wbsim.pushtest import PushTestConfig, _trial
 
-    impulse, angle = 20.25, 0.0   # the full protocol's result forward (videos/pushtest_g1.png)
+    impulse, angle = 20.25, 0.0  # the full protocol's result forward (videos/pushtest_g1.png)
     stand = _trial(PushTestConfig(controller="projected_id", at=1.5), angle, impulse)
     step = _trial(PushTestConfig(controller="push_step", at=1.5), angle, impulse)
     assert not stand["survived"] and step["survived"]

@@ -55,9 +55,14 @@ def test_acceleration_feed_forward_reaches_the_com_and_the_swing_foot(g1, fast):
     foot = ctrl._feet0["right_foot"][0].copy()
     a_com = np.array([0.3, -0.4, 0.0])
     a_foot = np.array([1.0, 0.0, 2.0])
-    targets = {"com": com, "com_velocity": np.zeros(3), "com_acceleration": a_com,
-               "right_foot": foot, "right_foot_velocity": np.zeros(3),
-               "right_foot_acceleration": a_foot}
+    targets = {
+        "com": com,
+        "com_velocity": np.zeros(3),
+        "com_acceleration": a_com,
+        "right_foot": foot,
+        "right_foot_velocity": np.zeros(3),
+        "right_foot_acceleration": a_foot,
+    }
     cmd = ctrl.compute(state, ContactSchedule(LEFT, LEFT, "swing", 1, 0.1, 0.5, targets))
     qdd = cmd.info["qdd_star"]
     # (the CoM and foot tasks share the stack by weight: a few cm/s^2 of crosstalk)
@@ -78,8 +83,12 @@ def test_orientation_and_posture_targets_steer_the_tasks(g1):
     R = pin.exp3(np.array([0.0, 0.0, 0.05])) @ ctrl._base_R0
     Rf = pin.exp3(np.array([0.0, 0.1, 0.0]))
     posture = ctrl._posture0 + 0.01
-    targets = {"base_orientation": R, "right_foot_orientation": Rf, "posture": posture,
-               "right_foot": ctrl._feet0["right_foot"][0]}
+    targets = {
+        "base_orientation": R,
+        "right_foot_orientation": Rf,
+        "posture": posture,
+        "right_foot": ctrl._feet0["right_foot"][0],
+    }
     cmd = ctrl.compute(state, ContactSchedule(LEFT, LEFT, "swing", 1, 0.1, 0.5, targets))
     err = cmd.info["task_errors"]
     assert err["base_orientation"] == pytest.approx(0.05, rel=1e-6)
@@ -89,8 +98,11 @@ def test_orientation_and_posture_targets_steer_the_tasks(g1):
     expected = np.linalg.norm(pin.log3(Rf @ data.oMf[fid].rotation.T))
     assert err["right_foot_orientation"] == pytest.approx(expected, rel=1e-9)
     assert err["posture"] == pytest.approx(0.01 * np.sqrt(g1.n_joints), rel=1e-9)
-    for key, bad in (("base_orientation", 2 * np.eye(3)), ("posture", np.zeros(3)),
-                     ("left_foot_wrench", np.zeros(5))):
+    for key, bad in (
+        ("base_orientation", 2 * np.eye(3)),
+        ("posture", np.zeros(3)),
+        ("left_foot_wrench", np.zeros(5)),
+    ):
         with pytest.raises(WbsimError, match=key):
             ctrl.compute(state, ContactSchedule(BOTH, targets={key: bad}))
 
@@ -103,8 +115,9 @@ def test_dynamic_com_reference_is_not_clamped_to_the_support(g1):
     cmd = ctrl.compute(state, ContactSchedule(LEFT, targets={"com": far}))
     assert cmd.fallback == "clamped_target"
     ctrl, state = _at_rest(g1)
-    cmd = ctrl.compute(state, ContactSchedule(LEFT, targets={"com": far,
-                                                             "com_acceleration": np.zeros(3)}))
+    cmd = ctrl.compute(
+        state, ContactSchedule(LEFT, targets={"com": far, "com_acceleration": np.zeros(3)})
+    )
     assert "com_target_outside_support" not in cmd.info.get("event", "")
     assert np.allclose(ctrl.com_task.target, far)
 
@@ -130,14 +143,18 @@ def test_force_feed_forward_pulls_the_forces_to_the_wrench_reference(g1, fast):
         cmd = ctrl.compute(state, ContactSchedule(BOTH, targets=dict(targets)))
         f = cmd.point_forces
         pts = ctrl.contact.point_positions
-        cops[ff] = [float(pts[4 * k:4 * k + 4, 0] @ f[4 * k:4 * k + 4, 2]
-                          / f[4 * k:4 * k + 4, 2].sum()) for k in range(2)]
+        cops[ff] = [
+            float(
+                pts[4 * k : 4 * k + 4, 0] @ f[4 * k : 4 * k + 4, 2] / f[4 * k : 4 * k + 4, 2].sum()
+            )
+            for k in range(2)
+        ]
         if ff:
             G = ctrl.contact.grasp
             for k, name in enumerate(("left_foot", "right_foot")):
-                Gk = G[6 * k:6 * k + 6, 12 * k:12 * k + 12]
+                Gk = G[6 * k : 6 * k + 6, 12 * k : 12 * k + 12]
                 ref = np.linalg.lstsq(Gk, targets[f"{name}_wrench"], rcond=None)[0].reshape(4, 3)
-                assert np.abs(f[4 * k:4 * k + 4] - ref).max() < 1.0
+                assert np.abs(f[4 * k : 4 * k + 4] - ref).max() < 1.0
     assert cops[True][1] - cops[True][0] == pytest.approx(0.06, abs=0.005)
     assert abs(cops[False][1] - cops[False][0]) < 0.01
 
@@ -149,20 +166,24 @@ def test_short_double_support_ramps_add_up_to_the_weight(g1):
     ramps it would (0.2 s in: cap 0.67 m g + lifting cap < m g)."""
     ctrl, state = _at_rest(g1)
     ctrl.compute(state, ContactSchedule(LEFT, BOTH, "swing", 1, 0.5, 0.6))
-    ctrl.compute(RobotState(0.1, state.q, state.v), ContactSchedule(BOTH, frozenset({"right_foot"}),
-                                                                     "double_support", 2, 0.0,
-                                                                     0.3))
+    ctrl.compute(
+        RobotState(0.1, state.q, state.v),
+        ContactSchedule(BOTH, frozenset({"right_foot"}), "double_support", 2, 0.0, 0.3),
+    )
     weight = g1.total_mass * 9.81
     for k in range(1, 30):
         t = 0.1 + 0.01 * k
-        sched = ContactSchedule(BOTH, frozenset({"right_foot"}), "double_support", 2,
-                                0.01 * k, 0.3)
+        sched = ContactSchedule(BOTH, frozenset({"right_foot"}), "double_support", 2, 0.01 * k, 0.3)
         _, limits = ctrl._force_bounds(sched, t)
         caps = dict.fromkeys(ctrl._layout.feet, np.inf)
-        if limits is not None:   # rows: a foot's summed normal forces (its 4 points, 12 columns)
+        if limits is not None:  # rows: a foot's summed normal forces (its 4 points, 12 columns)
             rows, values = limits
-            caps.update({ctrl._layout.feet[int(np.flatnonzero(r)[0] // 12)]: c
-                         for r, c in zip(rows, values)})
+            caps.update(
+                {
+                    ctrl._layout.feet[int(np.flatnonzero(r)[0] // 12)]: c
+                    for r, c in zip(rows, values)
+                }
+            )
         assert sum(min(c, weight) for c in caps.values()) >= weight - 1e-6, (t, caps)
 
 
@@ -179,8 +200,10 @@ def test_early_touchdown_is_latched_until_the_planned_landing(g1):
     assert ctrl.compute(bounced, sched2).contact_set == BOTH
     early = ContactSchedule(LEFT, BOTH, "swing", 1, 0.40, 0.5)
     ctrl, state = _at_rest(g1)
-    assert ctrl.compute(RobotState(0.9, state.q, state.v, sensed_contacts=BOTH),
-                        early).contact_set == LEFT
+    assert (
+        ctrl.compute(RobotState(0.9, state.q, state.v, sensed_contacts=BOTH), early).contact_set
+        == LEFT
+    )
     ctrl, state = _at_rest(g1, early_touchdown=0.0)
     assert ctrl.compute(touching, sched).contact_set == LEFT
 
@@ -209,10 +232,18 @@ def test_walking_stance_heel_does_not_slide_after_lift_off(tmp_path):
     stance foot's centre of pressure went to 1 cm of its toe edge, its heel slid (v_t f_t 4 W) and
     the exact QP went infeasible ~60 ms after each lift-off. Now: no slip over 1 W, no solver
     failure after the reset's first 0.1 s."""
-    s = run_episode(EpisodeConfig(env="wbsim/G1Walk-v0", controller="projected_id",
-                                  seconds=2.5, progress=False, log=str(tmp_path / "run")))
-    events = [json.loads(line) for line in
-              (tmp_path / "run" / "events.jsonl").read_text().splitlines()]
+    s = run_episode(
+        EpisodeConfig(
+            env="wbsim/G1Walk-v0",
+            controller="projected_id",
+            seconds=2.5,
+            progress=False,
+            log=str(tmp_path / "run"),
+        )
+    )
+    events = [
+        json.loads(line) for line in (tmp_path / "run" / "events.jsonl").read_text().splitlines()
+    ]
     assert s["status"] == "completed"
     slips = [e["magnitude"] for e in events if e["kind"] == "planar_complementarity"]
     assert slips and max(slips) < 1.0

@@ -47,11 +47,14 @@ def test_mujoco_gl_chosen_before_import():
     import subprocess
     import sys
 
-    code = ("import os; os.environ.pop('MUJOCO_GL', None); os.environ.pop('DISPLAY', None); "
-            "import wbsim, sys; print(os.environ.get('MUJOCO_GL'))")
+    code = (
+        "import os; os.environ.pop('MUJOCO_GL', None); os.environ.pop('DISPLAY', None); "
+        "import wbsim, sys; print(os.environ.get('MUJOCO_GL'))"
+    )
     env = {k: v for k, v in __import__("os").environ.items() if k not in ("MUJOCO_GL", "DISPLAY")}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                         check=False)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False
+    )
     assert out.stdout.strip() == "egl", out.stderr
 
 
@@ -67,9 +70,15 @@ def test_force_arrows_scale_with_force_and_are_capped(g1):
     def arrow(force):
         scene = mujoco.MjvScene(g1.mj_model, maxgeom=50)
         p = np.array([0.1, 0.2, 0.0])
-        data = OverlayData(points=p[None], modes=np.array([1]), f_cmd=np.zeros((1, 3)),
-                           f_sim=np.array([force], float), violating=np.array([False]),
-                           com=np.zeros(3), support=np.zeros((0, 2)))
+        data = OverlayData(
+            points=p[None],
+            modes=np.array([1]),
+            f_cmd=np.zeros((1, 3)),
+            f_sim=np.array([force], float),
+            violating=np.array([False]),
+            com=np.zeros(3),
+            support=np.zeros((0, 2)),
+        )
         draw_geoms(scene, data)
         g = scene.geoms[1]  # [point sphere, simulated-force arrow, ...]
         assert g.type == mujoco.mjtGeom.mjGEOM_ARROW
@@ -94,10 +103,15 @@ def test_a_violating_point_is_drawn_red(g1):
 
     def geoms(violating):
         scene = mujoco.MjvScene(g1.mj_model, maxgeom=50)
-        data = OverlayData(points=np.zeros((1, 3)), modes=np.array([1]),
-                           f_cmd=np.array([[0.0, 0.0, -5.0]]), f_sim=np.array([[0.0, 0.0, 40.0]]),
-                           violating=np.array([violating]), com=np.zeros(3),
-                           support=np.zeros((0, 2)))
+        data = OverlayData(
+            points=np.zeros((1, 3)),
+            modes=np.array([1]),
+            f_cmd=np.array([[0.0, 0.0, -5.0]]),
+            f_sim=np.array([[0.0, 0.0, 40.0]]),
+            violating=np.array([violating]),
+            com=np.zeros(3),
+            support=np.zeros((0, 2)),
+        )
         draw_geoms(scene, data)
         return [g.rgba.copy() for g in scene.geoms[:3]]  # marker, simulated, commanded
 
@@ -108,6 +122,7 @@ def test_a_violating_point_is_drawn_red(g1):
 
 
 # -- video files that cannot be written: one-line WbsimError naming the file and the cause --------
+
 
 def _noise(n, rng, shape=(48, 64, 3)):
     """Frames H.264 cannot compress much (a few KB each)."""
@@ -204,8 +219,13 @@ print(json.dumps(out))
 """
     for n in (30, 300):
         path = tmp_path / f"limit{n}.mp4"
-        res = subprocess.run([sys.executable, "-c", code, str(path), str(n)], capture_output=True,
-                             text=True, timeout=300, check=False)
+        res = subprocess.run(
+            [sys.executable, "-c", code, str(path), str(n)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
         assert res.returncode == 0, res.stderr[-2000:]
         out = json.loads(res.stdout.strip().splitlines()[-1])
         assert out["error"] is not None, f"{n} frames over a 20 KB limit were reported written"
@@ -226,8 +246,14 @@ def test_video_on_a_full_tmpfs_is_an_error(tmp_path):
         pytest.skip("mounting a tmpfs needs root")
     mnt = tmp_path / "fullfs"
     mnt.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)],
-                      capture_output=True, check=False).returncode != 0:
+    if (
+        subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)],
+            capture_output=True,
+            check=False,
+        ).returncode
+        != 0
+    ):
         pytest.skip("cannot mount a tmpfs here")
     try:
         path = mnt / "v.mp4"
@@ -271,8 +297,10 @@ def test_video_writer_that_cannot_start_is_a_one_line_error(tmp_path, monkeypatc
     with pytest.raises(WbsimError) as info:
         VideoWriter(tmp_path / "v.mp4")
     msg = str(info.value)
-    assert msg == (f"video {tmp_path / 'v.mp4'}: cannot start the ffmpeg writer (No ffmpeg exe "
-                   "could be found.)")
+    assert msg == (
+        f"video {tmp_path / 'v.mp4'}: cannot start the ffmpeg writer (No ffmpeg exe "
+        "could be found.)"
+    )
 
 
 def test_context_manager_keeps_the_error_in_flight(tmp_path):
@@ -292,6 +320,7 @@ def test_context_manager_keeps_the_error_in_flight(tmp_path):
 
 # -- paths refused before a run builds anything (check_video_path) --------------------------------
 
+
 def test_unwritable_video_locations_are_refused_before_the_run(tmp_path):
     import os
 
@@ -301,8 +330,10 @@ def test_unwritable_video_locations_are_refused_before_the_run(tmp_path):
     blocker.write_text("x")
     cases = [(blocker / "sub" / "x.mp4", f"{blocker} is not a folder")]
     if os.path.isdir("/proc"):
-        cases += [("/proc/x.mp4", "cannot write in /proc ("),
-                  ("/proc/nope/x.mp4", "cannot write in /proc (")]
+        cases += [
+            ("/proc/x.mp4", "cannot write in /proc ("),
+            ("/proc/nope/x.mp4", "cannot write in /proc ("),
+        ]
     for path, message in cases:
         for make in (check_video_path, VideoWriter):
             with pytest.raises(WbsimError) as info:
@@ -316,8 +347,10 @@ def test_unwritable_video_locations_are_refused_before_the_run(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
 
 
-@pytest.mark.skipif(not hasattr(__import__("os"), "geteuid") or __import__("os").geteuid() == 0,
-                    reason="root writes into read-only folders")
+@pytest.mark.skipif(
+    not hasattr(__import__("os"), "geteuid") or __import__("os").geteuid() == 0,
+    reason="root writes into read-only folders",
+)
 def test_read_only_folder_is_refused(tmp_path):
     from wbsim.render import check_video_path
 

@@ -14,10 +14,13 @@ RUNS = {
     "pd_fall": {"controller": "pd", "seconds": 2.5},
     # wrench commands (drawn at the centre of pressure), two physics steps per control step,
     # pushes, debounced switches (counted when confirmed)
-    "wrench_fs2": {"controller": "gravity_qp", "seconds": 0.6,
-                   "controller_options": {"contact_model": "wrench"},
-                   "env_options": {"frame_skip": 2, "push_magnitude": 60.0, "push_interval": 0.2},
-                   "tolerances": {"switch_debounce": 0.01}},
+    "wrench_fs2": {
+        "controller": "gravity_qp",
+        "seconds": 0.6,
+        "controller_options": {"contact_model": "wrench"},
+        "env_options": {"frame_skip": 2, "push_magnitude": 60.0, "push_interval": 0.2},
+        "tolerances": {"switch_debounce": 0.01},
+    },
 }
 
 
@@ -35,9 +38,16 @@ def live(request, tmp_path_factory):
     mp = pytest.MonkeyPatch()
     mp.setattr(VideoWriter, "append", keep)
     try:
-        summary = run_episode(EpisodeConfig(**RUNS[request.param], log=d / "run",
-                                            video=d / "live.mp4", width=240, height=180,
-                                            progress=False))
+        summary = run_episode(
+            EpisodeConfig(
+                **RUNS[request.param],
+                log=d / "run",
+                video=d / "live.mp4",
+                width=240,
+                height=180,
+                progress=False,
+            )
+        )
     finally:
         mp.undo()
     return d, summary, frames
@@ -49,8 +59,9 @@ def test_replayed_frames_equal_the_live_frames(live):
     states = logged.frame_states()
     replayed = list(logged.frames(states))
     assert len(replayed) == len(live_frames) == summary["video_frames"]
-    diff = max(int(np.abs(a.astype(int) - b.astype(int)).max())
-               for a, b in zip(live_frames, replayed))
+    diff = max(
+        int(np.abs(a.astype(int) - b.astype(int)).max()) for a, b in zip(live_frames, replayed)
+    )
     print(f"{d.name}: {len(replayed)} frames, max pixel difference {diff}")
     assert diff == 0
     if summary["fell"]:  # the overlay had something to show: violations in red, counts
@@ -76,7 +87,7 @@ def test_a_window_replays_the_live_frames_of_that_time(live):
     end = float(logged.times[every[-1]])
     window = logged.frame_states(start=0.2, end=end / 2)
     first = every.index(window[0])
-    assert window == every[first:first + len(window)] and logged.times[window[0]] >= 0.2 - 1e-9
+    assert window == every[first : first + len(window)] and logged.times[window[0]] >= 0.2 - 1e-9
     for frame, k in zip(logged.frames(window), range(first, first + len(window))):
         np.testing.assert_array_equal(frame, live_frames[k])
 
@@ -85,10 +96,13 @@ def test_bad_requests_are_refused_before_any_file(live, tmp_path):
     d, _, _ = live
     run = d / "run"
     out = tmp_path / "r.mp4"
-    for kwargs, match in (({"fps": 0.0}, "fps = 0.0"), ({"fps": 1e6}, "at most once a control"),
-                          ({"start": 0.5, "end": 0.2}, "must be before"),
-                          ({"end": 99.0}, "the run lasts"),
-                          ({"camera": "nope"}, "unknown camera 'nope'")):
+    for kwargs, match in (
+        ({"fps": 0.0}, "fps = 0.0"),
+        ({"fps": 1e6}, "at most once a control"),
+        ({"start": 0.5, "end": 0.2}, "must be before"),
+        ({"end": 99.0}, "the run lasts"),
+        ({"camera": "nope"}, "unknown camera 'nope'"),
+    ):
         with pytest.raises(WbsimError, match=match):
             replay_video(run, out, **kwargs)
         assert not out.exists()
@@ -121,8 +135,23 @@ def test_cli_replay(live, tmp_path, capsys):
     from wbsim.cli import main
 
     d, _, _ = live
-    assert main(["replay", str(d / "run"), "--video", str(tmp_path / "c.mp4"), "--start", "0.1",
-                 "--end", "0.3", "--camera", "side"]) == 0
+    assert (
+        main(
+            [
+                "replay",
+                str(d / "run"),
+                "--video",
+                str(tmp_path / "c.mp4"),
+                "--start",
+                "0.1",
+                "--end",
+                "0.3",
+                "--camera",
+                "side",
+            ]
+        )
+        == 0
+    )
     assert "frames (0.1" in capsys.readouterr().out
     assert len(iio.imread(tmp_path / "c.mp4")) == 7  # 0.1, 0.133, ..., 0.3 s at 30 fps
 
@@ -135,12 +164,23 @@ def test_frame_events_count_an_event_from_when_it_was_emitted(g1):
 
     p = g1.contact_point_names
     events = [
-        {"kind": "contact_mismatch", "step": 5, "t": 0.01, "end_t": 0.06, "where": "left_foot",
-         "detail": {"confirmed_step": 15}},
-        {"kind": "mode_switch", "step": 8, "t": 0.016, "end_t": 0.016, "where": "right_foot",
-         "detail": {"confirmed_step": 13}},
-        {"kind": "force_sign", "step": 9, "t": 0.018, "end_t": 0.02, "where": p[5],
-         "detail": {}},
+        {
+            "kind": "contact_mismatch",
+            "step": 5,
+            "t": 0.01,
+            "end_t": 0.06,
+            "where": "left_foot",
+            "detail": {"confirmed_step": 15},
+        },
+        {
+            "kind": "mode_switch",
+            "step": 8,
+            "t": 0.016,
+            "end_t": 0.016,
+            "where": "right_foot",
+            "detail": {"confirmed_step": 13},
+        },
+        {"kind": "force_sign", "step": 9, "t": 0.018, "end_t": 0.02, "where": p[5], "detail": {}},
         {"kind": "fall", "step": 9, "t": 0.018, "end_t": 0.018, "where": "", "detail": {}},
     ]
     counts = {k: frame_events(events, g1, k, 0.002 * (k + 1))[:2] for k in (10, 14, 15)}

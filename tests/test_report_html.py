@@ -17,10 +17,17 @@ from wbsim.rollout import EpisodeConfig, run_episode
 def pushed(tmp_path_factory):
     """0.5 s of the G1 standing, pushed every 0.15 s for 0.1 s, with its video."""
     d = tmp_path_factory.mktemp("report")
-    summary = run_episode(EpisodeConfig(seconds=0.5, log=d / "run", video=d / "run.mp4",
-                                        width=160, height=120, progress=False,
-                                        env_options={"push_magnitude": 40.0,
-                                                     "push_interval": 0.15}))
+    summary = run_episode(
+        EpisodeConfig(
+            seconds=0.5,
+            log=d / "run",
+            video=d / "run.mp4",
+            width=160,
+            height=120,
+            progress=False,
+            env_options={"push_magnitude": 40.0, "push_interval": 0.15},
+        )
+    )
     return d, summary
 
 

@@ -46,19 +46,23 @@ def _reference(env_id, controller, frame_skip, actions, seed, scale=0.1, options
             command = Command(cmd.tau + scale * a * ref.effort, joint_targets=cmd.joint_targets)
             ref.torque_hook = lambda env, c=command: c
             obs, reward, term, _, _ = ref.step(np.zeros(N, np.float32))
-        out.append((obs, reward, term, ref.data.qpos.copy(), ref.data.qvel.copy(), cmd.tau,
-                    ref.tau.copy()))
+        out.append(
+            (obs, reward, term, ref.data.qpos.copy(), ref.data.qvel.copy(), cmd.tau, ref.tau.copy())
+        )
         if term:
             break
     return out
 
 
-@pytest.mark.parametrize("env_id, controller, fs, env_kw", [
-    ("wbsim/G1Stand-v0", "gravity_qp", 1, {}),
-    ("wbsim/G1Stand-v0", "gravity_qp", 5, {}),
-    ("wbsim/G1Push-v0", "gravity_qp", 3, {"push_interval": 0.113, "push_duration": 0.05}),
-    ("wbsim/G1Stand-v0", "projected_id", 4, {}),
-])
+@pytest.mark.parametrize(
+    "env_id, controller, fs, env_kw",
+    [
+        ("wbsim/G1Stand-v0", "gravity_qp", 1, {}),
+        ("wbsim/G1Stand-v0", "gravity_qp", 5, {}),
+        ("wbsim/G1Push-v0", "gravity_qp", 3, {"push_interval": 0.113, "push_duration": 0.05}),
+        ("wbsim/G1Stand-v0", "projected_id", 4, {}),
+    ],
+)
 def test_controller_runs_every_mujoco_step(env_id, controller, fs, env_kw):
     """Observation, reward, termination, MuJoCo state, the last command and the applied torque of
     every env step equal the hand-written loop's, bit for bit."""
@@ -81,8 +85,15 @@ def test_controller_runs_every_mujoco_step(env_id, controller, fs, env_kw):
         assert base.pushes  # a push started within an env step (0.113 s is no multiple of dt)
 
 
-@pytest.mark.parametrize("env_id, fs", [("wbsim/G1Stand-v0", 2), ("wbsim/G1Stand-v0", 5),
-                                        ("wbsim/G1Stand-v0", 10), ("wbsim/TalosStand-v0", 5)])
+@pytest.mark.parametrize(
+    "env_id, fs",
+    [
+        ("wbsim/G1Stand-v0", 2),
+        ("wbsim/G1Stand-v0", 5),
+        ("wbsim/G1Stand-v0", 10),
+        ("wbsim/TalosStand-v0", 5),
+    ],
+)
 def test_zero_action_stands_at_any_frame_skip(env_id, fs):
     """Zero actions: the controller alone holds the robot (it fell at frame_skip >= 3 and sagged by
     0.3 rad at 2 while its torque was held over the substeps). From the exact pose (no reset noise),
@@ -106,11 +117,18 @@ def test_zero_action_stands_at_any_frame_skip(env_id, fs):
 def test_async_vector_env_residual_frame_skip():
     """The hook is installed in the subprocesses: 1.5 s of zero actions at frame_skip 5 (it fell at
     0.86 s), both envs as a single env does (all from the exact pose: no reset noise)."""
-    envs = gym.make_vec("wbsim/G1Stand-v0", num_envs=2, vectorization_mode="async",
-                        action_mode="residual", frame_skip=5, reset_noise_scale=0.0,
-                        vector_kwargs={"context": "fork"})
-    single = gym.make("wbsim/G1Stand-v0", action_mode="residual", frame_skip=5,
-                      reset_noise_scale=0.0)
+    envs = gym.make_vec(
+        "wbsim/G1Stand-v0",
+        num_envs=2,
+        vectorization_mode="async",
+        action_mode="residual",
+        frame_skip=5,
+        reset_noise_scale=0.0,
+        vector_kwargs={"context": "fork"},
+    )
+    single = gym.make(
+        "wbsim/G1Stand-v0", action_mode="residual", frame_skip=5, reset_noise_scale=0.0
+    )
     try:
         envs.reset(seed=0)
         single.reset(seed=0)
@@ -137,8 +155,14 @@ def test_hook_contract():
 
     def hook(e):
         assert e is env
-        seen.append((e.data.time, e.data.xfrc_applied.copy(), e.sensing.force_world.copy(),
-                     e.robot_state().sensed_contacts))
+        seen.append(
+            (
+                e.data.time,
+                e.data.xfrc_applied.copy(),
+                e.sensing.force_world.copy(),
+                e.robot_state().sensed_contacts,
+            )
+        )
         return torques[len(seen) - 1]
 
     env.torque_hook = hook
@@ -148,8 +172,14 @@ def test_hook_contract():
     expected = []
     for k in range(40):
         ref.sim.apply_push()  # what each MuJoCo step does first; the hook sees the state after it
-        expected.append((ref.data.time, ref.data.xfrc_applied.copy(),
-                         ref.sensing.force_world.copy(), ref.robot_state().sensed_contacts))
+        expected.append(
+            (
+                ref.data.time,
+                ref.data.xfrc_applied.copy(),
+                ref.sensing.force_world.copy(),
+                ref.robot_state().sensed_contacts,
+            )
+        )
         ref.step(actions[k])
         if k % 4 == 3:
             env.step(np.zeros(N))
@@ -171,8 +201,11 @@ def test_hook_errors():
         env.torque_hook = 3
     env.reset(seed=0)
     env.torque_hook = lambda e: np.zeros(3)
-    with pytest.raises(WbsimError, match=r"torque_hook returned a torque of shape \(3,\); expected "
-                                         r"\(29,\)"):
+    with pytest.raises(
+        WbsimError,
+        match=r"torque_hook returned a torque of shape \(3,\); expected "
+        r"\(29,\)",
+    ):
         env.step(np.zeros(N))
     bad = np.zeros(N)
     bad[4] = np.nan
@@ -230,8 +263,9 @@ def test_pickle_keeps_the_plans_reset_context():
     """G1OneLeg's targets are relative to the CoM and feet at reset: a copy pickled in the shift
     phase (1.5 s) has the same targets and, with projected_id (which follows them), the same
     steps."""
-    env = gym.make("wbsim/G1OneLeg-v0", action_mode="residual", controller="projected_id",
-                   frame_skip=5)
+    env = gym.make(
+        "wbsim/G1OneLeg-v0", action_mode="residual", controller="projected_id", frame_skip=5
+    )
     rng = np.random.default_rng(4)
     env.reset(seed=0)
     for _ in range(150):
@@ -243,9 +277,15 @@ def test_pickle_keeps_the_plans_reset_context():
 
 # -- residual-only options -------------------------------------------------------------------------
 @pytest.mark.parametrize("mode", [None, "torque", "joint_position"])
-@pytest.mark.parametrize("option", [{"controller": "foo"}, {"residual_scale": 0.5},
-                                    {"controller_options": {}},
-                                    {"controller": "pd", "residual_scale": 0.1}])
+@pytest.mark.parametrize(
+    "option",
+    [
+        {"controller": "foo"},
+        {"residual_scale": 0.5},
+        {"controller_options": {}},
+        {"controller": "pd", "residual_scale": 0.1},
+    ],
+)
 def test_residual_options_need_residual_mode(mode, option):
     kw = {} if mode is None else {"action_mode": mode}
     with pytest.raises(WbsimError) as exc:
@@ -256,11 +296,19 @@ def test_residual_options_need_residual_mode(mode, option):
 
 
 def test_residual_options_in_residual_mode():
-    env = gym.make("wbsim/G1Stand-v0", action_mode="residual", controller="pd", residual_scale=0.2,
-                   controller_options={"frequency_hz": 4})
+    env = gym.make(
+        "wbsim/G1Stand-v0",
+        action_mode="residual",
+        controller="pd",
+        residual_scale=0.2,
+        controller_options={"frequency_hz": 4},
+    )
     w = _wrapper(env)
-    assert (w.controller_name, w.residual_scale, w.controller_options) == ("pd", 0.2,
-                                                                          {"frequency_hz": 4})
+    assert (w.controller_name, w.residual_scale, w.controller_options) == (
+        "pd",
+        0.2,
+        {"frequency_hz": 4},
+    )
     w = _wrapper(gym.make("wbsim/G1Stand-v0", action_mode="residual"))
     assert (w.controller_name, w.residual_scale, w.controller_options) == ("gravity_qp", 0.1, {})
     with pytest.raises(WbsimError, match="unknown action_mode 'velocity'"):

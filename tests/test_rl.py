@@ -63,8 +63,12 @@ def test_ppo_example_takes_the_env_and_the_controller(monkeypatch, capsys):
         return Path(out)
 
     monkeypatch.setattr(train_ppo, "train", fake_train)
-    assert train_ppo.main(["--env", "wbsim/G1Walk-v0", "--controller", "projected_id",
-                           "--steps", "16"]) == 0
+    assert (
+        train_ppo.main(
+            ["--env", "wbsim/G1Walk-v0", "--controller", "projected_id", "--steps", "16"]
+        )
+        == 0
+    )
     assert seen["env_id"] == "wbsim/G1Walk-v0" and seen["controller"] == "projected_id"
     assert seen["steps"] == 16
     monkeypatch.undo()
@@ -83,8 +87,14 @@ def test_ppo_example_trains_on_walking_in_residual_mode(tmp_path):
 
     from wbsim.examples.train_ppo import train
 
-    out = train(steps=256, out=tmp_path, env_id="wbsim/G1Walk-v0", controller="projected_id",
-                video_seconds=0.2, n_steps=128)
+    out = train(
+        steps=256,
+        out=tmp_path,
+        env_id="wbsim/G1Walk-v0",
+        controller="projected_id",
+        video_seconds=0.2,
+        n_steps=128,
+    )
     model = PPO.load(out / "model.zip", device="cpu")
     env = gym.make("wbsim/G1Walk-v0", action_mode="residual", controller="projected_id")
     obs, _ = env.reset(seed=0)

@@ -15,8 +15,14 @@ def test_one_ppo_iteration_trains_and_saves(tmp_path, monkeypatch):
 
     from wbsim.examples.rllib_ppo import train
 
-    history = train(iterations=1, out=tmp_path / "algo", seconds=1.0, train_batch_size=200,
-                    minibatch_size=100, num_epochs=1)
+    history = train(
+        iterations=1,
+        out=tmp_path / "algo",
+        seconds=1.0,
+        train_batch_size=200,
+        minibatch_size=100,
+        num_epochs=1,
+    )
     assert [h["iteration"] for h in history] == [1]
     h = history[0]
     assert h["env_steps"] >= 200
@@ -26,8 +32,10 @@ def test_one_ppo_iteration_trains_and_saves(tmp_path, monkeypatch):
     assert not ray.is_initialized()  # the local Ray started for the run was stopped
 
 
-@pytest.mark.parametrize("kwargs,message", [({"iterations": 0}, "iterations must be"),
-                                            ({"env_runners": 1.5}, "env_runners must be")])
+@pytest.mark.parametrize(
+    "kwargs,message",
+    [({"iterations": 0}, "iterations must be"), ({"env_runners": 1.5}, "env_runners must be")],
+)
 def test_bad_input_is_refused_before_ray_starts(kwargs, message):
     from wbsim.examples.rllib_ppo import train
 

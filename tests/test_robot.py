@@ -38,10 +38,13 @@ def test_mass_matrix_and_bias_agree(name):
         M_pin = np.triu(M_pin) + np.triu(M_pin, 1).T
         b_pin = pin.nonLinearEffects(pm, pd, q, v)
         conv = robot.converter
-        worst_M = max(worst_M, np.linalg.norm(conv.mj_matrix_to_pin(M_mj, q) - M_pin)
-                      / np.linalg.norm(M_pin))
-        worst_b = max(worst_b, np.linalg.norm(conv.mj_bias_to_pin(b_mj, M_mj, q, v) - b_pin)
-                      / np.linalg.norm(b_pin))
+        worst_M = max(
+            worst_M, np.linalg.norm(conv.mj_matrix_to_pin(M_mj, q) - M_pin) / np.linalg.norm(M_pin)
+        )
+        worst_b = max(
+            worst_b,
+            np.linalg.norm(conv.mj_bias_to_pin(b_mj, M_mj, q, v) - b_pin) / np.linalg.norm(b_pin),
+        )
     assert worst_M < 1e-8, worst_M
     assert worst_b < 1e-8, worst_b
 

@@ -36,8 +36,15 @@ def _record(monkeypatch, controller):
 
     def compute(self, state, schedule):
         cmd = compute0(self, state, schedule)
-        steps.append({"q": state.q.copy(), "v": state.v.copy(), "t": float(state.t),
-                      "schedule": schedule, "cmd": cmd})
+        steps.append(
+            {
+                "q": state.q.copy(),
+                "v": state.v.copy(),
+                "t": float(state.t),
+                "schedule": schedule,
+                "cmd": cmd,
+            }
+        )
         return cmd
 
     def record(self, step, state, command, schedule, controller_time):
@@ -55,13 +62,29 @@ def _record(monkeypatch, controller):
             mujoco.mj_contactForce(m, d, i, f6)
             frame = c.frame.reshape(3, 3)
             sign = 1.0 if r2 else -1.0  # mj_contactForce: the force of geom1 on geom2
-            contacts.append((c.pos.copy(), sign * frame.T @ f6[:3], sign * frame.T @ f6[3:],
-                             int(c.geom2 if r2 else c.geom1), float(c.dist)))
-        rec.update(t_after=float(d.time), qpos=d.qpos.copy(), qvel=d.qvel.copy(),
-                   com=d.subtree_com[1].copy(), qacc=d.qacc.copy(), xfrc=d.xfrc_applied.copy(),
-                   xipos=d.xipos.copy(), tau=self.sim.tau.copy(), sensing=self.sim.sensing(),
-                   site=d.site_xpos.copy(), contacts=contacts,
-                   robot_bodies=np.flatnonzero(m.body_rootid == root))
+            contacts.append(
+                (
+                    c.pos.copy(),
+                    sign * frame.T @ f6[:3],
+                    sign * frame.T @ f6[3:],
+                    int(c.geom2 if r2 else c.geom1),
+                    float(c.dist),
+                )
+            )
+        rec.update(
+            t_after=float(d.time),
+            qpos=d.qpos.copy(),
+            qvel=d.qvel.copy(),
+            com=d.subtree_com[1].copy(),
+            qacc=d.qacc.copy(),
+            xfrc=d.xfrc_applied.copy(),
+            xipos=d.xipos.copy(),
+            tau=self.sim.tau.copy(),
+            sensing=self.sim.sensing(),
+            site=d.site_xpos.copy(),
+            contacts=contacts,
+            robot_bodies=np.flatnonzero(m.body_rootid == root),
+        )
         return record0(self, step, state, command, schedule, controller_time)
 
     monkeypatch.setattr(StepRecorder, "record", record)
@@ -73,14 +96,20 @@ def _reward(env, rec, fell):
     """The reward of a step, from the env's definition (module docstring), on the state after it."""
     qpos, qvel = rec["qpos"], rec["qvel"]
     w = env.reward_weights
-    joints = qpos[env.robot.converter.mj_qadr] - env.robot.pin_to_mj(env.q_reference)[0][
-        env.robot.converter.mj_qadr]
+    joints = (
+        qpos[env.robot.converter.mj_qadr]
+        - env.robot.pin_to_mj(env.q_reference)[0][env.robot.converter.mj_qadr]
+    )
     R = np.zeros(9)
     mujoco.mju_quat2Mat(R, qpos[3:7] / np.linalg.norm(qpos[3:7]))
     u = rec["tau"] / env.effort
-    return ((0.0 if fell else w["alive"]) - w["upright"] * np.arccos(np.clip(R[8], -1, 1)) ** 2
-            - w["posture"] * np.mean(joints ** 2) - w["torque"] * np.mean(u ** 2)
-            - w["base_velocity"] * np.sum(qvel[0:3] ** 2))
+    return (
+        (0.0 if fell else w["alive"])
+        - w["upright"] * np.arccos(np.clip(R[8], -1, 1)) ** 2
+        - w["posture"] * np.mean(joints**2)
+        - w["torque"] * np.mean(u**2)
+        - w["base_velocity"] * np.sum(qvel[0:3] ** 2)
+    )
 
 
 def _tilt_deg(quat_wxyz):
@@ -126,16 +155,22 @@ def _check_run(run, summary, steps, robot, env):
     com_sq, swing, hold = [], [], []
     for k, rec in enumerate(steps):
         qpos, s, cmd, sch = rec["qpos"], rec["sensing"], rec["cmd"], rec["schedule"]
-        r = {"t": rec["t"], "base_tilt_deg": _tilt_deg(qpos[3:7]),
-             "phase_index": sch.phase_index, "feasible": float(cmd.feasible),
-             "momentum_residual": _momentum_residual(robot, pdata, rec),
-             "reward": _reward(env, rec, fell=summary["fell"] and k == n - 1)}
+        r = {
+            "t": rec["t"],
+            "base_tilt_deg": _tilt_deg(qpos[3:7]),
+            "phase_index": sch.phase_index,
+            "feasible": float(cmd.feasible),
+            "momentum_residual": _momentum_residual(robot, pdata, rec),
+            "reward": _reward(env, rec, fell=summary["fell"] and k == n - 1),
+        }
         rec["reward"] = r["reward"]
         # the contact forces and gaps of the sole points, from mj_contactForce and d.contact
-        point_of_geom = {g: p for f in robot.feet.values()
-                         for g, p in zip(f.mj_geom_ids, f.point_names)}
-        site_of = {p: sid for f in robot.feet.values()
-                   for sid, p in zip(f.mj_site_ids, f.point_names)}
+        point_of_geom = {
+            g: p for f in robot.feet.values() for g, p in zip(f.mj_geom_ids, f.point_names)
+        }
+        site_of = {
+            p: sid for f in robot.feet.values() for sid, p in zip(f.mj_site_ids, f.point_names)
+        }
         f_sim = {p: np.zeros(3) for p in robot.contact_point_names}
         gap = {p: rec["site"][site_of[p], 2] for p in robot.contact_point_names}  # floor at z = 0
         for _, f, _, g, dist in rec["contacts"]:
@@ -164,15 +199,20 @@ def _check_run(run, summary, steps, robot, env):
         sensed_names = list(s.names)
         W, F = cmd.foot_wrenches, cmd.point_forces  # NaN where not commanded
         # the feet the command assumed; the schedule's when it states neither a set nor a force
-        assumed = (cmd.contact_set if cmd.contact_set or F is not None or W is not None
-                   else sch.contact_set)
+        assumed = (
+            cmd.contact_set
+            if cmd.contact_set or F is not None or W is not None
+            else sch.contact_set
+        )
         for foot in FEET:
             r[f"planned_{foot}"] = float(foot in sch.contact_set)
             r[f"assumed_{foot}"] = float(foot in assumed)
-            r[f"sensed_{foot}"] = float(any(f_sim[p][2] > 0.5
-                                            for p in robot.foot(foot).point_names))
-            r[f"sole_min_z_{foot}"] = min(rec["site"][site_of[p], 2]
-                                          for p in robot.foot(foot).point_names)
+            r[f"sensed_{foot}"] = float(
+                any(f_sim[p][2] > 0.5 for p in robot.foot(foot).point_names)
+            )
+            r[f"sole_min_z_{foot}"] = min(
+                rec["site"][site_of[p], 2] for p in robot.foot(foot).point_names
+            )
         for j, name in enumerate(robot.joint_names):
             adr = m.jnt_qposadr[mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, name)]
             r[f"qerr/{name}"] = qpos[adr] - q0[adr]
@@ -185,7 +225,9 @@ def _check_run(run, summary, steps, robot, env):
         for p in points:
             i = sensed_names.index(p)
             for a, ax in enumerate("xyz"):
-                r[f"f_cmd/{p}/{ax}"] = np.nan if F is None else F[robot.contact_point_names.index(p), a]
+                r[f"f_cmd/{p}/{ax}"] = (
+                    np.nan if F is None else F[robot.contact_point_names.index(p), a]
+                )
                 r[f"f_sim/{p}/{ax}"] = f_sim[p][a]
             r[f"gap/{p}"] = gap[p]
             r[f"mode/{p}"] = s.mode[i]
@@ -208,8 +250,12 @@ def _check_run(run, summary, steps, robot, env):
     # the step table: bit for bit where the log only copies or subtracts, to rounding where the
     # reference takes another route (tilt from the rotation matrix, the momentum balance)
     # (MuJoCo adds the actuators' PD as ctrl + bias: the applied torque to round-off)
-    approx = {"base_tilt_deg": 1e-6, "momentum_residual": 1e-9, "reward": 1e-12,
-              **{c: 1e-9 for c in cols if c.startswith(("f_sim/", "tau_applied/"))}}
+    approx = {
+        "base_tilt_deg": 1e-6,
+        "momentum_residual": 1e-9,
+        "reward": 1e-12,
+        **{c: 1e-9 for c in cols if c.startswith(("f_sim/", "tau_applied/"))},
+    }
     for c in cols:
         if c == "controller_time_s":
             assert np.all(np.isfinite(col[c]) & (col[c] > 0) & (col[c] < 10)), c
@@ -221,16 +267,16 @@ def _check_run(run, summary, steps, robot, env):
     # the summary
     assert summary["max_base_tilt_deg"] == pytest.approx(max(tilts), abs=1e-6)
     assert summary["base_drift_m"] == pytest.approx(max(drifts), rel=1e-12, abs=1e-15)
-    assert summary["base_height_drop_m"] == pytest.approx(max(0.0, max(drops)), rel=1e-12,
-                                                           abs=1e-15)
+    assert summary["base_height_drop_m"] == pytest.approx(
+        max(0.0, max(drops)), rel=1e-12, abs=1e-15
+    )
     assert summary["max_joint_error_rad"] == max(qerrs)
     assert summary["momentum_residual_max"] == pytest.approx(max(residuals), abs=1e-9)
     assert summary["momentum_residual_max"] == float(np.max(col["momentum_residual"]))
     assert summary["return"] == pytest.approx(sum(rec["reward"] for rec in steps), abs=1e-9)
     assert summary["seconds"] == round(steps[-1]["t_after"], 9)
     if com_sq:
-        assert summary["com_tracking_rms_m"] == pytest.approx(math.sqrt(np.mean(com_sq)),
-                                                              rel=1e-12)
+        assert summary["com_tracking_rms_m"] == pytest.approx(math.sqrt(np.mean(com_sq)), rel=1e-12)
     else:
         assert "com_tracking_rms_m" not in summary
     if swing:
@@ -271,8 +317,13 @@ def test_standing_with_pushes_matches_the_reference(monkeypatch, tmp_path):
     """gravity_qp, every sole point commanded (the row's fast path), pushes on the torso every
     0.1 s (xfrc_applied enters the momentum balance)."""
     run, summary, steps, robot, env = _run(
-        monkeypatch, tmp_path, env="wbsim/G1Push-v0", controller="gravity_qp", seconds=0.5,
-        env_options={"push_interval": 0.1, "push_magnitude": 30.0})
+        monkeypatch,
+        tmp_path,
+        env="wbsim/G1Push-v0",
+        controller="gravity_qp",
+        seconds=0.5,
+        env_options={"push_interval": 0.1, "push_magnitude": 30.0},
+    )
     assert summary["status"] == "completed"
     assert any(np.count_nonzero(rec["xfrc"]) for rec in steps)
     _check_run(run, summary, steps, robot, env)
@@ -289,8 +340,13 @@ def test_one_leg_matches_the_reference(monkeypatch, tmp_path):
     """projected_id on one leg: the CoM target, commands on a subset of the points (the row's
     scatter path), a swing foot and a hold phase."""
     run, summary, steps, robot, env = _run(
-        monkeypatch, tmp_path, env="wbsim/G1OneLeg-v0", controller="projected_id",
-        controller_options={"variant": "qp"}, seconds=3.6)
+        monkeypatch,
+        tmp_path,
+        env="wbsim/G1OneLeg-v0",
+        controller="projected_id",
+        controller_options={"variant": "qp"},
+        seconds=3.6,
+    )
     assert summary["status"] == "completed"
     sets = {rec["cmd"].contact_set for rec in steps}
     assert len(sets) > 1  # a foot was lifted
@@ -301,11 +357,18 @@ def test_one_leg_matches_the_reference(monkeypatch, tmp_path):
 def test_wrench_commands_match_the_reference(monkeypatch, tmp_path):
     """gravity_qp with the wrench contact model: the command is a wrench per foot, so the points'
     f_cmd columns are NaN (not a commanded 0 N) and the w_cmd columns hold the wrenches."""
-    run, summary, steps, robot, env = _run(monkeypatch, tmp_path, controller="gravity_qp", seconds=0.2,
-                                      controller_options={"contact_model": "wrench"})
+    run, summary, steps, robot, env = _run(
+        monkeypatch,
+        tmp_path,
+        controller="gravity_qp",
+        seconds=0.2,
+        controller_options={"contact_model": "wrench"},
+    )
     assert summary["status"] == "completed"
-    assert all(rec["cmd"].foot_wrenches.shape == (2, 6) and rec["cmd"].point_forces is None
-               for rec in steps)
+    assert all(
+        rec["cmd"].foot_wrenches.shape == (2, 6) and rec["cmd"].point_forces is None
+        for rec in steps
+    )
     _check_run(run, summary, steps, robot, env)
     assert np.all(np.isnan(run.prefixed("f_cmd/")[1]))
     _, w = run.prefixed("w_cmd/left_foot/")
@@ -315,8 +378,10 @@ def test_wrench_commands_match_the_reference(monkeypatch, tmp_path):
 
     assert np.array_equal(foot_normal_force(run, "left_foot", "f_cmd"), w[:, 2])
     names, f = run.prefixed("f_sim/left_foot_")
-    assert np.array_equal(foot_normal_force(run, "left_foot", "f_sim"),
-                          f[:, [i for i, n in enumerate(names) if n.endswith("/z")]].sum(axis=1))
+    assert np.array_equal(
+        foot_normal_force(run, "left_foot", "f_sim"),
+        f[:, [i for i, n in enumerate(names) if n.endswith("/z")]].sum(axis=1),
+    )
 
 
 def test_a_fall_matches_the_reference(monkeypatch, tmp_path):

@@ -55,18 +55,29 @@ def test_results_come_in_the_order_of_the_calls(ray_home):
         ray.cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
 
 
-@pytest.mark.parametrize("workers,address,message", [
-    (0, None, "workers must be an integer >= 1, got 0"),
-    (True, None, "workers must be an integer >= 1, got True"),
-    ("2", None, "workers must be an integer >= 1, got '2'"),
-    (None, "auto", "needs a number of workers"),
-])
+@pytest.mark.parametrize(
+    "workers,address,message",
+    [
+        (0, None, "workers must be an integer >= 1, got 0"),
+        (True, None, "workers must be an integer >= 1, got True"),
+        ("2", None, "workers must be an integer >= 1, got '2'"),
+        (None, "auto", "needs a number of workers"),
+    ],
+)
 def test_bad_workers_are_refused_before_anything_runs(workers, address, message, tmp_path):
     from wbsim.baseline import run_baseline
 
     with pytest.raises(WbsimError, match=message):
-        run_baseline("wbsim/G1Stand-v0", "gravity_qp", episodes=1, seconds=0.1, progress=False,
-                     workers=workers, address=address, json_path=tmp_path / "b.json")
+        run_baseline(
+            "wbsim/G1Stand-v0",
+            "gravity_qp",
+            episodes=1,
+            seconds=0.1,
+            progress=False,
+            workers=workers,
+            address=address,
+            json_path=tmp_path / "b.json",
+        )
     assert not (tmp_path / "b.json").exists()
 
 
@@ -87,8 +98,9 @@ def test_without_ray_installed_the_error_says_how(monkeypatch):
     from wbsim.scaleout import check_workers
 
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name == "ray" else real(name, *a))
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "ray" else real(name, *a)
+    )
     with pytest.raises(WbsimError, match=r'pip install "wbsim\[ray\]"'):
         check_workers(2, None)
     check_workers(None, None)  # the sequential run needs no Ray

@@ -18,9 +18,15 @@ def test_a_state_mujoco_reset_ends_the_run_with_an_error(tmp_path):
     """A push of 1e12 N makes MuJoCo reset the state (mjWARN_BADQACC): the run ends as "error" at
     that step, named with MuJoCo's warning, with the steps before it logged and the time reached
     (not the reset's); the env terminates with the message."""
-    s = run_episode(EpisodeConfig(env="wbsim/G1Push-v0", seconds=1.0, log=tmp_path / "run",
-                                  progress=False,
-                                  env_options={"push_magnitude": 1e12, "push_interval": 0.1}))
+    s = run_episode(
+        EpisodeConfig(
+            env="wbsim/G1Push-v0",
+            seconds=1.0,
+            log=tmp_path / "run",
+            progress=False,
+            env_options={"push_magnitude": 1e12, "push_interval": 0.1},
+        )
+    )
     assert s["status"] == "error" and not s["fell"]
     assert "step 50" in s["stopped_reason"] and "mjWARN_BADQACC" in s["stopped_reason"]
     assert s["steps"] == s["logged_rows"] == 50 and s["seconds"] == pytest.approx(0.1)
@@ -66,20 +72,29 @@ def test_a_fall_is_declared_by_tilt():
         gym.make("wbsim/G1Stand-v0", fall_tilt=4.0)
 
 
-@pytest.mark.parametrize("options, needle", [
-    ({"width": 4000}, "off-screen buffer holds up to 1920x1080"),
-    ({"fps": 2000.0}, r"fps must be in \(0, 500\]"),
-    ({"fps": 400.0, "env_options": {"frame_skip": 5}}, r"fps must be in \(0, 100\]"),
-])
-def test_options_the_renderer_cannot_honour_are_refused_before_any_file(tmp_path, options,
-                                                                         needle):
+@pytest.mark.parametrize(
+    "options, needle",
+    [
+        ({"width": 4000}, "off-screen buffer holds up to 1920x1080"),
+        ({"fps": 2000.0}, r"fps must be in \(0, 500\]"),
+        ({"fps": 400.0, "env_options": {"frame_skip": 5}}, r"fps must be in \(0, 100\]"),
+    ],
+)
+def test_options_the_renderer_cannot_honour_are_refused_before_any_file(tmp_path, options, needle):
     """A frame larger than MuJoCo's off-screen buffer, or more frames a second than control steps:
     a one-line error naming the option and its valid range; no log, no video."""
     from wbsim.errors import WbsimError
 
     with pytest.raises(WbsimError, match=needle):
-        run_episode(EpisodeConfig(seconds=0.1, progress=False, log=tmp_path / "run",
-                                  video=tmp_path / "v.mp4", **options))
+        run_episode(
+            EpisodeConfig(
+                seconds=0.1,
+                progress=False,
+                log=tmp_path / "run",
+                video=tmp_path / "v.mp4",
+                **options,
+            )
+        )
     assert not (tmp_path / "run").exists() and not (tmp_path / "v.mp4").exists()
 
 
@@ -89,8 +104,7 @@ def test_a_killed_vector_env_worker_fails_the_next_step_at_once():
     import signal
     import time
 
-    env = gym.make_vec("wbsim/G1Stand-v0", num_envs=2, vectorization_mode="async",
-                       info_mode="lean")
+    env = gym.make_vec("wbsim/G1Stand-v0", num_envs=2, vectorization_mode="async", info_mode="lean")
     env.reset(seed=0)
     actions = np.zeros((2, N), np.float32)
     env.step(actions)
@@ -112,8 +126,12 @@ def test_the_joint_pd_is_stable_in_the_air(frequency_hz):
     coupled joint modes (17x the design stiffness on the G1) made the 5 Hz PD diverge into a limit
     cycle of saturated torques; the actuators' PD, whose damping MuJoCo integrates implicitly,
     converges at any gain."""
-    env = gym.make("wbsim/G1Stand-v0", action_mode="joint_position",
-                   pd_frequency_hz=frequency_hz, max_seconds=100.0).unwrapped
+    env = gym.make(
+        "wbsim/G1Stand-v0",
+        action_mode="joint_position",
+        pd_frequency_hz=frequency_hz,
+        max_seconds=100.0,
+    ).unwrapped
     env.model.opt.gravity[:] = 0.0
     env.reset(seed=0)
     env.data.qpos[2] += 1.0
@@ -132,9 +150,13 @@ def test_the_joint_pd_is_stable_in_the_air(frequency_hz):
 def test_gravity_qp_stands_with_its_torque_late_by_a_control_period(frame_skip):
     """gravity_qp every 2 or 5 physics steps (4 or 10 ms) with its joint PD in the actuators stands
     10 s (held torques fell at 6.96 s and 0.86 s)."""
-    s = run_episode(EpisodeConfig(seconds=10.0, progress=False,
-                                  env_options={"frame_skip": frame_skip}))
+    s = run_episode(
+        EpisodeConfig(seconds=10.0, progress=False, env_options={"frame_skip": frame_skip})
+    )
     assert s["status"] == "completed" and s["base_drift_m"] < 1e-3, s["stopped_reason"]
-    held = run_episode(EpisodeConfig(seconds=10.0, progress=False, low_level="hold",
-                                     env_options={"frame_skip": frame_skip}))
+    held = run_episode(
+        EpisodeConfig(
+            seconds=10.0, progress=False, low_level="hold", env_options={"frame_skip": frame_skip}
+        )
+    )
     assert held["fell"]

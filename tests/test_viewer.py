@@ -31,12 +31,34 @@ def test_viewer_without_display_says_how_to_run_headless(monkeypatch, capsys):
 
 @pytest.mark.skipif(shutil.which("xvfb-run") is None, reason="xvfb is not installed (.ci/run does)")
 def test_viewer_runs_under_xvfb(tmp_path):
-    env = {k: v for k, v in os.environ.items() if k not in ("MUJOCO_GL", "PYOPENGL_PLATFORM",
-                                                            "DISPLAY")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("MUJOCO_GL", "PYOPENGL_PLATFORM", "DISPLAY")
+    }
     out = subprocess.run(
-        ["xvfb-run", "-a", sys.executable, "-m", "wbsim.cli", "run", "--viewer", "--seconds", "0.6",
-         "--controller", "gravity_qp", "--log", str(tmp_path), "--no-progress"],
-        capture_output=True, text=True, env=env, timeout=300, check=False)
+        [
+            "xvfb-run",
+            "-a",
+            sys.executable,
+            "-m",
+            "wbsim.cli",
+            "run",
+            "--viewer",
+            "--seconds",
+            "0.6",
+            "--controller",
+            "gravity_qp",
+            "--log",
+            str(tmp_path),
+            "--no-progress",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     summary = json.loads(out.stdout)
     assert summary["status"] == "completed" and summary["steps"] == 300 and not summary["fell"]

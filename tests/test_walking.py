@@ -23,8 +23,10 @@ G = 9.81
 # the G1 at rest on its stand pose (what the env's reset context holds)
 COM = np.array([0.0234, 0.0, 0.6664])
 EYE = np.eye(3)
-FEET = {"left_foot": (np.array([-0.0015, 0.1185, 0.035]), EYE),
-        "right_foot": (np.array([-0.0015, -0.1185, 0.035]), EYE)}
+FEET = {
+    "left_foot": (np.array([-0.0015, 0.1185, 0.035]), EYE),
+    "right_foot": (np.array([-0.0015, -0.1185, 0.035]), EYE),
+}
 SOLES = {"left_foot": np.array([0.0335, 0.1185]), "right_foot": np.array([0.0335, -0.1185])}
 MASS = 33.34
 # sole corners in the foot frame (x forward, y left), m
@@ -33,8 +35,9 @@ CORNERS = np.array([[0.12, 0.03], [-0.05, 0.025], [-0.05, -0.025], [0.12, -0.03]
 
 def _walk(**kw):
     speed = kw.pop("speed", None)
-    params = (WalkingParameters.from_speed(speed, **kw) if speed is not None
-              else WalkingParameters(**kw))
+    params = (
+        WalkingParameters.from_speed(speed, **kw) if speed is not None else WalkingParameters(**kw)
+    )
     return params, plan_walk(params, COM, FEET, SOLES, mass=MASS, gravity=G)
 
 
@@ -43,8 +46,14 @@ def _zmp_of(ref, t):
     return np.array([np.interp(t, ref.times, ref.zmp[:, k]) for k in range(2)])
 
 
-@pytest.mark.parametrize("kw", [{"step_length": 0.0}, {"speed": 0.2, "zmp_travel": 0.04},
-                                {"speed": 0.3, "zmp_inward": 0.01, "double_support": 0.3}])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"step_length": 0.0},
+        {"speed": 0.2, "zmp_travel": 0.04},
+        {"speed": 0.3, "zmp_inward": 0.01, "double_support": 0.3},
+    ],
+)
 def test_com_solves_the_lipm(kw):
     """Over every step period, an ODE solver integrating ``cdd = omega^2 (c - p)`` from the plan's
     CoM and velocity at the period's start, with the plan's ZMP, lands on the plan's CoM; in each
@@ -52,8 +61,16 @@ def test_com_solves_the_lipm(kw):
     ``p + (c0 - p) cosh(w t) + cd0 / w sinh(w t)``."""
     _, ref = _walk(n_steps=6, **kw)
     w = lipm_omega(COM[2], G)
-    knots = np.unique(np.concatenate([[0.0], [s.lift_time for s in ref.footsteps],
-                                      [s.land_time for s in ref.footsteps], [ref.duration]]))
+    knots = np.unique(
+        np.concatenate(
+            [
+                [0.0],
+                [s.lift_time for s in ref.footsteps],
+                [s.land_time for s in ref.footsteps],
+                [ref.duration],
+            ]
+        )
+    )
     for t0, t1 in itertools.pairwise(knots):
         i0 = int(np.argmin(np.abs(ref.times - t0)))
         c0, v0 = ref.com[i0, :2], ref.com_velocity[i0, :2]
@@ -62,8 +79,15 @@ def test_com_solves_the_lipm(kw):
         def rhs(t, y):
             return np.concatenate([y[2:], w * w * (y[:2] - _zmp_of(ref, t))])
 
-        sol = solve_ivp(rhs, (t0, t1), np.concatenate([c0, v0]), rtol=1e-10, atol=1e-12,
-                        dense_output=True, max_step=0.005)
+        sol = solve_ivp(
+            rhs,
+            (t0, t1),
+            np.concatenate([c0, v0]),
+            rtol=1e-10,
+            atol=1e-12,
+            dense_output=True,
+            max_step=0.005,
+        )
         sel = (ref.times >= t0) & (ref.times <= t1)
         y = sol.sol(ref.times[sel])
         np.testing.assert_allclose(ref.com[sel, :2], y[:2].T, atol=2e-6)
@@ -75,7 +99,7 @@ def test_com_solves_the_lipm(kw):
             tau = ref.times[sel] - ref.times[i0]
             p = ref.zmp[i0, :2]
             c0, v0 = ref.com[i0, :2], ref.com_velocity[i0, :2]
-            closed = (p + np.outer(np.cosh(w * tau), c0 - p) + np.outer(np.sinh(w * tau), v0) / w)
+            closed = p + np.outer(np.cosh(w * tau), c0 - p) + np.outer(np.sinh(w * tau), v0) / w
             np.testing.assert_allclose(ref.com[sel, :2], closed, atol=1e-9)
 
 
@@ -98,8 +122,11 @@ def test_lipm_identities_and_rest_at_both_ends():
     dt = params.sample_dt
     np.testing.assert_allclose(np.gradient(c, dt, axis=0)[1:-1], cd[1:-1], atol=2e-4)
     # the acceleration has kinks where the ZMP's slope changes: compare away from them
-    kinks = np.array([0.4, 0.8] + [t for s in ref.footsteps for t in (s.lift_time, s.land_time)]
-                     + [ref.footsteps[-1].land_time + params.final_double_support])
+    kinks = np.array(
+        [0.4, 0.8]
+        + [t for s in ref.footsteps for t in (s.lift_time, s.land_time)]
+        + [ref.footsteps[-1].land_time + params.final_double_support]
+    )
     away = np.min(np.abs(ref.times[:, None] - kinks[None, :]), axis=1) > 1.5 * dt
     away[[0, -1]] = False
     np.testing.assert_allclose(np.gradient(cd, dt, axis=0)[away], cdd[away], atol=1e-4)
@@ -116,24 +143,36 @@ def test_lipm_segments_against_hand_solved_case():
     p0, p1 = np.array([0.0, 0.0]), np.array([0.1, -0.05])
     lipm = LipmTrajectory([0.0, T], np.array([p0, p1]), w, np.array([0.02, 0.01]))
     b = (p1 - p0) / T
-    xi0 = p0 + b / w + (p1 - p1 - b / w) * math.exp(-w * T)    # xi(T) = p1 at the end
+    xi0 = p0 + b / w + (p1 - p1 - b / w) * math.exp(-w * T)  # xi(T) = p1 at the end
     np.testing.assert_allclose(lipm.knot_dcm[0], xi0, atol=1e-14)
     # c(t) = p(t) + A/2 e^{w(t-T)} + C e^{-wt}, A = -b/w; check the ODE numerically instead
-    sol = solve_ivp(lambda t, c: w * (lipm.evaluate([t])["dcm"][0] - c), (0, T), [0.02, 0.01],
-                    rtol=1e-11, atol=1e-13)
+    sol = solve_ivp(
+        lambda t, c: w * (lipm.evaluate([t])["dcm"][0] - c),
+        (0, T),
+        [0.02, 0.01],
+        rtol=1e-11,
+        atol=1e-13,
+    )
     np.testing.assert_allclose(lipm.knot_com[1], sol.y[:, -1], atol=1e-9)
 
 
 def test_footsteps():
     params = WalkingParameters(step_length=0.15, n_steps=5)
     steps = plan_footsteps(params, FEET)
-    assert [s.foot for s in steps] == ["right_foot", "left_foot", "right_foot", "left_foot",
-                                       "right_foot"]
+    assert [s.foot for s in steps] == [
+        "right_foot",
+        "left_foot",
+        "right_foot",
+        "left_foot",
+        "right_foot",
+    ]
     mid_x = -0.0015
-    np.testing.assert_allclose([s.position[0] - mid_x for s in steps],
-                               [0.15, 0.30, 0.45, 0.60, 0.60], atol=1e-12)
-    np.testing.assert_allclose([s.position[1] for s in steps],
-                               [-0.1185, 0.1185, -0.1185, 0.1185, -0.1185], atol=1e-12)
+    np.testing.assert_allclose(
+        [s.position[0] - mid_x for s in steps], [0.15, 0.30, 0.45, 0.60, 0.60], atol=1e-12
+    )
+    np.testing.assert_allclose(
+        [s.position[1] for s in steps], [-0.1185, 0.1185, -0.1185, 0.1185, -0.1185], atol=1e-12
+    )
     np.testing.assert_allclose(np.diff([s.lift_time for s in steps]), params.step_period)
     np.testing.assert_allclose([s.land_time - s.lift_time for s in steps], params.single_support)
     inplace = plan_footsteps(WalkingParameters(n_steps=4), FEET)
@@ -141,7 +180,8 @@ def test_footsteps():
         np.testing.assert_allclose(s.position, FEET[s.foot][0])
     wide = plan_footsteps(WalkingParameters(n_steps=2, step_width=0.3), FEET)
     assert wide[0].position[1] == pytest.approx(-0.15) and wide[1].position[1] == pytest.approx(
-        0.15)
+        0.15
+    )
 
 
 def test_swing_profile_and_feet():
@@ -152,7 +192,7 @@ def test_swing_profile_and_feet():
     assert up.deriv(1)(0.0) == pytest.approx(0.0, abs=1e-14)
     assert up.deriv(2)(0.0) == pytest.approx(0.0, abs=1e-13)
     assert up.deriv(1)(1.0) / 0.6 == pytest.approx(-0.02)
-    assert up.deriv(2)(1.0) == pytest.approx(0.0, abs=1e-12)   # no braking at the last moment
+    assert up.deriv(2)(1.0) == pytest.approx(0.0, abs=1e-12)  # no braking at the last moment
     assert up(s[1:-1]).min() > 0.0
     params, ref = _walk(speed=0.2, n_steps=4, clearance=0.04)
     for st in ref.footsteps:
@@ -164,8 +204,11 @@ def test_swing_profile_and_feet():
         np.testing.assert_allclose(ref.foot_position[after, k][0], st.position, atol=1e-12)
         # planned velocity and acceleration are the derivatives of the planned position
         dt = params.sample_dt
-        np.testing.assert_allclose(np.gradient(ref.foot_position[sel, k], dt, axis=0)[1:-1],
-                                   ref.foot_velocity[sel, k][1:-1], atol=1e-3)
+        np.testing.assert_allclose(
+            np.gradient(ref.foot_position[sel, k], dt, axis=0)[1:-1],
+            ref.foot_velocity[sel, k][1:-1],
+            atol=1e-3,
+        )
         # the stance foot does not move
         other = 1 - k
         assert np.ptp(ref.foot_position[sel, other], axis=0).max() == 0.0
@@ -192,13 +235,13 @@ def test_planned_zmp_inside_the_planned_support(speed):
     for n, t in enumerate(ref.times):
         cs = ref.contact_set(t)
         p = ref.zmp[n, :2]
-        soles = [ref.foot_position[n, k, :2] + CORNERS for k, f in enumerate(ref.foot_names)
-                 if f in cs]
+        soles = [
+            ref.foot_position[n, k, :2] + CORNERS for k, f in enumerate(ref.foot_names) if f in cs
+        ]
         assert point_in_polygon(convex_hull(np.vstack(soles)), p, -1e-9), (t, p)
         w = ref.foot_wrench[n]
         total = w[:, :3].sum(axis=0)
-        np.testing.assert_allclose(total, MASS * (ref.com_acceleration[n] + [0, 0, G]),
-                                   atol=1e-9)
+        np.testing.assert_allclose(total, MASS * (ref.com_acceleration[n] + [0, 0, G]), atol=1e-9)
         moment = sum(w[k, 3:] + np.cross(ref.foot_position[n, k], w[k, :3]) for k in range(2))
         cop = np.array([-moment[1], moment[0]]) / total[2]  # on the floor, z = 0
         np.testing.assert_allclose(cop, p, atol=1e-9)
@@ -212,9 +255,19 @@ def test_reference_schedule_and_errors():
     s = ref.schedule(0.5)
     assert s.contact_set == {"left_foot", "right_foot"} and s.next_contact_set == {"left_foot"}
     assert s.phase == "initial_shift" and s.phase_duration == pytest.approx(0.8)
-    assert set(s.targets) >= {"com", "com_velocity", "com_acceleration", "base_orientation",
-                              "left_foot", "right_foot_orientation", "zmp", "dcm",
-                              "right_foot_landing", "landing_time", "left_foot_wrench"}
+    assert set(s.targets) >= {
+        "com",
+        "com_velocity",
+        "com_acceleration",
+        "base_orientation",
+        "left_foot",
+        "right_foot_orientation",
+        "zmp",
+        "dcm",
+        "right_foot_landing",
+        "landing_time",
+        "left_foot_wrench",
+    }
     s = ref.schedule(1.0)
     assert s.phase == "swing_right_foot" and s.phase_time == pytest.approx(0.2)
     assert s.targets["landing_time"][0] == pytest.approx(1.3)
@@ -228,18 +281,47 @@ def test_reference_schedule_and_errors():
     a = (t - ref.times[i]) / params.sample_dt
     np.testing.assert_allclose(ref.targets(t)["com"], (1 - a) * ref.com[i] + a * ref.com[i + 1])
     with pytest.raises(WbsimError, match="com must be"):
-        WholeBodyReference(ref.times, ref.com[:-1], ref.com_velocity, ref.com_acceleration,
-                           ref.base_rotation, ref.foot_names, ref.foot_position, ref.foot_velocity,
-                           ref.foot_acceleration, ref.foot_rotation, ref.phases)
+        WholeBodyReference(
+            ref.times,
+            ref.com[:-1],
+            ref.com_velocity,
+            ref.com_acceleration,
+            ref.base_rotation,
+            ref.foot_names,
+            ref.foot_position,
+            ref.foot_velocity,
+            ref.foot_acceleration,
+            ref.foot_rotation,
+            ref.phases,
+        )
     with pytest.raises(UnknownNameError, match="left_foot"):
-        WholeBodyReference(ref.times, ref.com, ref.com_velocity, ref.com_acceleration,
-                           ref.base_rotation, ref.foot_names, ref.foot_position, ref.foot_velocity,
-                           ref.foot_acceleration, ref.foot_rotation,
-                           (ContactPhase(0.0, frozenset({"hand"})),))
+        WholeBodyReference(
+            ref.times,
+            ref.com,
+            ref.com_velocity,
+            ref.com_acceleration,
+            ref.base_rotation,
+            ref.foot_names,
+            ref.foot_position,
+            ref.foot_velocity,
+            ref.foot_acceleration,
+            ref.foot_rotation,
+            (ContactPhase(0.0, frozenset({"hand"})),),
+        )
     with pytest.raises(WbsimError, match="rotations"):
-        WholeBodyReference(ref.times, ref.com, ref.com_velocity, ref.com_acceleration,
-                           2 * ref.base_rotation, ref.foot_names, ref.foot_position,
-                           ref.foot_velocity, ref.foot_acceleration, ref.foot_rotation, ref.phases)
+        WholeBodyReference(
+            ref.times,
+            ref.com,
+            ref.com_velocity,
+            ref.com_acceleration,
+            2 * ref.base_rotation,
+            ref.foot_names,
+            ref.foot_position,
+            ref.foot_velocity,
+            ref.foot_acceleration,
+            ref.foot_rotation,
+            ref.phases,
+        )
     with pytest.raises(UnknownNameError, match="right_foot"):
         WalkingParameters(first_swing="tail")
     with pytest.raises(WbsimError, match="single_support"):

@@ -39,13 +39,28 @@ def screenshot(url: str, path, width: int = 900, height: int = 650) -> np.ndarra
     from PIL import Image
 
     with tempfile.TemporaryDirectory() as profile:
-        subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                        "--no-first-run", "--disable-background-networking",
-                        "--disable-component-update", "--disable-sync",
-                        f"--user-data-dir={profile}", f"--window-size={width},{height}",
-                        "--hide-scrollbars", "--virtual-time-budget=10000",
-                        f"--screenshot={path}", url],
-                       check=True, capture_output=True, timeout=240)
+        subprocess.run(
+            [
+                CHROMIUM,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                f"--user-data-dir={profile}",
+                f"--window-size={width},{height}",
+                "--hide-scrollbars",
+                "--virtual-time-budget=10000",
+                f"--screenshot={path}",
+                url,
+            ],
+            check=True,
+            capture_output=True,
+            timeout=240,
+        )
     return np.asarray(Image.open(path).convert("RGB"))
 
 
@@ -57,8 +72,9 @@ def standing(g1):
 
     env = make_humanoid("wbsim/G1Stand-v0")
     env.reset(seed=0)
-    values = FrameValues.at_reset(env.robot, env.sensing, env.data.qpos, 0.0,
-                                  env.schedule().contact_set)
+    values = FrameValues.at_reset(
+        env.robot, env.sensing, env.data.qpos, 0.0, env.schedule().contact_set
+    )
     scene = Scene(env.robot, reset_qpos=env.data.qpos)
     overlay = scene.show(values)
     yield env.robot, scene, overlay
@@ -84,8 +100,10 @@ def test_the_page_draws_the_robot_and_the_overlay(standing, tmp_path):
     left = slice(0, int(0.55 * w))  # left of the controls, whose checkbox changed too
     changed = np.abs(shown[:, left].astype(int) - hidden[:, left].astype(int)).max(axis=-1) > 40
     rows, cols = np.nonzero(changed)
-    print(f"robot pixels: {changed.sum()}, rows {rows.min()}-{rows.max()}, "
-          f"columns {cols.min()}-{cols.max()} of {w}x{h}")
+    print(
+        f"robot pixels: {changed.sum()}, rows {rows.min()}-{rows.max()}, "
+        f"columns {cols.min()}-{cols.max()} of {w}x{h}"
+    )
     assert changed.sum() > 3000  # a standing G1 at 2.2 m fills tens of thousands of pixels
     assert 0.4 * w < np.median(cols) < 0.55 * w and rows.max() - rows.min() > 0.3 * h  # upright
     assert dark_middle(shown) > 1000 and dark_middle(hidden) < 300
@@ -107,7 +125,9 @@ def dark_middle(image: np.ndarray) -> int:
     """Pixels darker than the floor's grid lines in the middle of the page, where the camera
     looks at the robot: its shaded body, head and feet (a few dozen without it: the overlay)."""
     h, w, _ = image.shape
-    return int((image[int(0.3 * h):int(0.8 * h), int(0.3 * w):int(0.6 * w)].mean(-1) < 150).sum())
+    return int(
+        (image[int(0.3 * h) : int(0.8 * h), int(0.3 * w) : int(0.6 * w)].mean(-1) < 150).sum()
+    )
 
 
 def robot_page(url: str, path) -> np.ndarray:
@@ -123,8 +143,12 @@ def robot_page(url: str, path) -> np.ndarray:
 def _serve(args, ready: str, tmp_path):
     """Start ``wbsim ARGS`` and wait for ``ready`` on its stderr; returns the process."""
     err = (tmp_path / "stderr.txt").open("w+")
-    proc = subprocess.Popen([sys.executable, "-m", "wbsim.cli", *args], stdout=subprocess.PIPE,
-                            stderr=err, env={**os.environ, "MUJOCO_GL": "egl"})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "wbsim.cli", *args],
+        stdout=subprocess.PIPE,
+        stderr=err,
+        env={**os.environ, "MUJOCO_GL": "egl"},
+    )
     deadline = time.time() + 180
     while time.time() < deadline and proc.poll() is None:
         err.seek(0)
@@ -139,8 +163,21 @@ def _serve(args, ready: str, tmp_path):
 @pytest.mark.slow
 def test_run_web_shows_the_run_and_keeps_the_page_until_ctrl_c(tmp_path):
     port = _free_port()
-    proc, err = _serve(["run", "--seconds", "0.3", "--web", "--web-port", str(port), "--log",
-                        str(tmp_path / "run"), "--no-progress"], "the episode ended", tmp_path)
+    proc, err = _serve(
+        [
+            "run",
+            "--seconds",
+            "0.3",
+            "--web",
+            "--web-port",
+            str(port),
+            "--log",
+            str(tmp_path / "run"),
+            "--no-progress",
+        ],
+        "the episode ended",
+        tmp_path,
+    )
     try:
         page = urllib.request.urlopen(f"http://127.0.0.1:{port}", timeout=30).read()
         assert b"<html" in page.lower()  # (what the page draws: the test above)
@@ -159,8 +196,11 @@ def test_replay_web_serves_a_logged_run(tmp_path):
 
     run_episode(EpisodeConfig(seconds=0.2, log=tmp_path / "run", progress=False))
     port = _free_port()
-    proc, _ = _serve(["replay", str(tmp_path / "run"), "--web", "--web-port", str(port)],
-                       "web viewer: http://127.0.0.1", tmp_path)
+    proc, _ = _serve(
+        ["replay", str(tmp_path / "run"), "--web", "--web-port", str(port)],
+        "web viewer: http://127.0.0.1",
+        tmp_path,
+    )
     try:
         page = urllib.request.urlopen(f"http://127.0.0.1:{port}", timeout=30).read()
         assert b"<html" in page.lower()

@@ -30,7 +30,8 @@ class _CloneFinder:
             return None
         where = os.path.join(self.root, folder)
         return importlib.util.spec_from_file_location(
-            name, os.path.join(where, "__init__.py"), submodule_search_locations=[where])
+            name, os.path.join(where, "__init__.py"), submodule_search_locations=[where]
+        )
 
 
 def install(package_dir: str) -> None:
@@ -41,5 +42,6 @@ def install(package_dir: str) -> None:
         return
     root = os.path.dirname(os.path.abspath(package_dir))
     if os.path.isfile(os.path.join(root, "envs", "__init__.py")) and not any(
-            isinstance(f, _CloneFinder) for f in sys.meta_path):
+        isinstance(f, _CloneFinder) for f in sys.meta_path
+    ):
         sys.meta_path.append(_CloneFinder(root))

@@ -21,8 +21,9 @@ from wbsim.rollout import EpisodeConfig, check_seed, run_episode
 __all__ = ["default_json_path", "run_baseline"]
 
 
-def default_json_path(env: str, controller: str,
-                      controller_options: Mapping[str, Any] | None = None) -> str:
+def default_json_path(
+    env: str, controller: str, controller_options: Mapping[str, Any] | None = None
+) -> str:
     """``baselines/<env>_<controller>[-key=value...].json``: the env id without its namespace, the
     controller and its options that differ from the controller's defaults, sorted by key (values as
     ``-c`` takes them, e.g. ``baselines/G1OneLeg-v0_projected_id-variant=pinv.json``), so runs of
@@ -31,8 +32,10 @@ def default_json_path(env: str, controller: str,
 
     from wbsim.controllers import controller_class
 
-    defaults = {name: p.default for name, p in
-                inspect.signature(controller_class(controller)).parameters.items()}
+    defaults = {
+        name: p.default
+        for name, p in inspect.signature(controller_class(controller)).parameters.items()
+    }
     parts = [f"{env.split('/')[-1]}_{controller.replace(':', '.')}"]
     for key, value in sorted(dict(controller_options or {}).items()):
         if key in defaults and _same(value, defaults[key]):
@@ -45,10 +48,19 @@ def default_json_path(env: str, controller: str,
 def _episode(cfg: EpisodeConfig) -> dict[str, Any]:
     """One episode's entry of ``per_episode`` (a Ray task with ``workers``)."""
     s = run_episode(cfg)
-    return {"seed": cfg.seed, "return": s["return"], "steps": s["steps"],
-            "seconds": s["seconds"], "fell": s["fell"], "events": s["events"],
-            **{key: s[key] for key in ("base_displacement_m", "feet_displacement_m", "gait",
-                                       "com_tracking_rms_m") if key in s}}
+    return {
+        "seed": cfg.seed,
+        "return": s["return"],
+        "steps": s["steps"],
+        "seconds": s["seconds"],
+        "fell": s["fell"],
+        "events": s["events"],
+        **{
+            key: s[key]
+            for key in ("base_displacement_m", "feet_displacement_m", "gait", "com_tracking_rms_m")
+            if key in s
+        },
+    }
 
 
 def _same(value: Any, default: Any) -> bool:
@@ -59,12 +71,20 @@ def _same(value: Any, default: Any) -> bool:
         return False
 
 
-def run_baseline(env: str, controller: str, episodes: int = 20, seed: int = 0,
-                 seconds: float | None = None, reset_noise_scale: float = RESET_NOISE_SCALE,
-                 controller_options: Mapping[str, Any] | None = None,
-                 env_options: Mapping[str, Any] | None = None,
-                 json_path: str | Path | None = None, progress: bool = True,
-                 workers: int | None = None, address: str | None = None) -> dict[str, Any]:
+def run_baseline(
+    env: str,
+    controller: str,
+    episodes: int = 20,
+    seed: int = 0,
+    seconds: float | None = None,
+    reset_noise_scale: float = RESET_NOISE_SCALE,
+    controller_options: Mapping[str, Any] | None = None,
+    env_options: Mapping[str, Any] | None = None,
+    json_path: str | Path | None = None,
+    progress: bool = True,
+    workers: int | None = None,
+    address: str | None = None,
+) -> dict[str, Any]:
     """Run ``episodes`` episodes (seeds ``seed``, ``seed + 1``, ...) and aggregate.
 
     Returns (and writes to ``json_path`` if given) a dict with ``env``, ``controller``,
@@ -102,11 +122,26 @@ def run_baseline(env: str, controller: str, episodes: int = 20, seed: int = 0,
     env_kwargs = {"reset_noise_scale": reset_noise_scale, **dict(env_options or {})}
     if seconds is None:
         seconds = float(ENV_IDS.get(env, {}).get("max_seconds", 10.0))
-    per = map_calls(_episode, [
-        {"cfg": EpisodeConfig(env=env, controller=controller, seconds=seconds, seed=seed + k,
-                              controller_options=dict(controller_options or {}),
-                              env_options=env_kwargs, progress=progress and workers is None)}
-        for k in range(episodes)], workers, address, progress)
+    per = map_calls(
+        _episode,
+        [
+            {
+                "cfg": EpisodeConfig(
+                    env=env,
+                    controller=controller,
+                    seconds=seconds,
+                    seed=seed + k,
+                    controller_options=dict(controller_options or {}),
+                    env_options=env_kwargs,
+                    progress=progress and workers is None,
+                )
+            }
+            for k in range(episodes)
+        ],
+        workers,
+        address,
+        progress,
+    )
     returns = np.array([p["return"] for p in per])
     lengths = np.array([p["steps"] for p in per])
     success = [not p["fell"] and p["seconds"] >= seconds - 1e-6 for p in per]
@@ -115,13 +150,21 @@ def run_baseline(env: str, controller: str, episodes: int = 20, seed: int = 0,
         for kind, n in p["events"].items():
             violations[kind] = violations.get(kind, 0) + n
     out = {
-        "env": env, "controller": controller,
-        "controller_options": dict(controller_options or {}), "episodes": episodes, "seed": seed,
-        "seconds": seconds, "reset_noise_scale": reset_noise_scale,
-        "return_mean": float(returns.mean()), "return_std": float(returns.std()),
-        "success_rate": float(np.mean(success)), "length_mean": float(lengths.mean()),
-        "length_std": float(lengths.std()), "fell": int(sum(p["fell"] for p in per)),
-        "events": violations, "per_episode": per,
+        "env": env,
+        "controller": controller,
+        "controller_options": dict(controller_options or {}),
+        "episodes": episodes,
+        "seed": seed,
+        "seconds": seconds,
+        "reset_noise_scale": reset_noise_scale,
+        "return_mean": float(returns.mean()),
+        "return_std": float(returns.std()),
+        "success_rate": float(np.mean(success)),
+        "length_mean": float(lengths.mean()),
+        "length_std": float(lengths.std()),
+        "fell": int(sum(p["fell"] for p in per)),
+        "events": violations,
+        "per_episode": per,
     }
     if json_path:
         Path(json_path).parent.mkdir(parents=True, exist_ok=True)

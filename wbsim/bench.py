@@ -98,8 +98,19 @@ from wbsim.errors import WbsimError
 if TYPE_CHECKING:
     from wbsim.envs.humanoid import HumanoidEnv
 
-__all__ = ["FULL", "QP_SOLVERS", "QUICK", "TARGETS", "BenchSettings", "MjStepReference",
-           "format_table", "machine_info", "measure", "paired_ratio", "run_bench"]
+__all__ = [
+    "FULL",
+    "QP_SOLVERS",
+    "QUICK",
+    "TARGETS",
+    "BenchSettings",
+    "MjStepReference",
+    "format_table",
+    "machine_info",
+    "measure",
+    "paired_ratio",
+    "run_bench",
+]
 
 #: The QP solvers benchmarked for ``gravity_qp`` (those installed).
 QP_SOLVERS = ("daqp", "proxqp", "osqp")
@@ -120,8 +131,8 @@ class BenchSettings:
     """Repetitions and sizes of the blocks (``*_blocks`` blocks of ``*_steps`` units each)."""
 
     mj_blocks: int = 40
-    mj_steps: int = 200             # 0.4 s at 2 ms: the open-loop stand stays up (< 1 mm)
-    states: int = 200               # closed-loop states the controllers are timed on (one block)
+    mj_steps: int = 200  # 0.4 s at 2 ms: the open-loop stand stays up (< 1 mm)
+    states: int = 200  # closed-loop states the controllers are timed on (one block)
     ctrl_blocks: int = 10
     loop_seconds: float = 2.0
     loop_repeats: int = 5
@@ -129,8 +140,8 @@ class BenchSettings:
     multirate_seconds: float = 2.0
     multirate_repeats: int = 3
     env_blocks: int = 20
-    env_steps: int = 200            # wbsim mj_steps per block (env steps x frame_skip)
-    humanoid_steps: int = 40        # Humanoid-v5 env steps per block (frame_skip 5: 200 mj_steps)
+    env_steps: int = 200  # wbsim mj_steps per block (env steps x frame_skip)
+    humanoid_steps: int = 40  # Humanoid-v5 env steps per block (frame_skip 5: 200 mj_steps)
     vec_blocks: int = 6
     vec_steps: int = 150
     render_blocks: int = 8
@@ -142,17 +153,37 @@ class BenchSettings:
 #: The full bench (about a minute or two on 2 cores).
 FULL = BenchSettings()
 #: ``--quick``: few, short blocks (seconds): checks the bench runs; its figures are rough.
-QUICK = BenchSettings(mj_blocks=4, mj_steps=100, states=30, ctrl_blocks=2, loop_seconds=0.2,
-                      loop_repeats=2, lean_blocks=2, multirate_seconds=0.1, multirate_repeats=1, env_blocks=3, env_steps=40, humanoid_steps=10, vec_blocks=2,
-                      vec_steps=20, render_blocks=2, render_frames=2)
+QUICK = BenchSettings(
+    mj_blocks=4,
+    mj_steps=100,
+    states=30,
+    ctrl_blocks=2,
+    loop_seconds=0.2,
+    loop_repeats=2,
+    lean_blocks=2,
+    multirate_seconds=0.1,
+    multirate_repeats=1,
+    env_blocks=3,
+    env_steps=40,
+    humanoid_steps=10,
+    vec_blocks=2,
+    vec_steps=20,
+    render_blocks=2,
+    render_frames=2,
+)
 
 
 # ------------------------------------------------------------------------------------------------
 # statistics
 # ------------------------------------------------------------------------------------------------
-def measure(what: str, per: str, block_values: Sequence[float],
-            calls: Sequence[float] | None = None, cpu_values: Sequence[float] | None = None,
-            **extra: Any) -> dict[str, Any]:
+def measure(
+    what: str,
+    per: str,
+    block_values: Sequence[float],
+    calls: Sequence[float] | None = None,
+    cpu_values: Sequence[float] | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
     """An entry from per-block mean wall times per unit (s), the unit times if each unit was timed,
     and the per-block mean CPU times per unit (s) if measured."""
     blocks = np.asarray(block_values, dtype=float)
@@ -160,29 +191,52 @@ def measure(what: str, per: str, block_values: Sequence[float],
         raise WbsimError(f"bench {what}: no valid timing ({blocks.tolist()})")
     median = float(np.median(blocks))
     entry: dict[str, Any] = {
-        "what": what, "per": per, "unit": f"s per {per}", "median": median,
+        "what": what,
+        "per": per,
+        "unit": f"s per {per}",
+        "median": median,
         "spread": [float(blocks.min()), float(blocks.max())],
     }
     if calls is not None and len(calls):
         c = np.asarray(calls, dtype=float)
-        entry.update(p95=float(np.percentile(c, 95)), p95_of="calls",
-                     call_median=float(np.median(c)), n_calls=int(c.size))
+        entry.update(
+            p95=float(np.percentile(c, 95)),
+            p95_of="calls",
+            call_median=float(np.median(c)),
+            n_calls=int(c.size),
+        )
     else:
         entry.update(p95=float(np.percentile(blocks, 95)), p95_of="blocks")
-    entry.update(rate=1.0 / median, n_blocks=int(blocks.size), block_values=blocks.tolist(),
-                 ratio=None, ratio_to=None, target=None, target_value=None, **{"pass": None})
+    entry.update(
+        rate=1.0 / median,
+        n_blocks=int(blocks.size),
+        block_values=blocks.tolist(),
+        ratio=None,
+        ratio_to=None,
+        target=None,
+        target_value=None,
+        **{"pass": None},
+    )
     if cpu_values is not None:
         cpu = np.asarray(cpu_values, dtype=float)
         if cpu.size == blocks.size and np.all(np.isfinite(cpu)) and np.all(cpu > 0):
-            entry.update(cpu_median=float(np.median(cpu)),
-                         cpu_spread=[float(cpu.min()), float(cpu.max())],
-                         cpu_block_values=cpu.tolist())
+            entry.update(
+                cpu_median=float(np.median(cpu)),
+                cpu_spread=[float(cpu.min()), float(cpu.max())],
+                cpu_block_values=cpu.tolist(),
+            )
     entry.update(extra)
     return entry
 
 
-def paired_ratio(entry: dict[str, Any], numerator: Sequence[float], denominator: Sequence[float],
-                 to: str, ref_values: Sequence[float] | None = None, cpu: bool = False) -> None:
+def paired_ratio(
+    entry: dict[str, Any],
+    numerator: Sequence[float],
+    denominator: Sequence[float],
+    to: str,
+    ref_values: Sequence[float] | None = None,
+    cpu: bool = False,
+) -> None:
     """Set ``entry["ratio"]`` (``entry["cpu_ratio"]`` with ``cpu``) to the median of the per-block
     ratios ``numerator / denominator``; with ``cpu``, a missing or bad CPU figure sets nothing."""
     p = "cpu_" if cpu else ""
@@ -191,15 +245,25 @@ def paired_ratio(entry: dict[str, Any], numerator: Sequence[float], denominator:
         if cpu:
             return
         raise WbsimError(f"bench {entry['what']}: no valid ratio ({r.tolist()})")
-    entry.update({f"{p}ratio": float(np.median(r)), f"{p}block_ratios": r.tolist(),
-                  f"{p}ratio_spread": [float(r.min()), float(r.max())]})
+    entry.update(
+        {
+            f"{p}ratio": float(np.median(r)),
+            f"{p}block_ratios": r.tolist(),
+            f"{p}ratio_spread": [float(r.min()), float(r.max())],
+        }
+    )
     entry["ratio_to"] = to
     if ref_values is not None:
         entry[f"{p}ref_values"] = [float(x) for x in ref_values]
 
 
-def _target(entry: dict[str, Any], key: str, value: float | None = None,
-            cpu_value: float | None = None, at_least: bool = False) -> None:
+def _target(
+    entry: dict[str, Any],
+    key: str,
+    value: float | None = None,
+    cpu_value: float | None = None,
+    at_least: bool = False,
+) -> None:
     """Judge ``entry["ratio"]`` against the target ``key`` (``pass``); ``cpu_pass`` judges
     ``entry["cpu_ratio"]`` the same way (against ``cpu_value`` when the target is relative)."""
     text, default = TARGETS[key]
@@ -247,11 +311,18 @@ def machine_info() -> dict[str, Any]:
     except AttributeError:  # not on Linux
         usable = os.cpu_count()
     return {
-        "platform": platform.platform(), "cpu": _cpu_model(), "cpu_count": os.cpu_count(),
-        "cpus_usable": usable, "python": platform.python_version(),
-        "mujoco": mujoco.__version__, "numpy": np.__version__, "gymnasium": gymnasium.__version__,
-        "pinocchio": pinocchio.__version__, "qpsolvers": qpsolvers.__version__,
-        "wbsim": wbsim.__version__, "load_average": _load(),
+        "platform": platform.platform(),
+        "cpu": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "cpus_usable": usable,
+        "python": platform.python_version(),
+        "mujoco": mujoco.__version__,
+        "numpy": np.__version__,
+        "gymnasium": gymnasium.__version__,
+        "pinocchio": pinocchio.__version__,
+        "qpsolvers": qpsolvers.__version__,
+        "wbsim": wbsim.__version__,
+        "load_average": _load(),
         "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
     }
 
@@ -336,9 +407,17 @@ class MjStepReference:
                 calls.extend(times.tolist())
                 means.append(float(times.mean()))
                 cpus.append(cpu)
-        e = measure("mj_step, stand pose, constant gravity-compensation torques", "step", means,
-                    calls, cpus, per_block=self.steps, timestep=float(model.opt.timestep),
-                    contacts=[ncon_min, ncon_max], max_base_z_change_m=dz_max)
+        e = measure(
+            "mj_step, stand pose, constant gravity-compensation torques",
+            "step",
+            means,
+            calls,
+            cpus,
+            per_block=self.steps,
+            timestep=float(model.opt.timestep),
+            contacts=[ncon_min, ncon_max],
+            max_base_z_change_m=dz_max,
+        )
         e.update(ratio=1.0, ratio_to="mj_step", cpu_ratio=1.0)
         return e
 
@@ -369,8 +448,9 @@ def _record_states(env_id: str, n: int) -> list[tuple[Any, Any]]:
         env.close()
 
 
-def bench_controller(what: str, controller, pairs: Sequence[tuple[Any, Any]], blocks: int,
-                     ref: MjStepReference) -> dict[str, Any]:
+def bench_controller(
+    what: str, controller, pairs: Sequence[tuple[Any, Any]], blocks: int, ref: MjStepReference
+) -> dict[str, Any]:
     """Per-call time of ``controller.compute`` over ``pairs`` (reset before each block)."""
     clock = time.perf_counter
     calls: list[float] = []
@@ -396,23 +476,44 @@ def bench_controller(what: str, controller, pairs: Sequence[tuple[Any, Any]], bl
             calls.extend(times.tolist())
             means.append(float(times.mean()))
             cpus.append(cpu)
-    e = measure(what, "call", means, calls, cpus, per_block=len(pairs),
-                feasible_fraction=feasible / len(calls), fallback_fraction=fallbacks / len(calls))
+    e = measure(
+        what,
+        "call",
+        means,
+        calls,
+        cpus,
+        per_block=len(pairs),
+        feasible_fraction=feasible / len(calls),
+        fallback_fraction=fallbacks / len(calls),
+    )
     _paired_with_reference(e, means, cpus, refs)
     return e
 
 
-def _paired_with_reference(entry: dict[str, Any], walls: Sequence[float], cpus: Sequence[float],
-                           refs: Sequence[tuple[float, float]]) -> None:
+def _paired_with_reference(
+    entry: dict[str, Any],
+    walls: Sequence[float],
+    cpus: Sequence[float],
+    refs: Sequence[tuple[float, float]],
+) -> None:
     ref_wall, ref_cpu = [r[0] for r in refs], [r[1] for r in refs]
     paired_ratio(entry, walls, ref_wall, "mj_step", ref_wall)
     paired_ratio(entry, cpus, ref_cpu, "mj_step", ref_cpu, cpu=True)
 
 
-def bench_loop(env_id: str, controller: str, options: dict[str, Any], log: bool,
-               s: BenchSettings, tmp: Path, ref: MjStepReference, frame_skip: int = 1,
-               low_level: str = "pd", seconds: float | None = None,
-               repeats: int | None = None) -> dict[str, Any]:
+def bench_loop(
+    env_id: str,
+    controller: str,
+    options: dict[str, Any],
+    log: bool,
+    s: BenchSettings,
+    tmp: Path,
+    ref: MjStepReference,
+    frame_skip: int = 1,
+    low_level: str = "pd",
+    seconds: float | None = None,
+    repeats: int | None = None,
+) -> dict[str, Any]:
     """Time per physics step of :func:`run_episode` (``loop_wall_seconds / steps /
     frame_skip``), with or without a log, the controller every ``frame_skip`` physics steps;
     one warm-up run first."""
@@ -423,9 +524,16 @@ def bench_loop(env_id: str, controller: str, options: dict[str, Any], log: bool,
 
     def run(seconds: float) -> dict[str, Any]:
         folder = tmp / f"{controller}-{len(options)}-{log}-{time.monotonic_ns()}"
-        cfg = EpisodeConfig(env=env_id, controller=controller, controller_options=options,
-                            seconds=seconds, log=folder if log else None, progress=False,
-                            env_options={"frame_skip": frame_skip}, low_level=low_level)
+        cfg = EpisodeConfig(
+            env=env_id,
+            controller=controller,
+            controller_options=options,
+            seconds=seconds,
+            log=folder if log else None,
+            progress=False,
+            env_options={"frame_skip": frame_skip},
+            low_level=low_level,
+        )
         summary = run_episode(cfg)
         if summary["steps"] == 0:
             raise WbsimError(f"bench: {controller} ran no step ({summary['stopped_reason']})")
@@ -444,11 +552,20 @@ def bench_loop(env_id: str, controller: str, options: dict[str, Any], log: bool,
         steps += n
     opts = "".join(f" {k}={v}" for k, v in options.items())
     rate = "" if frame_skip == 1 else f", controller every {frame_skip} physics steps ({low_level})"
-    e = measure(f"closed loop run_episode {env_id} {controller}{opts}, "
-                f"{'logging' if log else 'no log'}{rate}", "physics step", per_step, None, cpus,
-                per_block=steps // repeats, env_dt=dt, frame_skip=frame_skip,
-                low_level=low_level, realtime_factor=dt / frame_skip / float(np.median(per_step)),
-                fell=fell)
+    e = measure(
+        f"closed loop run_episode {env_id} {controller}{opts}, "
+        f"{'logging' if log else 'no log'}{rate}",
+        "physics step",
+        per_step,
+        None,
+        cpus,
+        per_block=steps // repeats,
+        env_dt=dt,
+        frame_skip=frame_skip,
+        low_level=low_level,
+        realtime_factor=dt / frame_skip / float(np.median(per_step)),
+        fell=fell,
+    )
     _paired_with_reference(e, per_step, cpus, refs)
     return e
 
@@ -480,8 +597,14 @@ def bench_lean_loop(robot, controller, s: BenchSettings, ref: MjStepReference) -
         if b:
             means.append((t1 - t0) / s.mj_steps)
             cpus.append((c1 - c0) / s.mj_steps)
-    e = measure(f"lean hand-written loop: state, {controller.name} compute, torque, mj_step",
-                "step", means, None, cpus, per_block=s.mj_steps)
+    e = measure(
+        f"lean hand-written loop: state, {controller.name} compute, torque, mj_step",
+        "step",
+        means,
+        None,
+        cpus,
+        per_block=s.mj_steps,
+    )
     _paired_with_reference(e, means, cpus, refs)
     return e
 
@@ -518,9 +641,9 @@ def _env_pair_block(env, action: np.ndarray, n: int) -> tuple[np.ndarray, np.nda
     return times, raw, c1 - c0, c2 - c1
 
 
-def bench_env_pairs(runs: Sequence[tuple[Any, np.ndarray, int]], blocks: int,
-                    optional: Sequence[int] = ()
-                    ) -> list[tuple[dict[str, Any], dict[str, Any]] | Exception]:
+def bench_env_pairs(
+    runs: Sequence[tuple[Any, np.ndarray, int]], blocks: int, optional: Sequence[int] = ()
+) -> list[tuple[dict[str, Any], dict[str, Any]] | Exception]:
     """For each ``(env, action, n)`` of ``runs``: blocks of ``n`` individually timed
     ``env.step(action)``, each followed by the same trajectory replayed with raw ``mj_step``
     (:func:`_env_pair_block`), the envs' blocks interleaved (block 1 of every env, then block 2,
@@ -535,7 +658,8 @@ def bench_env_pairs(runs: Sequence[tuple[Any, np.ndarray, int]], blocks: int,
     failed: dict[int, Exception] = {}
     for b in range(blocks + 1):  # block 0 warms up
         for k, ((env, action, n), (e_calls, e_means, m_calls, m_means, e_cpu, m_cpu)) in enumerate(
-                zip(runs, acc)):
+            zip(runs, acc)
+        ):
             if k in failed:
                 continue
             try:
@@ -554,18 +678,32 @@ def bench_env_pairs(runs: Sequence[tuple[Any, np.ndarray, int]], blocks: int,
                 m_cpu.append(cpu_raw / raw.size)
     out: list[tuple[dict[str, Any], dict[str, Any]] | Exception] = []
     for k, ((env, action, n), (e_calls, e_means, m_calls, m_means, e_cpu, m_cpu)) in enumerate(
-            zip(runs, acc)):
+        zip(runs, acc)
+    ):
         if k in failed:
             out.append(failed[k])
             continue
         uenv = env.unwrapped
         fs = int(uenv.frame_skip)
         env_id = env.spec.id if getattr(env, "spec", None) is not None else type(uenv).__name__
-        raw_e = measure(f"raw mj_step on {env_id}'s model and data (same trajectory)", "step",
-                        m_means, m_calls, m_cpu, per_block=n * fs,
-                        timestep=float(uenv.model.opt.timestep))
-        e = measure(f"env.step of {env_id} (gym.make), torque actions, frame_skip {fs}",
-                    "env step", e_means, e_calls, e_cpu, per_block=n, frame_skip=fs)
+        raw_e = measure(
+            f"raw mj_step on {env_id}'s model and data (same trajectory)",
+            "step",
+            m_means,
+            m_calls,
+            m_cpu,
+            per_block=n * fs,
+            timestep=float(uenv.model.opt.timestep),
+        )
+        e = measure(
+            f"env.step of {env_id} (gym.make), torque actions, frame_skip {fs}",
+            "env step",
+            e_means,
+            e_calls,
+            e_cpu,
+            per_block=n,
+            frame_skip=fs,
+        )
         to = "own mj_step x frame_skip"
         paired_ratio(e, e_means, [m * fs for m in m_means], to, [m * fs for m in m_means])
         paired_ratio(e, e_cpu, [m * fs for m in m_cpu], to, [m * fs for m in m_cpu], cpu=True)
@@ -573,8 +711,14 @@ def bench_env_pairs(runs: Sequence[tuple[Any, np.ndarray, int]], blocks: int,
     return out
 
 
-def bench_vec(env_id: str, action: np.ndarray, s: BenchSettings, ref: MjStepReference,
-              info_mode: str = "lean", frame_skip: int = 1) -> tuple[dict[str, Any], dict[str, Any]]:
+def bench_vec(
+    env_id: str,
+    action: np.ndarray,
+    s: BenchSettings,
+    ref: MjStepReference,
+    info_mode: str = "lean",
+    frame_skip: int = 1,
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """Total env steps per second of ``gym.make_vec(env_id, num_envs=k, "async",
     info_mode=info_mode, frame_skip=frame_skip)`` for k = 1, 2, their blocks interleaved (so the
     2-worker speed-up is paired per block). ``"lean"`` is the info recommended for vector envs (what
@@ -589,8 +733,13 @@ def bench_vec(env_id: str, action: np.ndarray, s: BenchSettings, ref: MjStepRefe
     venvs = {}
     try:
         for k in (1, 2):
-            venvs[k] = gym.make_vec(env_id, num_envs=k, vectorization_mode="async",
-                                    info_mode=info_mode, frame_skip=frame_skip)
+            venvs[k] = gym.make_vec(
+                env_id,
+                num_envs=k,
+                vectorization_mode="async",
+                info_mode=info_mode,
+                frame_skip=frame_skip,
+            )
         acts = {k: np.tile(np.asarray(action, dtype=np.float32), (k, 1)) for k in venvs}
         clock = time.perf_counter
         per_step: dict[int, list[float]] = {1: [], 2: []}
@@ -608,11 +757,19 @@ def bench_vec(env_id: str, action: np.ndarray, s: BenchSettings, ref: MjStepRefe
     finally:
         for venv in venvs.values():
             venv.close()
-    e = {k: measure(f"gym.make_vec({env_id}, num_envs={k}, async, info_mode={info_mode!r}, "
-                    f"frame_skip={frame_skip}): total env steps",
-                    "env step", per_step[k], None, per_block=k * s.vec_steps, num_envs=k,
-                    frame_skip=frame_skip)
-         for k in (1, 2)}
+    e = {
+        k: measure(
+            f"gym.make_vec({env_id}, num_envs={k}, async, info_mode={info_mode!r}, "
+            f"frame_skip={frame_skip}): total env steps",
+            "env step",
+            per_step[k],
+            None,
+            per_block=k * s.vec_steps,
+            num_envs=k,
+            frame_skip=frame_skip,
+        )
+        for k in (1, 2)
+    }
     paired_ratio(e[1], per_step[1], [r[0] for r in refs], "mj_step", [r[0] for r in refs])
     paired_ratio(e[2], per_step[1], per_step[2], "throughput of 1 worker", per_step[1])
     return e[1], e[2]
@@ -627,9 +784,15 @@ def bench_render(robot, s: BenchSettings) -> dict[str, Any]:
     data = robot.make_data("stand")
     points = sole_points_in_world(robot, data)
     n = len(points)
-    overlay = OverlayData(points=points, modes=np.ones(n, dtype=int), f_cmd=np.zeros((n, 3)),
-                          f_sim=np.zeros((n, 3)), violating=np.zeros(n, dtype=bool),
-                          com=data.subtree_com[1].copy(), support=support_polygon(robot, data))
+    overlay = OverlayData(
+        points=points,
+        modes=np.ones(n, dtype=int),
+        f_cmd=np.zeros((n, 3)),
+        f_sim=np.zeros((n, 3)),
+        violating=np.zeros(n, dtype=bool),
+        com=data.subtree_com[1].copy(),
+        support=support_polygon(robot, data),
+    )
 
     def draw(scene, _data):
         draw_geoms(scene, overlay)
@@ -650,9 +813,15 @@ def bench_render(robot, s: BenchSettings) -> dict[str, Any]:
         shape = list(frame.shape)
     finally:
         renderer.close()
-    return measure(f"off-screen frame {s.width}x{s.height} with overlay", "frame", means, calls,
-                   per_block=s.render_frames, frame_shape=shape,
-                   mujoco_gl=os.environ.get("MUJOCO_GL", ""))
+    return measure(
+        f"off-screen frame {s.width}x{s.height} with overlay",
+        "frame",
+        means,
+        calls,
+        per_block=s.render_frames,
+        frame_shape=shape,
+        mujoco_gl=os.environ.get("MUJOCO_GL", ""),
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -671,9 +840,10 @@ def _collect(robot_name: str, s: BenchSettings) -> dict[str, Any]:
 
     robot = wbsim.load_robot(robot_name)
     env_id = _stand_env_id(robot.name)
-    result: dict[str, Any] = {"machine": machine_info(),
-                              "settings": {"robot": robot.name, "env": env_id,
-                                           "quick": s == QUICK, **asdict(s)}}
+    result: dict[str, Any] = {
+        "machine": machine_info(),
+        "settings": {"robot": robot.name, "env": env_id, "quick": s == QUICK, **asdict(s)},
+    }
     skipped: dict[str, str] = {}
 
     def optional(key: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -693,15 +863,30 @@ def _collect(robot_name: str, s: BenchSettings) -> dict[str, Any]:
     _note("controllers")
     pairs = _record_states(env_id, s.states)
     solvers = [x for x in QP_SOLVERS if x in qpsolvers.available_solvers]
-    runs = [(f"compute/gravity_qp/{x}", f"gravity_qp compute, points model, solver {x}",
-             "gravity_qp", {"contact_model": "points", "solver": x}) for x in solvers]
-    runs += [(f"compute/projected_id/{v}", f"projected_id compute, variant {v}", "projected_id",
-              {"variant": v}) for v in ("pinv", "qp")]
+    runs = [
+        (
+            f"compute/gravity_qp/{x}",
+            f"gravity_qp compute, points model, solver {x}",
+            "gravity_qp",
+            {"contact_model": "points", "solver": x},
+        )
+        for x in solvers
+    ]
+    runs += [
+        (
+            f"compute/projected_id/{v}",
+            f"projected_id compute, variant {v}",
+            "projected_id",
+            {"variant": v},
+        )
+        for v in ("pinv", "qp")
+    ]
     runs += [("compute/pd", "pd compute", "pd", {})]
 
     def controller_entry(what, name, options):
-        return bench_controller(what, make_controller(name, robot, **options), pairs,
-                                s.ctrl_blocks, ref)
+        return bench_controller(
+            what, make_controller(name, robot, **options), pairs, s.ctrl_blocks, ref
+        )
 
     for key, what, name, options in runs:
         e = optional(key, controller_entry, what, name, options)
@@ -713,15 +898,18 @@ def _collect(robot_name: str, s: BenchSettings) -> dict[str, Any]:
     if "compute/projected_id/qp" in result:
         _target(result["compute/projected_id/qp"], "projected_id_qp_compute")
     _note("lean loop")
-    e = optional("lean/gravity_qp", bench_lean_loop, robot, make_controller("gravity_qp", robot),
-                 s, ref)
+    e = optional(
+        "lean/gravity_qp", bench_lean_loop, robot, make_controller("gravity_qp", robot), s, ref
+    )
     if e is not None:
         result["lean/gravity_qp"] = e
 
     # -- closed loop ------------------------------------------------------------------------------
     _note("closed loop")
-    loops = [("gravity_qp", "gravity_qp", {}, "gravity_qp_loop_log"),
-             ("projected_id/qp", "projected_id", {"variant": "qp"}, "projected_id_qp_loop_log")]
+    loops = [
+        ("gravity_qp", "gravity_qp", {}, "gravity_qp_loop_log"),
+        ("projected_id/qp", "projected_id", {"variant": "qp"}, "projected_id_qp_loop_log"),
+    ]
     with tempfile.TemporaryDirectory(prefix="wbsim-bench-") as tmp:
         for label, name, options, target in loops:
             if name == "projected_id" and "compute/projected_id/qp" in skipped:
@@ -739,11 +927,23 @@ def _collect(robot_name: str, s: BenchSettings) -> dict[str, Any]:
             if f"loop/{label}/log" not in result:
                 continue
             for k in (1, 2, 5):
-                for low_level in (("pd",) if k == 1 else ("hold", "pd")):
+                for low_level in ("pd",) if k == 1 else ("hold", "pd"):
                     key = f"multirate/{label}/k{k}/{low_level}"
-                    e = optional(key, bench_loop, env_id, name, options, True, s, Path(tmp),
-                                 ref, frame_skip=k, low_level=low_level,
-                                 seconds=s.multirate_seconds, repeats=s.multirate_repeats)
+                    e = optional(
+                        key,
+                        bench_loop,
+                        env_id,
+                        name,
+                        options,
+                        True,
+                        s,
+                        Path(tmp),
+                        ref,
+                        frame_skip=k,
+                        low_level=low_level,
+                        seconds=s.multirate_seconds,
+                        repeats=s.multirate_repeats,
+                    )
                     if e is not None:
                         result[key] = e
 
@@ -760,8 +960,9 @@ def _collect(robot_name: str, s: BenchSettings) -> dict[str, Any]:
     try:
         if henv is not None:
             envs.append(henv)
-            env_runs.append((henv, np.zeros(henv.action_space.shape, dtype=np.float32),
-                             s.humanoid_steps))
+            env_runs.append(
+                (henv, np.zeros(henv.action_space.shape, dtype=np.float32), s.humanoid_steps)
+            )
             keys.append("env_step/humanoid_v5")
         action = None
         for fs in sorted({1, peer_fs}):
@@ -773,9 +974,18 @@ def _collect(robot_name: str, s: BenchSettings) -> dict[str, Any]:
             env_runs.append((env, action, max(1, s.env_steps // fs)))
             keys.append("env_step/wbsim" if fs == peer_fs else f"env_step/wbsim/fs{fs}")
         # the envs' blocks interleaved: wbsim and Humanoid-v5 see the same stretch of the machine
-        env_pairs = dict(zip(keys, bench_env_pairs(
-            env_runs, s.env_blocks, optional=[keys.index("env_step/humanoid_v5")]
-            if "env_step/humanoid_v5" in keys else ())))
+        env_pairs = dict(
+            zip(
+                keys,
+                bench_env_pairs(
+                    env_runs,
+                    s.env_blocks,
+                    optional=[keys.index("env_step/humanoid_v5")]
+                    if "env_step/humanoid_v5" in keys
+                    else (),
+                ),
+            )
+        )
         for key in sorted(env_pairs, key=lambda k: k.startswith("env_step/humanoid")):  # wbsim 1st
             pair = env_pairs[key]
             if isinstance(pair, Exception):  # the peer failed part-way: note, go on
@@ -788,8 +998,12 @@ def _collect(robot_name: str, s: BenchSettings) -> dict[str, Any]:
             env.close()
     if "env_step/humanoid_v5" in result:
         peer = result["env_step/humanoid_v5"]
-        _target(result["env_step/wbsim"], "env_step_overhead", value=peer["ratio"],
-                cpu_value=peer.get("cpu_ratio", math.nan))
+        _target(
+            result["env_step/wbsim"],
+            "env_step_overhead",
+            value=peer["ratio"],
+            cpu_value=peer.get("cpu_ratio", math.nan),
+        )
 
     # -- vectorised -----------------------------------------------------------------------------
     _note("vector envs")
@@ -815,12 +1029,19 @@ def _collect(robot_name: str, s: BenchSettings) -> dict[str, Any]:
     result["skipped"] = skipped
     by_text = {text: name for name, (text, _) in TARGETS.items()}
     result["targets"] = {
-        by_text[v["target"]]: {"entry": key, "measured": v["ratio"], "target": v["target"],
-                               "target_value": v["target_value"], "pass": v["pass"],
-                               "cpu_measured": v.get("cpu_ratio"),
-                               "cpu_target_value": v.get("cpu_target_value"),
-                               "cpu_pass": v.get("cpu_pass")}
-        for key, v in result.items() if isinstance(v, dict) and v.get("target")}
+        by_text[v["target"]]: {
+            "entry": key,
+            "measured": v["ratio"],
+            "target": v["target"],
+            "target_value": v["target_value"],
+            "pass": v["pass"],
+            "cpu_measured": v.get("cpu_ratio"),
+            "cpu_target_value": v.get("cpu_target_value"),
+            "cpu_pass": v.get("cpu_pass"),
+        }
+        for key, v in result.items()
+        if isinstance(v, dict) and v.get("target")
+    }
     return result
 
 
@@ -849,27 +1070,41 @@ def format_table(result: dict[str, Any]) -> str:
     m = result["machine"]
     st = result["settings"]
     lines = [
-        (f"wbsim bench  robot {st['robot']}  env {st['env']}"
-         f"{'  QUICK (rough figures)' if st['quick'] else ''}"),
-        (f"{m['date']}  {m['platform']}  {m['cpu']}  {m['cpu_count']} CPUs "
-         f"({m['cpus_usable']} usable)"
-         + (f"  load {m['load_average'][0]:.2f} at start" if m.get("load_average") else "")),
-        (f"Python {m['python']}  MuJoCo {m['mujoco']}  Pinocchio {m['pinocchio']}  "
-         f"qpsolvers {m['qpsolvers']}  Gymnasium {m['gymnasium']}  numpy {m['numpy']}"),
-        ("median: of block means (wall clock); call med.: median of single calls; spread: min-max "
-         "of block means; p95: of single calls (*) or of blocks"),
-        ("ratio: median [min-max] of per-block wall-time ratios to a reference block timed next "
-         "to each block; cpu: the same with CPU time (immune to other processes' preemption); "
-         "targets are judged on the wall ratio, (cpu) in brackets"),
+        (
+            f"wbsim bench  robot {st['robot']}  env {st['env']}"
+            f"{'  QUICK (rough figures)' if st['quick'] else ''}"
+        ),
+        (
+            f"{m['date']}  {m['platform']}  {m['cpu']}  {m['cpu_count']} CPUs "
+            f"({m['cpus_usable']} usable)"
+            + (f"  load {m['load_average'][0]:.2f} at start" if m.get("load_average") else "")
+        ),
+        (
+            f"Python {m['python']}  MuJoCo {m['mujoco']}  Pinocchio {m['pinocchio']}  "
+            f"qpsolvers {m['qpsolvers']}  Gymnasium {m['gymnasium']}  numpy {m['numpy']}"
+        ),
+        (
+            "median: of block means (wall clock); call med.: median of single calls; spread: min-max "
+            "of block means; p95: of single calls (*) or of blocks"
+        ),
+        (
+            "ratio: median [min-max] of per-block wall-time ratios to a reference block timed next "
+            "to each block; cpu: the same with CPU time (immune to other processes' preemption); "
+            "targets are judged on the wall ratio, (cpu) in brackets"
+        ),
     ]
     loads = [x[0] for x in (m.get("load_average"), m.get("load_average_end")) if x]
     if loads and max(loads) > (m["cpus_usable"] or 1):
-        lines.append(f"WARNING: the machine was busy (1-min load up to {max(loads):.1f} on "
-                     f"{m['cpus_usable']} CPUs): wall-clock figures are inflated and noisy")
+        lines.append(
+            f"WARNING: the machine was busy (1-min load up to {max(loads):.1f} on "
+            f"{m['cpus_usable']} CPUs): wall-clock figures are inflated and noisy"
+        )
     lines.append("")
-    head = (f"{'measurement':<36} {'median':>9} {'call med.':>9} {'p95':>10} {'spread':>19} "
-            f"{'rate':>10}  "
-            f"{'ratio [block min-max]':<44} {'cpu':>6}  {'target':<16} result")
+    head = (
+        f"{'measurement':<36} {'median':>9} {'call med.':>9} {'p95':>10} {'spread':>19} "
+        f"{'rate':>10}  "
+        f"{'ratio [block min-max]':<44} {'cpu':>6}  {'target':<16} result"
+    )
     lines += [head, "-" * len(head)]
     for key, e in result.items():
         if not (isinstance(e, dict) and "median" in e):
@@ -891,19 +1126,24 @@ def format_table(result: dict[str, Any]) -> str:
         else:
             target = verdict = ""
         call_med = _fmt_time(e["call_median"]) if "call_median" in e else ""
-        lines.append(f"{key:<36} {_fmt_time(e['median']):>9} {call_med:>9} {p95:>10} {spread:>19} "
-                     f"{_fmt_rate(e['rate']):>10}  {ratio:<44} {cpu:>6}  {target:<16} {verdict}")
+        lines.append(
+            f"{key:<36} {_fmt_time(e['median']):>9} {call_med:>9} {p95:>10} {spread:>19} "
+            f"{_fmt_rate(e['rate']):>10}  {ratio:<44} {cpu:>6}  {target:<16} {verdict}"
+        )
     extras = []
     for key, e in result.items():
         if isinstance(e, dict) and "realtime_factor" in e:
-            extras.append(f"  {key}: real-time factor {e['realtime_factor']:.2f} at "
-                          f"{e['env_dt'] * 1e3:.3g} ms" + ("  (the robot FELL in a run)"
-                                                           if e["fell"] else ""))
+            extras.append(
+                f"  {key}: real-time factor {e['realtime_factor']:.2f} at "
+                f"{e['env_dt'] * 1e3:.3g} ms" + ("  (the robot FELL in a run)" if e["fell"] else "")
+            )
         if isinstance(e, dict) and e.get("fallback_fraction"):
             extras.append(f"  {key}: {e['fallback_fraction']:.0%} of the calls returned a fallback")
     mj = result["mj_step"]
-    extras.append(f"  mj_step: contacts {mj['contacts'][0]}-{mj['contacts'][1]}, base height "
-                  f"moved at most {mj['max_base_z_change_m'] * 1e3:.2f} mm per block")
+    extras.append(
+        f"  mj_step: contacts {mj['contacts'][0]}-{mj['contacts'][1]}, base height "
+        f"moved at most {mj['max_base_z_change_m'] * 1e3:.2f} mm per block"
+    )
     lines += ["", "notes:", *extras]
     if result["skipped"]:
         lines += ["skipped:", *(f"  {k}: {v}" for k, v in result["skipped"].items())]
@@ -911,11 +1151,14 @@ def format_table(result: dict[str, Any]) -> str:
     for name, t in result["targets"].items():
         cpu = ""
         if t.get("cpu_pass") is not None:
-            cpu = (f"   cpu {t['cpu_measured']:.2f} vs {t['cpu_target_value']:.2f}: "
-                   f"{'PASS' if t['cpu_pass'] else 'MISS'}")
-        lines.append(f"  {name:<26} {t['measured']:.2f} vs {t['target_value']:.2f} "
-                     f"({t['entry']}, target {t['target']}): {'PASS' if t['pass'] else 'MISS'}"
-                     + cpu)
+            cpu = (
+                f"   cpu {t['cpu_measured']:.2f} vs {t['cpu_target_value']:.2f}: "
+                f"{'PASS' if t['cpu_pass'] else 'MISS'}"
+            )
+        lines.append(
+            f"  {name:<26} {t['measured']:.2f} vs {t['target_value']:.2f} "
+            f"({t['entry']}, target {t['target']}): {'PASS' if t['pass'] else 'MISS'}" + cpu
+        )
     missing = [n for n in TARGETS if n not in result["targets"]]
     if missing:
         lines.append(f"  not measured: {', '.join(missing)}")

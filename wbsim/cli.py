@@ -44,8 +44,10 @@ def cmd_list(args: argparse.Namespace) -> int:
     for name in wbsim.ROBOTS:
         robot = wbsim.load_robot(name)
         feet = ", ".join(f"{f.name} ({f.link}, {len(f.point_names)})" for f in robot.feet.values())
-        print(f"{name:<8} {robot.n_joints:>6} {robot.total_mass:>8.2f}  {feet}; "
-              f"{wbsim.ROBOTS[name].description}")
+        print(
+            f"{name:<8} {robot.n_joints:>6} {robot.total_mass:>8.2f}  {feet}; "
+            f"{wbsim.ROBOTS[name].description}"
+        )
     print("\nenvs:        " + ", ".join(ENV_IDS))
     print("\ncontrollers (name: from where; or any package.module:Class):")
     for name, origin in available_controllers().items():
@@ -66,14 +68,27 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise WbsimError("give the robot once: --robot (and --robot-config) or -e robot=...")
         from wbsim.robot import resolve_config
 
-        env_options["robot"] = (resolve_config(args.robot, args.robot_config) if args.robot
-                                else resolve_config(args.robot_config))
+        env_options["robot"] = (
+            resolve_config(args.robot, args.robot_config)
+            if args.robot
+            else resolve_config(args.robot_config)
+        )
     cfg = EpisodeConfig(
-        env=args.env, controller=args.controller, seconds=args.seconds, video=args.video,
-        log=args.log, seed=args.seed, fps=args.fps, width=args.width, height=args.height,
+        env=args.env,
+        controller=args.controller,
+        seconds=args.seconds,
+        video=args.video,
+        log=args.log,
+        seed=args.seed,
+        fps=args.fps,
+        width=args.width,
+        height=args.height,
         controller_options=controller_options,
-        env_options=env_options, progress=not args.no_progress,
-        viewer=args.viewer, tolerances=_parse_options(args.tolerance), overwrite=args.overwrite,
+        env_options=env_options,
+        progress=not args.no_progress,
+        viewer=args.viewer,
+        tolerances=_parse_options(args.tolerance),
+        overwrite=args.overwrite,
         low_level=args.low_level,
     )
     if not (np.isfinite(args.seconds) and args.seconds > 0):
@@ -107,19 +122,26 @@ def _run(cfg, args: argparse.Namespace, started: float) -> int:
 
         said = []
         if args.log:
-            said.append(f"what was logged is in {args.log}, closed and readable"
-                        if written(Path(args.log) / "summary.json")
-                        else f"no log was written ({args.log}: interrupted before the episode)")
+            said.append(
+                f"what was logged is in {args.log}, closed and readable"
+                if written(Path(args.log) / "summary.json")
+                else f"no log was written ({args.log}: interrupted before the episode)"
+            )
         if args.video:
-            said.append(f"the video is in {args.video}, closed and readable"
-                        if written(Path(args.video))
-                        else "no video was written (interrupted before its first frame)")
+            said.append(
+                f"the video is in {args.video}, closed and readable"
+                if written(Path(args.video))
+                else "no video was written (interrupted before its first frame)"
+            )
         print("wbsim run: interrupted" + ("; " + "; ".join(said) if said else ""), file=sys.stderr)
         return 130
     print(json.dumps(summary, indent=2), flush=True)
     if cfg.web is not None:  # the last frame stays on the page
-        print(f"web viewer: the episode ended; {cfg.web.url} shows its last frame until Ctrl-C",
-              file=sys.stderr, flush=True)
+        print(
+            f"web viewer: the episode ended; {cfg.web.url} shows its last frame until Ctrl-C",
+            file=sys.stderr,
+            flush=True,
+        )
         try:
             while True:
                 time.sleep(1.0)
@@ -144,33 +166,49 @@ def _load_pose(robot, args: argparse.Namespace) -> np.ndarray:
             raise WbsimError(f"{path}: expected a JSON object")
         unknown = set(pose) - {"base_position", "base_quaternion_wxyz", "joints"}
         if unknown:
-            raise WbsimError(f"{path}: unknown keys {sorted(unknown)}; known: base_position, "
-                             "base_quaternion_wxyz, joints")
+            raise WbsimError(
+                f"{path}: unknown keys {sorted(unknown)}; known: base_position, "
+                "base_quaternion_wxyz, joints"
+            )
         stand = robot.pose("stand") if "stand" in robot.poses else None
         given = pose.get("joints", {})
         if not isinstance(given, dict):
-            raise WbsimError(f"{path}: joints must be an object of joint name -> angle (rad), got "
-                             f"{type(given).__name__}")
+            raise WbsimError(
+                f"{path}: joints must be an object of joint name -> angle (rad), got "
+                f"{type(given).__name__}"
+            )
         for name, value in given.items():
             if type(value) not in (int, float) or not np.isfinite(value):
-                raise WbsimError(f"{path}: joint {name} must be a finite number (rad), got "
-                                 f"{value!r}")
+                raise WbsimError(
+                    f"{path}: joint {name} must be a finite number (rad), got {value!r}"
+                )
             if name in robot.joint_names:
                 lo, hi = robot.joint_limits[robot.joint_names.index(name)]
                 if not lo <= value <= hi:
-                    raise WbsimError(f"{path}: joint {name} = {value:g} rad is outside its limits "
-                                     f"[{lo:g}, {hi:g}]")
+                    raise WbsimError(
+                        f"{path}: joint {name} = {value:g} rad is outside its limits "
+                        f"[{lo:g}, {hi:g}]"
+                    )
         try:
-            base = np.asarray(pose.get("base_position", stand.base_position if stand else [0, 0, 1]),
-                              dtype=float)
+            base = np.asarray(
+                pose.get("base_position", stand.base_position if stand else [0, 0, 1]), dtype=float
+            )
             quat = np.asarray(pose.get("base_quaternion_wxyz", [1, 0, 0, 0]), dtype=float)
-            joints = {**(dict(stand.joints) if stand else {}), **{k: float(v) for k, v in given.items()}}
+            joints = {
+                **(dict(stand.joints) if stand else {}),
+                **{k: float(v) for k, v in given.items()},
+            }
         except (TypeError, ValueError) as exc:
             raise WbsimError(f"{path}: values must be numbers ({exc})") from None
-        if base.shape != (3,) or quat.shape != (4,) or not np.all(np.isfinite(base)) or not (
-                np.all(np.isfinite(quat)) and np.linalg.norm(quat) > 0):
-            raise WbsimError(f"{path}: base_position needs 3 numbers and base_quaternion_wxyz 4 "
-                             "(non-zero)")
+        if (
+            base.shape != (3,)
+            or quat.shape != (4,)
+            or not np.all(np.isfinite(base))
+            or not (np.all(np.isfinite(quat)) and np.linalg.norm(quat) > 0)
+        ):
+            raise WbsimError(
+                f"{path}: base_position needs 3 numbers and base_quaternion_wxyz 4 (non-zero)"
+            )
         return robot.configuration(base, quat, joints)
     return robot.pose_q(args.pose)
 
@@ -195,15 +233,19 @@ def cmd_statics(args: argparse.Namespace) -> int:
         print(json.dumps(data, indent=2))
     else:
         residual = data["residual"]
-        print(f"method {data['method']}  feasible {data['feasible']}  residual "
-              + (f"{residual:.2e} N·m" if residual is not None else "-"))
+        print(
+            f"method {data['method']}  feasible {data['feasible']}  residual "
+            + (f"{residual:.2e} N·m" if residual is not None else "-")
+        )
         if not data["feasible"]:
             print(f"  {data.get('status', 'infeasible')}")
         for name, value in data["tau"].items():
             print(f"  tau {name:<28} " + (f"{value:9.3f} N·m" if value is not None else "-"))
         for name, value in data["contact_forces"].items():
-            print(f"  f   {name:<28} " + " ".join(f"{x:9.3f}" if x is not None else "-"
-                                                  for x in value))
+            print(
+                f"  f   {name:<28} "
+                + " ".join(f"{x:9.3f}" if x is not None else "-" for x in value)
+            )
     return 0 if data["feasible"] else 1
 
 
@@ -228,8 +270,11 @@ def _web_viewer(args: argparse.Namespace):
 
 def _add_web_options(p: argparse.ArgumentParser, what: str) -> None:
     p.add_argument("--web", action="store_true", help=f"show {what} in the web browser (viser)")
-    p.add_argument("--web-host", default="127.0.0.1",
-                   help="interface the web viewer listens on (default: this machine only)")
+    p.add_argument(
+        "--web-host",
+        default="127.0.0.1",
+        help="interface the web viewer listens on (default: this machine only)",
+    )
     p.add_argument("--web-port", type=int, default=8080, help="the web viewer's port")
 
 
@@ -247,10 +292,19 @@ def cmd_replay(args: argparse.Namespace) -> int:
         finally:
             web.close()
         return 0
-    out = replay_video(args.run, args.video, camera=args.camera, start=args.start, end=args.end,
-                       fps=args.fps, overwrite=args.overwrite)
-    print(f"replay: {out['frames']} frames ({out['start']:.3f}-{out['end']:.3f} s, "
-          f"{out['fps']:g} fps) -> {out['video']}")
+    out = replay_video(
+        args.run,
+        args.video,
+        camera=args.camera,
+        start=args.start,
+        end=args.end,
+        fps=args.fps,
+        overwrite=args.overwrite,
+    )
+    print(
+        f"replay: {out['frames']} frames ({out['start']:.3f}-{out['end']:.3f} s, "
+        f"{out['fps']:g} fps) -> {out['video']}"
+    )
     return 0
 
 
@@ -258,12 +312,19 @@ def cmd_baseline(args: argparse.Namespace) -> int:
     from wbsim.baseline import default_json_path, run_baseline
 
     controller_options = _parse_options(args.controller_option)
-    out = run_baseline(args.env, args.controller, episodes=args.episodes, seed=args.seed,
-                       seconds=args.seconds, reset_noise_scale=args.reset_noise,
-                       controller_options=controller_options,
-                       json_path=args.json or default_json_path(args.env, args.controller,
-                                                                controller_options),
-                       progress=not args.no_progress, workers=args.workers, address=args.address)
+    out = run_baseline(
+        args.env,
+        args.controller,
+        episodes=args.episodes,
+        seed=args.seed,
+        seconds=args.seconds,
+        reset_noise_scale=args.reset_noise,
+        controller_options=controller_options,
+        json_path=args.json or default_json_path(args.env, args.controller, controller_options),
+        progress=not args.no_progress,
+        workers=args.workers,
+        address=args.address,
+    )
     print(f"{out['env']} {out['controller']}: {out['episodes']} episodes of {out['seconds']:g} s")
     print(f"  return        {out['return_mean']:.2f} ± {out['return_std']:.2f}")
     print(f"  success rate  {out['success_rate']:.2f}  (fell {out['fell']})")
@@ -281,15 +342,24 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def cmd_soak(args: argparse.Namespace) -> int:
     from wbsim.soak import run_soak
 
-    report = run_soak(args.episodes, seconds=args.seconds, seed=args.seed, json_path=args.json,
-                      progress=not args.no_progress)
+    report = run_soak(
+        args.episodes,
+        seconds=args.seconds,
+        seed=args.seed,
+        json_path=args.json,
+        progress=not args.no_progress,
+    )
     failures = len(report["crashes"]) + len(report["nan_logs"]) + len(report["bad"])
-    print(f"wbsim soak: {report['episodes']} episodes in {report['wall_seconds']:.0f} s; "
-          f"statuses {report['statuses']}; crashes {len(report['crashes'])}, logs with NaN "
-          f"{len(report['nan_logs'])}, wrong statuses or files {len(report['bad'])}")
+    print(
+        f"wbsim soak: {report['episodes']} episodes in {report['wall_seconds']:.0f} s; "
+        f"statuses {report['statuses']}; crashes {len(report['crashes'])}, logs with NaN "
+        f"{len(report['nan_logs'])}, wrong statuses or files {len(report['bad'])}"
+    )
     for item in report["crashes"] + report["nan_logs"] + report["bad"]:
-        print(f"  episode {item['episode']} ({item['what']}, seed {item['seed']}): "
-              f"{item.get('error') or item.get('problem')}")
+        print(
+            f"  episode {item['episode']} ({item['what']}, seed {item['seed']}): "
+            f"{item.get('error') or item.get('problem')}"
+        )
     return 1 if failures else 0
 
 
@@ -308,24 +378,40 @@ def cmd_pushtest(args: argparse.Namespace) -> int:
         print(f"wbsim pushtest: plot {out}")
         return 0
     controller_options = _parse_options(args.controller_option)
-    cfg = PushTestConfig(env=args.env, controller=args.controller, directions=args.directions,
-                         at=args.at, duration=args.duration, settle=args.settle,
-                         start=args.start, growth=args.growth, limit=args.limit,
-                         refine=args.refine, seed=args.seed,
-                         controller_options=controller_options,
-                         env_options=_parse_options(args.env_option))
+    cfg = PushTestConfig(
+        env=args.env,
+        controller=args.controller,
+        directions=args.directions,
+        at=args.at,
+        duration=args.duration,
+        settle=args.settle,
+        start=args.start,
+        growth=args.growth,
+        limit=args.limit,
+        refine=args.refine,
+        seed=args.seed,
+        controller_options=controller_options,
+        env_options=_parse_options(args.env_option),
+    )
     name = f"{args.env.split('/')[-1]}_{args.controller}"
     json_path = args.json or f"pushtests/{name}.json"
     plot_path = args.plot or f"pushtests/{name}.png"
-    res = run_push_test(cfg, json_path, plot_path,
-                        progress=None if args.no_progress else
-                        (lambda line: print(line, file=sys.stderr)))
-    print(f"{cfg.env} {cfg.controller}: push at {cfg.at:g} s ({res['phase']['name']}, "
-          f"{res['phase']['time_in_phase_s']:.2f} s in), {cfg.duration:g} s on the torso")
+    res = run_push_test(
+        cfg,
+        json_path,
+        plot_path,
+        progress=None if args.no_progress else (lambda line: print(line, file=sys.stderr)),
+    )
+    print(
+        f"{cfg.env} {cfg.controller}: push at {cfg.at:g} s ({res['phase']['name']}, "
+        f"{res['phase']['time_in_phase_s']:.2f} s in), {cfg.duration:g} s on the torso"
+    )
     for deg, imp in zip(res["directions_deg"], res["max_impulse"]):
         print(f"  {deg:5.1f} deg  {imp:6.2f} N s  ({imp / cfg.duration:6.1f} N)")
-    print(f"  least over directions {res['min_over_directions']:.2f} N s; JSON {json_path}, "
-          f"plot {plot_path}; {res['wall_seconds']:.0f} s")
+    print(
+        f"  least over directions {res['min_over_directions']:.2f} N s; JSON {json_path}, "
+        f"plot {plot_path}; {res['wall_seconds']:.0f} s"
+    )
     return 0
 
 
@@ -338,60 +424,123 @@ def cmd_dcc(args: argparse.Namespace) -> int:
     from wbsim.planning.receding import run_compare, run_plan
 
     if args.dcc_command == "plan":
-        return run_plan(out=args.out, task=args.task, formulation=args.formulation,
-                        params=_parse_options(args.param), seconds=args.seconds,
-                        knots=args.knots, speed=args.speed, video=args.video)
+        return run_plan(
+            out=args.out,
+            task=args.task,
+            formulation=args.formulation,
+            params=_parse_options(args.param),
+            seconds=args.seconds,
+            knots=args.knots,
+            speed=args.speed,
+            video=args.video,
+        )
     return run_compare(json_path=args.json, task=args.task, steps=args.steps, knots=args.knots)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="wbsim", description=wbsim.__doc__.splitlines()[0],
-                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="wbsim",
+        description=wbsim.__doc__.splitlines()[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
     parser.add_argument("--version", action="version", version=f"wbsim {wbsim.__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("list", formatter_class=argparse.ArgumentDefaultsHelpFormatter, help="known robots (DoF, mass, feet), envs and controllers")
+    p = sub.add_parser(
+        "list",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        help="known robots (DoF, mass, feet), envs and controllers",
+    )
     p.set_defaults(func=cmd_list)
 
-    p = sub.add_parser("run", formatter_class=argparse.ArgumentDefaultsHelpFormatter, help="run one episode headless, write a video and a log")
+    p = sub.add_parser(
+        "run",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        help="run one episode headless, write a video and a log",
+    )
     p.add_argument("--env", default="wbsim/G1Stand-v0", help="env id (wbsim list shows them)")
-    p.add_argument("--controller", default="gravity_qp",
-                   help="controller name (wbsim list shows them)")
-    p.add_argument("--robot", help="robot for the env: a name (wbsim list), a .urdf or .xml "
-                   "description (with --robot-config) or a .toml config; default: the env's")
-    p.add_argument("--robot-config", metavar="CFG.toml",
-                   help="robot config (feet links, ...; README: Robots and models)")
+    p.add_argument(
+        "--controller", default="gravity_qp", help="controller name (wbsim list shows them)"
+    )
+    p.add_argument(
+        "--robot",
+        help="robot for the env: a name (wbsim list), a .urdf or .xml "
+        "description (with --robot-config) or a .toml config; default: the env's",
+    )
+    p.add_argument(
+        "--robot-config",
+        metavar="CFG.toml",
+        help="robot config (feet links, ...; README: Robots and models)",
+    )
     p.add_argument("--seconds", type=float, default=10.0, help="simulated time, s")
     p.add_argument("--video", help="MP4 path (H.264), new (see --overwrite)")
     p.add_argument("--log", help="episode folder, new or empty (see --overwrite)")
-    p.add_argument("--overwrite", action="store_true",
-                   help="let --log replace the run in a folder that is not empty, "
-                        "and --video replace an existing file")
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="let --log replace the run in a folder that is not empty, "
+        "and --video replace an existing file",
+    )
     p.add_argument("--seed", type=int, default=0, help="reset seed")
     p.add_argument("--fps", type=float, default=30.0, help="video frames per second")
     p.add_argument("--width", type=int, default=640, help="video frame width, pixels")
     p.add_argument("--height", type=int, default=480, help="video frame height, pixels")
-    p.add_argument("--controller-option", "-c", action="append", default=[], metavar="KEY=VALUE",
-                   help="controller option, e.g. -c frequency_hz=3 (repeatable)")
-    p.add_argument("--env-option", "-e", action="append", default=[], metavar="KEY=VALUE",
-                   help="env option, e.g. -e push_magnitude=40 (repeatable)")
-    p.add_argument("--id-variant", choices=["qp", "pinv"],
-                   help="projected_id's inverse dynamics (same as -c variant=...)")
-    p.add_argument("--tolerance", "-t", action="append", default=[], metavar="KEY=VALUE",
-                   help="event tolerance (wbsim.diagnostics.Tolerances), e.g. -t force_sign=0.1")
-    p.add_argument("--viewer", action="store_true",
-                   help="MuJoCo's viewer in real time with the overlay (needs a display)")
-    p.add_argument("--low-level", choices=["pd", "hold"], default="pd",
-                   help="between two controller steps (-e frame_skip=k): run the command's joint "
-                        "PD at every physics step (pd) or hold its torque (hold)")
+    p.add_argument(
+        "--controller-option",
+        "-c",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="controller option, e.g. -c frequency_hz=3 (repeatable)",
+    )
+    p.add_argument(
+        "--env-option",
+        "-e",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="env option, e.g. -e push_magnitude=40 (repeatable)",
+    )
+    p.add_argument(
+        "--id-variant",
+        choices=["qp", "pinv"],
+        help="projected_id's inverse dynamics (same as -c variant=...)",
+    )
+    p.add_argument(
+        "--tolerance",
+        "-t",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="event tolerance (wbsim.diagnostics.Tolerances), e.g. -t force_sign=0.1",
+    )
+    p.add_argument(
+        "--viewer",
+        action="store_true",
+        help="MuJoCo's viewer in real time with the overlay (needs a display)",
+    )
+    p.add_argument(
+        "--low-level",
+        choices=["pd", "hold"],
+        default="pd",
+        help="between two controller steps (-e frame_skip=k): run the command's joint "
+        "PD at every physics step (pd) or hold its torque (hold)",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     _add_web_options(p, "the run live, in real time; the page stays up after the episode")
     p.set_defaults(func=cmd_run)
 
-    p = sub.add_parser("statics", formatter_class=argparse.ArgumentDefaultsHelpFormatter, help="one static (gravity compensation) solve")
+    p = sub.add_parser(
+        "statics",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        help="one static (gravity compensation) solve",
+    )
     p.add_argument("--robot", default="g1")
-    p.add_argument("--config", help="pose JSON: base_position (m, world), base_quaternion_wxyz, "
-                   "joints (name -> rad); what it leaves out is taken from the stand pose")
+    p.add_argument(
+        "--config",
+        help="pose JSON: base_position (m, world), base_quaternion_wxyz, "
+        "joints (name -> rad); what it leaves out is taken from the stand pose",
+    )
     p.add_argument("--pose", default="stand", help="named pose when --config is not given")
     p.add_argument("--support", default="left_foot,right_foot")
     p.add_argument("--contact-model", default="points", choices=["points", "wrench"])
@@ -400,34 +549,63 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_statics)
 
-    p = sub.add_parser("baseline", formatter_class=argparse.ArgumentDefaultsHelpFormatter, help="a controller's statistics over seeded episodes")
+    p = sub.add_parser(
+        "baseline",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        help="a controller's statistics over seeded episodes",
+    )
     p.add_argument("--env", default="wbsim/G1Stand-v0")
     p.add_argument("--controller", default="gravity_qp")
     p.add_argument("--episodes", type=int, default=20)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--seconds", type=float, help="episode length, s (default: the env's limit)")
-    p.add_argument("--reset-noise", type=float, default=RESET_NOISE_SCALE,
-                   help="joint noise at reset, rad")
-    p.add_argument("--controller-option", "-c", action="append", default=[], metavar="KEY=VALUE",
-                   help="controller option, e.g. -c variant=pinv for projected_id (repeatable)")
-    p.add_argument("--json", help="output JSON (default baselines/<env>_<controller>.json, with "
-                   "-key=value for each -c option that is not the controller's default)")
+    p.add_argument(
+        "--reset-noise", type=float, default=RESET_NOISE_SCALE, help="joint noise at reset, rad"
+    )
+    p.add_argument(
+        "--controller-option",
+        "-c",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="controller option, e.g. -c variant=pinv for projected_id (repeatable)",
+    )
+    p.add_argument(
+        "--json",
+        help="output JSON (default baselines/<env>_<controller>.json, with "
+        "-key=value for each -c option that is not the controller's default)",
+    )
     p.add_argument("--no-progress", action="store_true")
-    p.add_argument("--workers", type=int, help="run the episodes as Ray tasks, N at a time (on a "
-                   "local Ray with N CPUs, or on --address); the same JSON as without")
-    p.add_argument("--address", help="an existing Ray cluster (auto, HOST:6379, ray://HOST:10001); "
-                   "needs --workers")
+    p.add_argument(
+        "--workers",
+        type=int,
+        help="run the episodes as Ray tasks, N at a time (on a "
+        "local Ray with N CPUs, or on --address); the same JSON as without",
+    )
+    p.add_argument(
+        "--address",
+        help="an existing Ray cluster (auto, HOST:6379, ray://HOST:10001); needs --workers",
+    )
     p.set_defaults(func=cmd_baseline)
 
-    p = sub.add_parser("bench", formatter_class=argparse.ArgumentDefaultsHelpFormatter, help="speed against raw mj_step and Humanoid-v5, in one run")
+    p = sub.add_parser(
+        "bench",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        help="speed against raw mj_step and Humanoid-v5, in one run",
+    )
     p.add_argument("--robot", default="g1")
     p.add_argument("--json", help="write the figures as JSON")
-    p.add_argument("--quick", action="store_true", help="few repetitions (a smoke test, not figures)")
+    p.add_argument(
+        "--quick", action="store_true", help="few repetitions (a smoke test, not figures)"
+    )
     p.set_defaults(func=cmd_bench)
 
-    p = sub.add_parser("soak", formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-                       help="many seeded episodes over every env, controller and action mode: no "
-                            "crash, no NaN, every log loads")
+    p = sub.add_parser(
+        "soak",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        help="many seeded episodes over every env, controller and action mode: no "
+        "crash, no NaN, every log loads",
+    )
     p.add_argument("--episodes", type=int, default=1000)
     p.add_argument("--seconds", type=float, default=2.0, help="simulated time per episode, s")
     p.add_argument("--seed", type=int, default=0)
@@ -435,16 +613,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=cmd_soak)
 
-    p = sub.add_parser("pushtest", formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-                       help="push recovery: largest impulse on the torso survived per direction "
-                            "(polar plot + JSON)")
+    p = sub.add_parser(
+        "pushtest",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        help="push recovery: largest impulse on the torso survived per direction "
+        "(polar plot + JSON)",
+    )
     p.add_argument("--env", default="wbsim/G1Stand-v0")
     p.add_argument("--controller", default="projected_id")
     p.add_argument("--directions", type=int, default=8, help="push directions, from +x (forward)")
     p.add_argument("--at", type=float, default=2.5, help="push start, s")
     p.add_argument("--duration", type=float, default=0.1, help="push duration, s")
-    p.add_argument("--settle", type=float, default=3.0,
-                   help="the robot must stay up this long after the push start, s")
+    p.add_argument(
+        "--settle",
+        type=float,
+        default=3.0,
+        help="the robot must stay up this long after the push start, s",
+    )
     p.add_argument("--start", type=float, default=4.0, help="first impulse, N s")
     p.add_argument("--growth", type=float, default=1.5, help="ladder factor per rung")
     p.add_argument("--limit", type=float, default=80.0, help="largest impulse tried, N s")
@@ -454,25 +639,40 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--env-option", "-e", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--json", help="output JSON (default pushtests/<env>_<controller>.json)")
     p.add_argument("--plot", help="polar plot PNG (default pushtests/<env>_<controller>.png)")
-    p.add_argument("--compare", nargs="+", metavar="JSON",
-                   help="only plot these results together into --plot (no episodes)")
+    p.add_argument(
+        "--compare",
+        nargs="+",
+        metavar="JSON",
+        help="only plot these results together into --plot (no episodes)",
+    )
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=cmd_pushtest)
 
-    p = sub.add_parser("report", formatter_class=argparse.ArgumentDefaultsHelpFormatter, help="table of runs, plots per run (--html: one page per run)")
+    p = sub.add_parser(
+        "report",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        help="table of runs, plots per run (--html: one page per run)",
+    )
     p.add_argument("runs", nargs="+", metavar="RUN_DIR")
-    p.add_argument("--html", action="store_true",
-                   help="also write RUN_DIR/report.html: summary, plots and video in one file")
+    p.add_argument(
+        "--html",
+        action="store_true",
+        help="also write RUN_DIR/report.html: summary, plots and video in one file",
+    )
     p.set_defaults(func=cmd_report)
 
-    p = sub.add_parser("replay", formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-                       help="re-render a logged run with the overlay, frame for frame as its live "
-                            "video")
+    p = sub.add_parser(
+        "replay",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        help="re-render a logged run with the overlay, frame for frame as its live video",
+    )
     p.add_argument("run", metavar="RUN_DIR", help="a run folder (wbsim run --log)")
     p.add_argument("--video", help="MP4 path (default RUN_DIR/replay.mp4)")
-    p.add_argument("--camera", default="track",
-                   help="track (follows the robot, as the live video) or a model camera: front, "
-                        "side")
+    p.add_argument(
+        "--camera",
+        default="track",
+        help="track (follows the robot, as the live video) or a model camera: front, side",
+    )
     p.add_argument("--start", type=float, help="from this time, s")
     p.add_argument("--end", type=float, help="until this time, s")
     p.add_argument("--fps", type=float, help="frames per second (default: the live video's)")
@@ -482,25 +682,41 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("dcc", help="dynamic complementarity conditions: toy, G1 plan, comparison")
     dcc = p.add_subparsers(dest="dcc_command", required=True)
-    q = dcc.add_parser("toy", formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-                       help="the point-mass comparison over the seed's parameter grid")
+    q = dcc.add_parser(
+        "toy",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        help="the point-mass comparison over the seed's parameter grid",
+    )
     q.add_argument("--json", help="write the results (with trajectories) as JSON")
     q.add_argument("--repeats", type=int, default=3, help="solves per setting (median time)")
-    q.add_argument("--ipopt-defaults", action="store_true",
-                   help="IPOPT's default start options (shows the local minima)")
-    for name, text in (("plan", "plan a G1 motion in receding horizon, write .npz (+ video)"),
-                       ("compare", "receding-horizon G1 planning per formulation: time, h f_n")):
+    q.add_argument(
+        "--ipopt-defaults",
+        action="store_true",
+        help="IPOPT's default start options (shows the local minima)",
+    )
+    for name, text in (
+        ("plan", "plan a G1 motion in receding horizon, write .npz (+ video)"),
+        ("compare", "receding-horizon G1 planning per formulation: time, h f_n"),
+    ):
         q = dcc.add_parser(name, formatter_class=argparse.ArgumentDefaultsHelpFormatter, help=text)
-        q.add_argument("--task", default="step", choices=["step", "walk"],
-                       help="step in place, or walk forward at --speed")
+        q.add_argument(
+            "--task",
+            default="step",
+            choices=["step", "walk"],
+            help="step in place, or walk forward at --speed",
+        )
         q.add_argument("--knots", type=int, default=10, help="horizon knots (dt 0.1 s)")
         if name == "plan":
             q.add_argument("--out", default="runs/dcc_plan.npz", help="plan file (.npz)")
             q.add_argument("--video", help="MP4 of the kinematic replay with the point forces")
-            q.add_argument("--formulation", default="baumgarte",
-                           help="relaxed, baumgarte or sech")
-            q.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
-                           help="formulation parameter, e.g. --param eps=0.05 (repeatable)")
+            q.add_argument("--formulation", default="baumgarte", help="relaxed, baumgarte or sech")
+            q.add_argument(
+                "--param",
+                action="append",
+                default=[],
+                metavar="KEY=VALUE",
+                help="formulation parameter, e.g. --param eps=0.05 (repeatable)",
+            )
             q.add_argument("--seconds", type=float, default=2.5, help="planned duration, s")
             q.add_argument("--speed", type=float, default=0.1, help="walk: forward speed, m/s")
         else:

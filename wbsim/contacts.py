@@ -100,7 +100,9 @@ def point_in_polygon(polygon_ccw: np.ndarray, p: np.ndarray, margin: float = 0.0
     return bool(np.all(dist > margin))
 
 
-def sole_points_in_world(robot, data: mujoco.MjData, feet: Iterable[str] | None = None) -> np.ndarray:
+def sole_points_in_world(
+    robot, data: mujoco.MjData, feet: Iterable[str] | None = None
+) -> np.ndarray:
     """World positions ``(4 * n, 3)`` of the contact points of ``feet`` (contact names: feet or
     hands; default: every foot), m, read from MuJoCo's sites (``mj_kinematics`` must have run)."""
     names = robot.feet if feet is None else feet
@@ -155,8 +157,10 @@ def surface_frame(model: mujoco.MjModel, geom_id: int) -> tuple[np.ndarray, floa
     gtype = int(model.geom_type[geom_id])
     if gtype not in (int(mujoco.mjtGeom.mjGEOM_PLANE), int(mujoco.mjtGeom.mjGEOM_BOX)):
         name = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_GEOM, geom_id)
-        raise WbsimError(f"a contact surface must be a plane or a box (its top face), geom "
-                         f"{name!r} is a {mujoco.mjtGeom(gtype).name}")
+        raise WbsimError(
+            f"a contact surface must be a plane or a box (its top face), geom "
+            f"{name!r} is a {mujoco.mjtGeom(gtype).name}"
+        )
     d = mujoco.MjData(model)
     mujoco.mj_kinematics(model, d)
     normal = d.geom_xmat[geom_id].reshape(3, 3)[:, 2].copy()
@@ -177,8 +181,11 @@ MODE_NAMES = ("open", "sticking", "sliding")
 CONE_NAMES = ("pyramidal", "elliptic")
 
 
-def pair_friction(model: mujoco.MjModel, geoms: Sequence[int] | np.ndarray,
-                  other: int | Sequence[int] | np.ndarray) -> np.ndarray:
+def pair_friction(
+    model: mujoco.MjModel,
+    geoms: Sequence[int] | np.ndarray,
+    other: int | Sequence[int] | np.ndarray,
+) -> np.ndarray:
     """``(len(geoms),)`` the sliding friction ``mu`` MuJoCo gives a contact of each geom with geom
     ``other`` (one id, or one per geom), from the model's current values: the higher ``geom_priority``'s friction, else the
     larger of the two (MuJoCo's "Contact parameters" rule; explicit ``<pair>`` elements are read
@@ -186,8 +193,9 @@ def pair_friction(model: mujoco.MjModel, geoms: Sequence[int] | np.ndarray,
     ids = np.asarray(geoms, dtype=int)
     f_geom, f_other = model.geom_friction[ids, 0], model.geom_friction[other, 0]
     p_geom, p_other = model.geom_priority[ids], model.geom_priority[other]
-    return np.where(p_geom > p_other, f_geom,
-                    np.where(p_geom < p_other, f_other, np.maximum(f_geom, f_other)))
+    return np.where(
+        p_geom > p_other, f_geom, np.where(p_geom < p_other, f_other, np.maximum(f_geom, f_other))
+    )
 
 
 @dataclass(frozen=True)
@@ -211,7 +219,9 @@ class SensingThresholds:
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             if not np.isfinite(value) or value < 0:
-                raise WbsimError(f"SensingThresholds.{f.name} must be finite and >= 0, got {value!r}")
+                raise WbsimError(
+                    f"SensingThresholds.{f.name} must be finite and >= 0, got {value!r}"
+                )
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> SensingThresholds:
@@ -226,19 +236,25 @@ class SensingThresholds:
 #: Prefix of the names of the sensors wbsim adds.
 SENSOR_PREFIX = "wbsim/"
 #: Fields of each point's contact sensor, in MuJoCo's order (``mjtConDataField``), and their sizes.
-_POINT_FIELDS = (("FOUND", 1), ("FORCE", 3), ("DIST", 1), ("NORMAL", 3), ("TANGENT", 3),
-                 ("LINVEL", 3))
+_POINT_FIELDS = (
+    ("FOUND", 1),
+    ("FORCE", 3),
+    ("DIST", 1),
+    ("NORMAL", 3),
+    ("TANGENT", 3),
+    ("LINVEL", 3),
+)
 _EXTERNAL_FIELDS = (("FOUND", 1), ("FORCE", 3), ("TORQUE", 3), ("POS", 3))
 _REDUCE_MINDIST, _REDUCE_NETFORCE = 1, 3  # mjtConDataReduce (the sensor's intprm[1])
 
 
 def _data_bits(fields: Sequence[tuple[str, int]]) -> int:
-    return sum(1 << int(getattr(mujoco.mjtConDataField, f"mjCONDATA_{name}"))
-               for name, _ in fields)
+    return sum(1 << int(getattr(mujoco.mjtConDataField, f"mjCONDATA_{name}")) for name, _ in fields)
 
 
-def add_contact_sensors(spec: mujoco.MjSpec, points: Sequence[tuple[str, ...]], floor: str,
-                        robot_root: str) -> None:
+def add_contact_sensors(
+    spec: mujoco.MjSpec, points: Sequence[tuple[str, ...]], floor: str, robot_root: str
+) -> None:
     """Add wbsim's sensors to a model spec before it is compiled (see the module docstring).
 
     Args:
@@ -253,17 +269,34 @@ def add_contact_sensors(spec: mujoco.MjSpec, points: Sequence[tuple[str, ...]], 
     for point in points:
         geom, site = point[0], point[1]
         surface = point[2] if len(point) > 2 else floor
-        spec.add_sensor(name=f"{SENSOR_PREFIX}contact/{geom}", type=ctype,
-                        objtype=mujoco.mjtObj.mjOBJ_GEOM, objname=geom,
-                        reftype=mujoco.mjtObj.mjOBJ_GEOM, refname=surface,
-                        intprm=[_data_bits(_POINT_FIELDS), _REDUCE_MINDIST, 1])
-        spec.add_sensor(name=f"{SENSOR_PREFIX}site/{geom}", type=mujoco.mjtSensor.mjSENS_FRAMEPOS,
-                        objtype=mujoco.mjtObj.mjOBJ_SITE, objname=site)
-    spec.add_sensor(name=f"{SENSOR_PREFIX}external", type=ctype,
-                    objtype=mujoco.mjtObj.mjOBJ_XBODY, objname=robot_root,
-                    intprm=[_data_bits(_EXTERNAL_FIELDS), _REDUCE_NETFORCE, 1])
-    spec.add_sensor(name=f"{SENSOR_PREFIX}com", type=mujoco.mjtSensor.mjSENS_SUBTREECOM,
-                    objtype=mujoco.mjtObj.mjOBJ_BODY, objname=robot_root)
+        spec.add_sensor(
+            name=f"{SENSOR_PREFIX}contact/{geom}",
+            type=ctype,
+            objtype=mujoco.mjtObj.mjOBJ_GEOM,
+            objname=geom,
+            reftype=mujoco.mjtObj.mjOBJ_GEOM,
+            refname=surface,
+            intprm=[_data_bits(_POINT_FIELDS), _REDUCE_MINDIST, 1],
+        )
+        spec.add_sensor(
+            name=f"{SENSOR_PREFIX}site/{geom}",
+            type=mujoco.mjtSensor.mjSENS_FRAMEPOS,
+            objtype=mujoco.mjtObj.mjOBJ_SITE,
+            objname=site,
+        )
+    spec.add_sensor(
+        name=f"{SENSOR_PREFIX}external",
+        type=ctype,
+        objtype=mujoco.mjtObj.mjOBJ_XBODY,
+        objname=robot_root,
+        intprm=[_data_bits(_EXTERNAL_FIELDS), _REDUCE_NETFORCE, 1],
+    )
+    spec.add_sensor(
+        name=f"{SENSOR_PREFIX}com",
+        type=mujoco.mjtSensor.mjSENS_SUBTREECOM,
+        objtype=mujoco.mjtObj.mjOBJ_BODY,
+        objname=robot_root,
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -320,8 +353,9 @@ class SensorLayout:
     @functools.cached_property
     def foot_index(self) -> tuple[tuple[int, ...], ...]:
         """The point indices of each foot of :attr:`foot_names`."""
-        return tuple(tuple(i for i, f in enumerate(self.point_foot) if f == foot)
-                     for foot in self.foot_names)
+        return tuple(
+            tuple(i for i, f in enumerate(self.point_foot) if f == foot) for foot in self.foot_names
+        )
 
     @functools.cached_property
     def foot_points(self) -> np.ndarray:
@@ -333,11 +367,14 @@ def _sensor_indices(model: mujoco.MjModel, name: str, dim: int) -> np.ndarray:
     """The sensordata indices ``(dim,)`` of wbsim's sensor ``name``; raises :class:`WbsimError`."""
     sid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SENSOR, SENSOR_PREFIX + name)
     if sid < 0:
-        raise WbsimError(f"the model has no sensor {SENSOR_PREFIX + name!r}: build it with "
-                         "wbsim.contacts.add_contact_sensors")
+        raise WbsimError(
+            f"the model has no sensor {SENSOR_PREFIX + name!r}: build it with "
+            "wbsim.contacts.add_contact_sensors"
+        )
     if model.sensor_dim[sid] != dim:
-        raise WbsimError(f"sensor {SENSOR_PREFIX + name!r} has {model.sensor_dim[sid]} values, "
-                         f"expected {dim}")
+        raise WbsimError(
+            f"sensor {SENSOR_PREFIX + name!r} has {model.sensor_dim[sid]} values, expected {dim}"
+        )
     return model.sensor_adr[sid] + np.arange(dim)
 
 
@@ -363,10 +400,15 @@ class ContactSensing:
             wrist on a wall is not one).
     """
 
-    def __init__(self, layout: SensorLayout, sensordata: np.ndarray,
-                 non_sole_contacts: Mapping[str, float] | None = None,
-                 friction: np.ndarray | None = None, cone: int | np.ndarray = 0,
-                 non_sole_on_floor: Iterable[str] | None = None):
+    def __init__(
+        self,
+        layout: SensorLayout,
+        sensordata: np.ndarray,
+        non_sole_contacts: Mapping[str, float] | None = None,
+        friction: np.ndarray | None = None,
+        cone: int | np.ndarray = 0,
+        non_sole_on_floor: Iterable[str] | None = None,
+    ):
         self.layout = layout
         self.sensordata = sensordata
         self.non_sole_contacts = dict(non_sole_contacts or {})
@@ -405,8 +447,10 @@ class ContactSensing:
         distance where the sphere touches, else the point's height above the surface (along its
         normal). Negative: penetration."""
         layout = self.layout
-        height = (np.einsum("...j,...j->...", self.position_world, layout.surface_normal)
-                  - layout.surface_offset)
+        height = (
+            np.einsum("...j,...j->...", self.position_world, layout.surface_normal)
+            - layout.surface_offset
+        )
         return np.where(self.found, self._contact[..., 4], height)
 
     @property
@@ -516,8 +560,9 @@ class ContactSensing:
 
     def external_moment_about(self, point: np.ndarray) -> np.ndarray:
         """``(3,)`` moment of every contact force on the robot about ``point`` (world, m), N·m."""
-        return self.external_moment_world - np.cross(np.asarray(point, dtype=float),
-                                                     self.external_force_world)
+        return self.external_moment_world - np.cross(
+            np.asarray(point, dtype=float), self.external_force_world
+        )
 
     @property
     def com(self) -> np.ndarray:
@@ -533,9 +578,11 @@ class ContactSensing:
     def foot_friction(self) -> dict[str, float]:
         """Foot -> the least ``mu`` over its points (one step): what a controller may assume for
         the foot's contacts (:attr:`friction`)."""
-        mu = self.friction.tolist()   # (n,): plain floats are quicker for a few points
-        return {foot: min(mu[i] for i in idx)
-                for foot, idx in zip(self.layout.foot_names, self.layout.foot_index)}
+        mu = self.friction.tolist()  # (n,): plain floats are quicker for a few points
+        return {
+            foot: min(mu[i] for i in idx)
+            for foot, idx in zip(self.layout.foot_names, self.layout.foot_index)
+        }
 
     @property
     def cone_name(self) -> str:
@@ -545,8 +592,9 @@ class ContactSensing:
     @property
     def feet_in_contact(self) -> frozenset[str]:
         """Feet with at least one loaded point (one step)."""
-        return frozenset(f for f, on in zip(self.layout.foot_names, self.feet_loaded.tolist())
-                         if on)
+        return frozenset(
+            f for f, on in zip(self.layout.foot_names, self.feet_loaded.tolist()) if on
+        )
 
     def mode_names(self) -> tuple[str, ...]:
         """``(n,)`` mode of each point as text (one step)."""
@@ -571,19 +619,26 @@ class ContactSensing:
         infos)."""
         if type(other) is not type(self):
             return NotImplemented
-        return (self.layout.names == other.layout.names
-                and np.array_equal(self.sensordata, other.sensordata, equal_nan=True)
-                and np.array_equal(self.friction, other.friction, equal_nan=True)
-                and np.array_equal(self.cone, other.cone)
-                and self.non_sole_contacts == other.non_sole_contacts
-                and self.non_sole_on_floor == other.non_sole_on_floor)
+        return (
+            self.layout.names == other.layout.names
+            and np.array_equal(self.sensordata, other.sensordata, equal_nan=True)
+            and np.array_equal(self.friction, other.friction, equal_nan=True)
+            and np.array_equal(self.cone, other.cone)
+            and self.non_sole_contacts == other.non_sole_contacts
+            and self.non_sole_on_floor == other.non_sole_on_floor
+        )
 
     __hash__ = None  # type: ignore[assignment]
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"layout": self.layout, "sensordata": self.sensordata,
-                "non_sole_contacts": self.non_sole_contacts, "friction": self._friction,
-                "cone": self.cone, "non_sole_on_floor": self.non_sole_on_floor}
+        return {
+            "layout": self.layout,
+            "sensordata": self.sensordata,
+            "non_sole_contacts": self.non_sole_contacts,
+            "friction": self._friction,
+            "cone": self.cone,
+            "non_sole_on_floor": self.non_sole_on_floor,
+        }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(**state)  # type: ignore[misc]
@@ -610,12 +665,18 @@ class ContactSensor:
             or sizes.
     """
 
-    def __init__(self, model: mujoco.MjModel, floor_geom_id: int, point_geom_ids: Sequence[int], *,
-                 point_names: Sequence[str] | None = None,
-                 point_feet: Sequence[str] | None = None,
-                 robot_geom_mask: np.ndarray | None = None,
-                 thresholds: SensingThresholds | Mapping[str, float] = SensingThresholds(),
-                 surface_geom_ids: Sequence[int] | None = None):
+    def __init__(
+        self,
+        model: mujoco.MjModel,
+        floor_geom_id: int,
+        point_geom_ids: Sequence[int],
+        *,
+        point_names: Sequence[str] | None = None,
+        point_feet: Sequence[str] | None = None,
+        robot_geom_mask: np.ndarray | None = None,
+        thresholds: SensingThresholds | Mapping[str, float] = SensingThresholds(),
+        surface_geom_ids: Sequence[int] | None = None,
+    ):
         m = self.model = model
         if not 0 <= int(floor_geom_id) < m.ngeom:
             raise WbsimError(f"floor_geom_id {floor_geom_id} is not a geom id (ngeom={m.ngeom})")
@@ -633,15 +694,20 @@ class ContactSensor:
         # the floor: its upward normal and the offset c of its surface {p : p . normal = c}
         ftype = int(m.geom_type[floor])
         if ftype not in (int(mujoco.mjtGeom.mjGEOM_PLANE), int(mujoco.mjtGeom.mjGEOM_BOX)):
-            raise WbsimError("the floor geom must be a plane or a box (its top face is the floor), "
-                             f"got geom type {mujoco.mjtGeom(ftype).name}")
+            raise WbsimError(
+                "the floor geom must be a plane or a box (its top face is the floor), "
+                f"got geom type {mujoco.mjtGeom(ftype).name}"
+            )
         d = mujoco.MjData(m)
         mujoco.mj_kinematics(m, d)
         axes = d.geom_xmat[floor].reshape(3, 3)
         normal, tangents = axes[:, 2].copy(), axes[:, 0:2].T.copy()
         top = float(m.geom_size[floor, 2]) if ftype == int(mujoco.mjtGeom.mjGEOM_BOX) else 0.0
-        surfaces = np.full(len(ids), floor) if surface_geom_ids is None else np.array(
-            [int(g) for g in surface_geom_ids])
+        surfaces = (
+            np.full(len(ids), floor)
+            if surface_geom_ids is None
+            else np.array([int(g) for g in surface_geom_ids])
+        )
         if surfaces.shape != (len(ids),) or not np.all((surfaces >= 0) & (surfaces < m.ngeom)):
             raise WbsimError(f"surface_geom_ids must be one geom id per point, in 0..{m.ngeom - 1}")
         frames = {int(g): surface_frame(m, int(g)) for g in np.unique(surfaces)}
@@ -654,14 +720,21 @@ class ContactSensor:
         width = sum(size for _, size in _POINT_FIELDS)
         #: the :class:`SensorLayout` every :class:`ContactSensing` of this sensor is read with
         self.layout = SensorLayout(
-            names=names, point_foot=feet,
+            names=names,
+            point_foot=feet,
             contact=np.array([_sensor_indices(m, f"contact/{g}", width) for g in geom_names]),
             site=np.array([_sensor_indices(m, f"site/{g}", 3) for g in geom_names]),
             external=_sensor_indices(m, "external", sum(s for _, s in _EXTERNAL_FIELDS)),
-            com=_sensor_indices(m, "com", 3), floor_normal=normal, floor_tangents=tangents,
-            floor_offset=float(d.geom_xpos[floor] @ normal) + top, friction=friction,
-            thresholds=thresholds, surface_normal=s_normal, surface_tangents=s_tangents,
-            surface_offset=s_offset)
+            com=_sensor_indices(m, "com", 3),
+            floor_normal=normal,
+            floor_tangents=tangents,
+            floor_offset=float(d.geom_xpos[floor] @ normal) + top,
+            friction=friction,
+            thresholds=thresholds,
+            surface_normal=s_normal,
+            surface_tangents=s_tangents,
+            surface_offset=s_offset,
+        )
         self.floor_geom_id = floor
         self.point_geom_ids = np.array(ids)
         #: ``(n,)`` the surface geom of each point
@@ -686,20 +759,23 @@ class ContactSensor:
             self._geom_names.append(name)
 
     @classmethod
-    def for_robot(cls, robot, thresholds: SensingThresholds | Mapping[str, float] = SensingThresholds()
-                  ) -> ContactSensor:
+    def for_robot(
+        cls, robot, thresholds: SensingThresholds | Mapping[str, float] = SensingThresholds()
+    ) -> ContactSensor:
         """The sensor of a :class:`wbsim.Robot`'s contact points (``robot.contact_point_names``
         order: the soles, left foot first, then the hands'), each against its surface. Raises
         :class:`~wbsim.errors.NoFeetError` without feet."""
         robot.feet  # noqa: B018  (raises NoFeetError)
         contacts = robot.contacts.values()
-        return cls(robot.mj_model, robot.floor_geom_id,
-                   [g for f in contacts for g in f.mj_geom_ids],
-                   point_names=robot.contact_point_names,
-                   point_feet=[f.name for f in contacts for _ in f.mj_geom_ids],
-                   thresholds=thresholds,
-                   surface_geom_ids=[f.mj_surface_geom_id for f in contacts
-                                     for _ in f.mj_geom_ids])
+        return cls(
+            robot.mj_model,
+            robot.floor_geom_id,
+            [g for f in contacts for g in f.mj_geom_ids],
+            point_names=robot.contact_point_names,
+            point_feet=[f.name for f in contacts for _ in f.mj_geom_ids],
+            thresholds=thresholds,
+            surface_geom_ids=[f.mj_surface_geom_id for f in contacts for _ in f.mj_geom_ids],
+        )
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -717,15 +793,18 @@ class ContactSensor:
         non_sole, on_floor = None, None
         if sd[self.layout.external[0]] > sd[self._found].sum():
             non_sole, on_floor = self._non_sole(data)
-        return ContactSensing(self.layout, sd, non_sole, self.friction(data),
-                              int(self.model.opt.cone), on_floor)
+        return ContactSensing(
+            self.layout, sd, non_sole, self.friction(data), int(self.model.opt.cone), on_floor
+        )
 
-    def decode(self, sensordata: np.ndarray, friction: np.ndarray | None = None,
-               cone: int | np.ndarray = 0) -> ContactSensing:
+    def decode(
+        self, sensordata: np.ndarray, friction: np.ndarray | None = None, cone: int | np.ndarray = 0
+    ) -> ContactSensing:
         """A :class:`ContactSensing` of recorded ``sensordata`` rows ``(..., nsensordata)``, with
         the recorded ``friction`` ``(..., n)`` and cone types (:meth:`read`'s)."""
-        return ContactSensing(self.layout, np.asarray(sensordata, dtype=float), None, friction,
-                              cone)
+        return ContactSensing(
+            self.layout, np.asarray(sensordata, dtype=float), None, friction, cone
+        )
 
     def friction(self, data: mujoco.MjData) -> np.ndarray:
         """``(n,)`` the sliding friction coefficient MuJoCo gives each point-surface pair now: its
@@ -738,7 +817,7 @@ class ContactSensor:
             con = data.contact
             geom = con.geom
             point = np.maximum(self._point_of_geom[geom[:, 0]], self._point_of_geom[geom[:, 1]])
-            surface = surfaces[point]          # (point -1: the last one's, dropped below)
+            surface = surfaces[point]  # (point -1: the last one's, dropped below)
             pair = (geom[:, 0] == surface) | (geom[:, 1] == surface)
             rows = np.flatnonzero(pair & (point >= 0))
             mu[point[rows]] = con.friction[rows, 0]
@@ -759,20 +838,22 @@ class ContactSensor:
         if not data.ncon:
             return out, on_floor
         con = data.contact
-        robot = self.robot_geom_mask[con.geom]                  # (ncon, 2)
+        robot = self.robot_geom_mask[con.geom]  # (ncon, 2)
         geom = np.where(robot[:, 0], con.geom[:, 0], con.geom[:, 1])
         other = np.where(robot[:, 0], con.geom[:, 1], con.geom[:, 0])
         own = self._is_point[geom] & (self._surface_of_geom[geom] == other)
-        candidates = np.flatnonzero((robot[:, 0] != robot[:, 1]) & ~own
-                                    & (con.efc_address >= 0))
+        candidates = np.flatnonzero((robot[:, 0] != robot[:, 1]) & ~own & (con.efc_address >= 0))
         f6 = np.zeros(6)
         fn = np.empty(len(candidates))
         for j, i in enumerate(candidates.tolist()):
             mujoco.mj_contactForce(self.model, data, i, f6)
             fn[j] = f6[0]  # the normal component, in the contact frame: it pushes them apart
         touching = (con.dist[candidates] <= 0) | (fn > self.thresholds.normal_force)
-        for g, o, value in zip(geom[candidates][touching].tolist(),
-                               other[candidates][touching].tolist(), fn[touching].tolist()):
+        for g, o, value in zip(
+            geom[candidates][touching].tolist(),
+            other[candidates][touching].tolist(),
+            fn[touching].tolist(),
+        ):
             name = self._geom_names[g]
             out[name] = out.get(name, 0.0) + value
             if o == self.floor_geom_id:

@@ -309,8 +309,7 @@ class StateConverter:
         """
         a = np.asarray(qacc, dtype=float).take(self._v_from_mj, axis=-1)
         if self.floating:
-            a[..., 0:3] = (rotate_to_base(q[..., 3:7], a[..., 0:3])
-                           - cross(v[..., 3:6], v[..., 0:3]))
+            a[..., 0:3] = rotate_to_base(q[..., 3:7], a[..., 0:3]) - cross(v[..., 3:6], v[..., 0:3])
         return a
 
     def mj_matrix_to_pin(self, M_mj: np.ndarray, q: np.ndarray) -> np.ndarray:

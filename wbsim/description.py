@@ -29,8 +29,10 @@ from wbsim.meshes import convert_urdf_meshes, resolve_package_uris
 __all__ = ["Description", "mujoco_spec", "pinocchio_model", "read_description", "sole_corners"]
 
 #: MuJoCo's URDF options: keep names, visuals and fixed links, the inertias as written.
-_COMPILER_TAG = ('<mujoco><compiler strippath="false" discardvisual="false" fusestatic="false" '
-                 'balanceinertia="false" autolimits="true"/></mujoco>')
+_COMPILER_TAG = (
+    '<mujoco><compiler strippath="false" discardvisual="false" fusestatic="false" '
+    'balanceinertia="false" autolimits="true"/></mujoco>'
+)
 #: Radius (m) of the solid sphere whose inertia is the least a link's principal inertia may be.
 _MIN_GYRATION = 0.005
 #: Principal moments at or below this (kg m^2) are not physical (MuJoCo refuses them).
@@ -69,8 +71,9 @@ def find_description(description: str | os.PathLike) -> Path:
     return path
 
 
-def read_description(description: str | os.PathLike, name: str,
-                     locked_joints: Mapping[str, float] | None = None) -> Description:
+def read_description(
+    description: str | os.PathLike, name: str, locked_joints: Mapping[str, float] | None = None
+) -> Description:
     """Read and prepare a URDF (``.urdf``) or MJCF (``.xml``) file (module docstring).
 
     Args:
@@ -95,16 +98,21 @@ def read_description(description: str | os.PathLike, name: str,
         _lock_urdf_joints(root, locked, name)
         fixed = _physical_inertias(root)
         if fixed:
-            warnings.warn(f"{name}: the inertia tensors of {len(fixed)} link(s) of {path.name} "
-                          f"are not physical ({', '.join(fixed)}); both models use them made "
-                          f"physical (principal moments >= 0.4 x mass x ({_MIN_GYRATION} m)^2, "
-                          "triangle inequality)", stacklevel=2)
+            warnings.warn(
+                f"{name}: the inertia tensors of {len(fixed)} link(s) of {path.name} "
+                f"are not physical ({', '.join(fixed)}); both models use them made "
+                f"physical (principal moments >= 0.4 x mass x ({_MIN_GYRATION} m)^2, "
+                "triangle inequality)",
+                stacklevel=2,
+            )
         text = resolve_package_uris(ET.tostring(root, encoding="unicode"), path.parent)
         return Description(path, "urdf", convert_urdf_meshes(text, path.parent))
     if suffix == ".xml" and root.tag == "mujoco":
         return Description(path, "mjcf", _prepare_mjcf(root, path, locked, name))
-    raise RobotLoadError(f"{name}: {path} is neither a URDF (.urdf, <robot>) nor an MJCF (.xml, "
-                         "<mujoco>) description")
+    raise RobotLoadError(
+        f"{name}: {path} is neither a URDF (.urdf, <robot>) nor an MJCF (.xml, "
+        "<mujoco>) description"
+    )
 
 
 def _joint_link(joint: ET.Element, end: str) -> str | None:
@@ -143,8 +151,9 @@ def _physical_inertias(robot: ET.Element) -> list[str]:
     the same, changed numbers.
     """
     keys = ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
-    fixed_links = {_joint_link(j, "child"): j.get("type") == "fixed"
-                   for j in robot.findall("joint")}
+    fixed_links = {
+        _joint_link(j, "child"): j.get("type") == "fixed" for j in robot.findall("joint")
+    }
     changed: list[str] = []
     for link in robot.findall("link"):
         el, mass_el = link.find("inertial/inertia"), link.find("inertial/mass")
@@ -178,10 +187,13 @@ def _lock_urdf_joints(robot: ET.Element, locked: Mapping[str, float], name: str)
     for jname, angle in locked.items():
         joint = joints.get(jname)
         if joint is None or joint.get("type") in ("fixed", "floating"):
-            movable = sorted(n for n, j in joints.items() if j.get("type") not in
-                             ("fixed", "floating"))
-            raise RobotLoadError(f"{name}: cannot lock joint {jname!r}: no such movable joint; "
-                                 f"the description's joints: {', '.join(movable)}")
+            movable = sorted(
+                n for n, j in joints.items() if j.get("type") not in ("fixed", "floating")
+            )
+            raise RobotLoadError(
+                f"{name}: cannot lock joint {jname!r}: no such movable joint; "
+                f"the description's joints: {', '.join(movable)}"
+            )
         origin = joint.find("origin")
         if origin is None:
             origin = ET.SubElement(joint, "origin")
@@ -198,8 +210,7 @@ def _lock_urdf_joints(robot: ET.Element, locked: Mapping[str, float], name: str)
             motion = pin.SE3(pin.AngleAxis(angle, axis).matrix(), np.zeros(3))
         placement = placement * motion
         origin.set("xyz", " ".join(repr(float(x)) for x in placement.translation))
-        origin.set("rpy", " ".join(repr(float(x)) for x in
-                                   pin.rpy.matrixToRpy(placement.rotation)))
+        origin.set("rpy", " ".join(repr(float(x)) for x in pin.rpy.matrixToRpy(placement.rotation)))
         joint.set("type", "fixed")
         for child in list(joint):
             if child.tag in ("limit", "dynamics", "mimic", "safety_controller", "calibration"):
@@ -211,8 +222,10 @@ def _prepare_mjcf(root: ET.Element, path: Path, locked: Mapping[str, float], nam
     for tag in _MJCF_REFUSED:
         section = root.find(tag)
         if section is not None and len(section):
-            raise RobotLoadError(f"{name}: {path} has <{tag}> elements, which Pinocchio's model "
-                                 "cannot represent: the two models would disagree")
+            raise RobotLoadError(
+                f"{name}: {path} has <{tag}> elements, which Pinocchio's model "
+                "cannot represent: the two models would disagree"
+            )
     for tag in _MJCF_DROPPED:
         for el in root.findall(tag):
             root.remove(el)
@@ -234,8 +247,10 @@ def _prepare_mjcf(root: ET.Element, path: Path, locked: Mapping[str, float], nam
     world = root.find("worldbody")
     bodies = world.findall("body") if world is not None else []
     if world is None or len(bodies) != 1:
-        raise RobotLoadError(f"{name}: {path} must hold the robot as the one body of its "
-                             f"<worldbody>, found {len(bodies)} bodies there")
+        raise RobotLoadError(
+            f"{name}: {path} must hold the robot as the one body of its "
+            f"<worldbody>, found {len(bodies)} bodies there"
+        )
     for el in list(world):  # a floor, lights or cameras of the file's own scene
         if el.tag != "body":
             world.remove(el)
@@ -247,8 +262,10 @@ def _prepare_mjcf(root: ET.Element, path: Path, locked: Mapping[str, float], nam
     joints = {str(j.get("name")): j for j in root.iter("joint") if j.get("name")}
     for jname, angle in locked.items():
         if jname not in joints:
-            raise RobotLoadError(f"{name}: cannot lock joint {jname!r}: no such joint; the "
-                                 f"description's joints: {', '.join(sorted(joints))}")
+            raise RobotLoadError(
+                f"{name}: cannot lock joint {jname!r}: no such joint; the "
+                f"description's joints: {', '.join(sorted(joints))}"
+            )
         if angle != 0.0:
             raise RobotLoadError(f"{name}: an MJCF joint locks at 0 only, got {jname} = {angle}")
         parents[joints[jname]].remove(joints[jname])
@@ -294,8 +311,9 @@ def pinocchio_model(desc: Description, name: str) -> pin.Model:
         raise RobotLoadError(f"{name}: Pinocchio cannot parse {desc.path}: {exc}") from exc
 
 
-def sole_corners(model: mujoco.MjModel, bodies: Collection[str], link: str, forward: np.ndarray,
-                 name: str) -> np.ndarray:
+def sole_corners(
+    model: mujoco.MjModel, bodies: Collection[str], link: str, forward: np.ndarray, name: str
+) -> np.ndarray:
     """``(4, 3)`` sole corners in the frame of body ``link`` (m), in the order front-left,
     back-left, back-right, front-right: the bottom face of the bounding box of the collision geoms
     of ``bodies`` (boxes, spheres, capsules, cylinders, ellipsoids: their boxes; meshes: their
@@ -310,15 +328,17 @@ def sole_corners(model: mujoco.MjModel, bodies: Collection[str], link: str, forw
     ids = {mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, b) for b in bodies}
     points = []
     for g in range(model.ngeom):
-        if model.geom_bodyid[g] not in ids or not (model.geom_contype[g] or
-                                                   model.geom_conaffinity[g]):
+        if model.geom_bodyid[g] not in ids or not (
+            model.geom_contype[g] or model.geom_conaffinity[g]
+        ):
             continue
         pos, rot, size = data.geom_xpos[g], data.geom_xmat[g].reshape(3, 3), model.geom_size[g]
         kind = model.geom_type[g]
         if kind == mujoco.mjtGeom.mjGEOM_MESH:
             m = model.geom_dataid[g]
-            local = model.mesh_vert[model.mesh_vertadr[m]:model.mesh_vertadr[m]
-                                    + model.mesh_vertnum[m]]
+            local = model.mesh_vert[
+                model.mesh_vertadr[m] : model.mesh_vertadr[m] + model.mesh_vertnum[m]
+            ]
         elif kind == mujoco.mjtGeom.mjGEOM_SPHERE:
             local = size[0] * np.vstack([np.eye(3), -np.eye(3)])
         elif kind in (mujoco.mjtGeom.mjGEOM_CAPSULE, mujoco.mjtGeom.mjGEOM_CYLINDER):
@@ -330,8 +350,10 @@ def sole_corners(model: mujoco.MjModel, bodies: Collection[str], link: str, forw
             continue
         points.append(pos + np.asarray(local) @ rot.T)
     if not points:
-        raise RobotLoadError(f"{name}: foot link {link!r} has no collision geom to find its sole "
-                             "from; give its corners in the config (feet.<foot>.corners)")
+        raise RobotLoadError(
+            f"{name}: foot link {link!r} has no collision geom to find its sole "
+            "from; give its corners in the config (feet.<foot>.corners)"
+        )
     world = np.vstack(points)
     fwd = np.array([forward[0], forward[1], 0.0]) / np.linalg.norm(forward[:2])
     axes = np.array([fwd, np.cross([0.0, 0.0, 1.0], fwd), [0.0, 0.0, 1.0]])  # forward, left, up

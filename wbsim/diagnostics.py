@@ -145,8 +145,11 @@ class Tolerances:
     def __post_init__(self):
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-                    math.isfinite(value) and value >= 0):
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not (math.isfinite(value) and value >= 0)
+            ):
                 raise WbsimError(f"Tolerances.{f.name} must be a finite number >= 0, got {value!r}")
             object.__setattr__(self, f.name, float(value))
 
@@ -199,10 +202,19 @@ class Event:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict of every field."""
-        return {"kind": self.kind, "t": float(self.t), "step": int(self.step), "where": self.where,
-                "magnitude": float(self.magnitude), "detail": dict(self.detail),
-                "duration": float(self.duration), "n_steps": int(self.n_steps),
-                "end_t": float(self.end_t), "end_step": int(self.end_step), "ongoing": self.ongoing}
+        return {
+            "kind": self.kind,
+            "t": float(self.t),
+            "step": int(self.step),
+            "where": self.where,
+            "magnitude": float(self.magnitude),
+            "detail": dict(self.detail),
+            "duration": float(self.duration),
+            "n_steps": int(self.n_steps),
+            "end_t": float(self.end_t),
+            "end_step": int(self.end_step),
+            "ongoing": self.ongoing,
+        }
 
 
 #: The place of an event among those emitted in one chunk, compared as a tuple: the chunk row,
@@ -235,8 +247,16 @@ class _Episode:
     condition held, how many steps it held, its worst magnitude, and its event (``None`` while a
     contact mismatch is too short to be one)."""
 
-    __slots__ = ("detail", "event", "last_step", "last_t", "n_true", "start_step", "start_t",
-                 "worst")
+    __slots__ = (
+        "detail",
+        "event",
+        "last_step",
+        "last_t",
+        "n_true",
+        "start_step",
+        "start_t",
+        "worst",
+    )
 
     def __init__(self, t: float, step: int, magnitude: float, detail: dict[str, Any]):
         self.start_t, self.start_step = t, step
@@ -276,8 +296,14 @@ class _Step:
     @classmethod
     def of(cls, chunk: StepChunk, row: int, point_fn: np.ndarray, foot_fn: np.ndarray) -> _Step:
         """Row ``row`` of ``chunk`` (copied: the chunk's buffers may be reused)."""
-        return cls(int(chunk.step[row]), chunk.sensed_feet[row].copy(), chunk.assumed[row].copy(),
-                   chunk.normal_force[row].copy(), point_fn[row].copy(), foot_fn[row].copy())
+        return cls(
+            int(chunk.step[row]),
+            chunk.sensed_feet[row].copy(),
+            chunk.assumed[row].copy(),
+            chunk.normal_force[row].copy(),
+            point_fn[row].copy(),
+            foot_fn[row].copy(),
+        )
 
 
 def _before(values: np.ndarray, row: int, previous: np.ndarray) -> np.ndarray:
@@ -299,8 +325,9 @@ class EventDetector:
     """
 
     def __init__(self, tolerances: Tolerances | Mapping[str, float] = Tolerances(), *, dt: float):
-        self.tolerances = (tolerances if isinstance(tolerances, Tolerances)
-                           else Tolerances.from_dict(tolerances))
+        self.tolerances = (
+            tolerances if isinstance(tolerances, Tolerances) else Tolerances.from_dict(tolerances)
+        )
         if not (isinstance(dt, (int, float)) and math.isfinite(dt) and dt > 0):
             raise WbsimError(f"dt must be > 0, got {dt!r}")
         self.dt = float(dt)
@@ -368,16 +395,18 @@ class EventDetector:
         first = int(chunk.step[0])
         if self._previous is not None and first <= self._previous.step:
             raise WbsimError(f"step {first} does not follow step {self._previous.step}")
-        for name, value, shape in (("point_forces", chunk.point_forces, (k, n, 3)),
-                                   ("foot_wrenches", chunk.foot_wrenches, (k, m, 6))):
+        for name, value, shape in (
+            ("point_forces", chunk.point_forces, (k, n, 3)),
+            ("foot_wrenches", chunk.foot_wrenches, (k, m, 6)),
+        ):
             if np.shape(value) != shape:
-                raise WbsimError(f"StepChunk.{name} must have shape {shape}, got "
-                                 f"{np.shape(value)}")
+                raise WbsimError(f"StepChunk.{name} must have shape {shape}, got {np.shape(value)}")
         layout = (chunk.point_foot, chunk.foot_names)
         if layout != self._layout:
             self._layout = layout
-            self._foot_points = [np.flatnonzero([f == foot for f in chunk.point_foot])
-                                 for foot in chunk.foot_names]
+            self._foot_points = [
+                np.flatnonzero([f == foot for f in chunk.point_foot]) for foot in chunk.foot_names
+            ]
             by_name = sorted(range(m), key=lambda j: chunk.foot_names[j])
             self._foot_rank = [by_name.index(j) for j in range(m)]
 
@@ -393,9 +422,14 @@ class EventDetector:
         return normals, normals[first]
 
     # ------------------------------------------------------------------------------------------
-    def _hits(self, chunk: StepChunk, normals: tuple[np.ndarray, np.ndarray],
-              point_fn: np.ndarray, wrench_forces: np.ndarray, foot_fn: np.ndarray
-              ) -> list[_Hits]:
+    def _hits(
+        self,
+        chunk: StepChunk,
+        normals: tuple[np.ndarray, np.ndarray],
+        point_fn: np.ndarray,
+        wrench_forces: np.ndarray,
+        foot_fn: np.ndarray,
+    ) -> list[_Hits]:
         """Every violation condition over the chunk, with the surface normals ``(point normals,
         foot normals)`` (:meth:`_normals`); the commanded ``f_n`` (N) of the points ``(k, n)``
         and of the foot wrenches ``(k, m)``, whose forces are ``wrench_forces`` ``(k, m, 3)``,
@@ -405,33 +439,62 @@ class EventDetector:
         normal, foot_normal = normals
         pyramid = np.asarray(chunk.cone) == 0  # (k,): mjCONE_PYRAMIDAL
         if not np.isnan(point_fn).all():  # (a NaN f_n holds no condition)
-            hits += self._commanded(0, chunk.point_names, point_fn, _cone_tangential(
-                chunk.point_forces, point_fn, normal, chunk.tangents, pyramid),
-                                    chunk.gap, chunk.friction)
+            hits += self._commanded(
+                0,
+                chunk.point_names,
+                point_fn,
+                _cone_tangential(chunk.point_forces, point_fn, normal, chunk.tangents, pyramid),
+                chunk.gap,
+                chunk.friction,
+            )
         if not np.isnan(foot_fn).all():
             first = [points[0] for points in self._foot_points]  # a foot's contact frame
-            hits += self._commanded(1, chunk.foot_names, foot_fn, _cone_tangential(
-                wrench_forces, foot_fn, foot_normal, chunk.tangents[:, first], pyramid),
-                                    self._foot_min(chunk.gap), self._foot_min(chunk.friction))
+            hits += self._commanded(
+                1,
+                chunk.foot_names,
+                foot_fn,
+                _cone_tangential(
+                    wrench_forces, foot_fn, foot_normal, chunk.tangents[:, first], pyramid
+                ),
+                self._foot_min(chunk.gap),
+                self._foot_min(chunk.friction),
+            )
 
         # simulated forces at loaded points, in MuJoCo's cone
         fn, mu, slip = chunk.normal_force, chunk.friction, chunk.slip_velocity
-        ft = np.where(pyramid[:, None], np.abs(chunk.friction_components).sum(axis=-1),
-                      chunk.tangential_force)
+        ft = np.where(
+            pyramid[:, None], np.abs(chunk.friction_components).sum(axis=-1), chunk.tangential_force
+        )
         loaded = chunk.mode != OPEN
         excess = ft - mu * fn
         planar = slip * chunk.tangential_force
         hits += [
-            _Hits("friction_cone", "simulated", chunk.point_names,
-                  loaded & (excess > tol.friction_cone), excess,
-                  lambda r, c: {"normal_force": float(fn[r, c]),
-                                "tangential_force": float(ft[r, c]), "mu": float(mu[r, c])},
-                  lambda r, c: (2, c, 0)),
-            _Hits("planar_complementarity", "simulated", chunk.point_names,
-                  loaded & (planar > tol.planar_complementarity), planar,
-                  lambda r, c: {"slip_velocity": float(slip[r, c]),
-                                "tangential_force": float(chunk.tangential_force[r, c])},
-                  lambda r, c: (2, c, 1))]
+            _Hits(
+                "friction_cone",
+                "simulated",
+                chunk.point_names,
+                loaded & (excess > tol.friction_cone),
+                excess,
+                lambda r, c: {
+                    "normal_force": float(fn[r, c]),
+                    "tangential_force": float(ft[r, c]),
+                    "mu": float(mu[r, c]),
+                },
+                lambda r, c: (2, c, 0),
+            ),
+            _Hits(
+                "planar_complementarity",
+                "simulated",
+                chunk.point_names,
+                loaded & (planar > tol.planar_complementarity),
+                planar,
+                lambda r, c: {
+                    "slip_velocity": float(slip[r, c]),
+                    "tangential_force": float(chunk.tangential_force[r, c]),
+                },
+                lambda r, c: (2, c, 1),
+            ),
+        ]
 
         if chunk.non_sole:
             hits.append(_non_sole_hits(len(chunk), chunk.non_sole))
@@ -442,38 +505,77 @@ class EventDetector:
 
         fallbacks = sorted({f for f in chunk.fallback if f})
         if fallbacks:
-            hits.append(_Hits(
-                "fallback", "commanded", fallbacks,
-                np.array([[f == name for name in fallbacks] for f in chunk.fallback]),
-                np.zeros((len(chunk), len(fallbacks))),
-                lambda r, c: {"status": status(r)}, lambda r, c: (4, 0, 0)))
+            hits.append(
+                _Hits(
+                    "fallback",
+                    "commanded",
+                    fallbacks,
+                    np.array([[f == name for name in fallbacks] for f in chunk.fallback]),
+                    np.zeros((len(chunk), len(fallbacks))),
+                    lambda r, c: {"status": status(r)},
+                    lambda r, c: (4, 0, 0),
+                )
+            )
         failed = (chunk.status != int(CommandStatus.SOLVED))[:, None]
-        hits.append(_Hits(
-            "solver_failure", "commanded", ("controller",), failed, np.zeros(failed.shape),
-            lambda r, c: {"status": status(r), "feasible": False, "fallback": chunk.fallback[r]},
-            lambda r, c: (4, 1, 0)))
+        hits.append(
+            _Hits(
+                "solver_failure",
+                "commanded",
+                ("controller",),
+                failed,
+                np.zeros(failed.shape),
+                lambda r, c: {
+                    "status": status(r),
+                    "feasible": False,
+                    "fallback": chunk.fallback[r],
+                },
+                lambda r, c: (4, 1, 0),
+            )
+        )
 
         # commanded torques beyond the actuators' limits
         tau, limit = np.asarray(chunk.torque), np.asarray(chunk.torque_limit)
         over = np.abs(tau) - limit
-        hits.append(_Hits(
-            "torque_limit", "commanded", chunk.joint_names, over > tol.torque_limit, over,
-            lambda r, c: {"commanded_torque": float(tau[r, c]),
-                          "applied_torque": float(chunk.torque_applied[r, c]),
-                          "limit": float(limit[c])},
-            lambda r, c: (4, 2, c)))
+        hits.append(
+            _Hits(
+                "torque_limit",
+                "commanded",
+                chunk.joint_names,
+                over > tol.torque_limit,
+                over,
+                lambda r, c: {
+                    "commanded_torque": float(tau[r, c]),
+                    "applied_torque": float(chunk.torque_applied[r, c]),
+                    "limit": float(limit[c]),
+                },
+                lambda r, c: (4, 2, c),
+            )
+        )
 
         # the assumed contact set against the simulated one
         assumed, sensed = chunk.assumed, chunk.sensed_feet
-        hits.append(_Hits(
-            "contact_mismatch", "simulated", chunk.foot_names, assumed != sensed,
-            np.zeros(assumed.shape),
-            lambda r, c: {"assumed": bool(assumed[r, c]), "simulated": bool(sensed[r, c])},
-            lambda r, c: (5, self._foot_rank[c], 0)))
+        hits.append(
+            _Hits(
+                "contact_mismatch",
+                "simulated",
+                chunk.foot_names,
+                assumed != sensed,
+                np.zeros(assumed.shape),
+                lambda r, c: {"assumed": bool(assumed[r, c]), "simulated": bool(sensed[r, c])},
+                lambda r, c: (5, self._foot_rank[c], 0),
+            )
+        )
         return hits
 
-    def _commanded(self, block: int, names: Sequence[str], fn: np.ndarray, ft: np.ndarray,
-                   gap: np.ndarray, mu: np.ndarray) -> list[_Hits]:
+    def _commanded(
+        self,
+        block: int,
+        names: Sequence[str],
+        fn: np.ndarray,
+        ft: np.ndarray,
+        gap: np.ndarray,
+        mu: np.ndarray,
+    ) -> list[_Hits]:
         """The commanded-force conditions of ``(k, c)`` normal forces ``fn`` (N), tangential
         forces ``ft`` (N), gaps ``gap`` (m) and friction coefficients ``mu`` at ``names``."""
         tol = self.tolerances
@@ -485,20 +587,33 @@ class EventDetector:
             return {"commanded_normal_force": float(fn[r, c]), "gap": float(gap[r, c])}
 
         return [
-            _Hits("force_sign", "commanded", names, pull, -fn, detail,
-                  lambda r, c: (block, c, 0)),
-            _Hits("friction_cone", "commanded", names,
-                  (excess > tol.friction_cone) & ~pull,  # a pulling force is a force_sign only
-                  excess,
-                  lambda r, c: {**detail(r, c), "commanded_tangential_force": float(ft[r, c]),
-                                "mu": float(mu[r, c])},
-                  lambda r, c: (block, c, 1)),
-            _Hits("complementarity", "commanded", names, (hf > tol.complementarity) & (gap > 0),
-                  hf, detail, lambda r, c: (block, c, 2))]
+            _Hits("force_sign", "commanded", names, pull, -fn, detail, lambda r, c: (block, c, 0)),
+            _Hits(
+                "friction_cone",
+                "commanded",
+                names,
+                (excess > tol.friction_cone) & ~pull,  # a pulling force is a force_sign only
+                excess,
+                lambda r, c: {
+                    **detail(r, c),
+                    "commanded_tangential_force": float(ft[r, c]),
+                    "mu": float(mu[r, c]),
+                },
+                lambda r, c: (block, c, 1),
+            ),
+            _Hits(
+                "complementarity",
+                "commanded",
+                names,
+                (hf > tol.complementarity) & (gap > 0),
+                hf,
+                detail,
+                lambda r, c: (block, c, 2),
+            ),
+        ]
 
     # ------------------------------------------------------------------------------------------
-    def _track(self, hits: _Hits, c: int, chunk: StepChunk,
-               new: list[tuple[_Rank, Event]]) -> None:
+    def _track(self, hits: _Hits, c: int, chunk: StepChunk, new: list[tuple[_Rank, Event]]) -> None:
         """Open, extend and confirm the episodes of the key in column ``c`` of ``hits`` (the flood
         rule), one run of consecutive steps where it holds at a time."""
         key = (hits.kind, hits.names[c], hits.source)
@@ -507,14 +622,19 @@ class EventDetector:
         for a, b in _runs(hits.holds[:, c]):
             # steps in this chunk before row a where the condition did not hold may have ended the
             # episode (the chunk before ended it at its own steps); the latest of them decides
-            if (episode is not None and a > 0 and step[a - 1] > episode.last_step
-                    and self._is_over(episode, float(t[a - 1]))):
+            if (
+                episode is not None
+                and a > 0
+                and step[a - 1] > episode.last_step
+                and self._is_over(episode, float(t[a - 1]))
+            ):
                 self._end(key)
                 episode = None
             if episode is None:
-                episode = self._episodes[key] = _Episode(float(t[a]), int(step[a]),
-                                                         float(magnitude[a]), hits.detail(a, c))
-            episode.extend(float(t[b]), int(step[b]), magnitude[a:b + 1].tolist())
+                episode = self._episodes[key] = _Episode(
+                    float(t[a]), int(step[a]), float(magnitude[a]), hits.detail(a, c)
+                )
+            episode.extend(float(t[b]), int(step[b]), magnitude[a : b + 1].tolist())
             if episode.event is None:
                 row = self._confirmation(hits.kind, episode, t, a, b)
                 if row is None:
@@ -527,19 +647,19 @@ class EventDetector:
             event.end_t, event.end_step = episode.last_t, episode.last_step
             event.magnitude = event.duration if key[0] in _DURATION_KINDS else episode.worst
 
-    def _confirmation(self, kind: str, episode: _Episode, t: np.ndarray, a: int,
-                      b: int) -> int | None:
+    def _confirmation(
+        self, kind: str, episode: _Episode, t: np.ndarray, a: int, b: int
+    ) -> int | None:
         """The row in ``a..b`` where the episode becomes an event: at once, or for a contact
         mismatch the first where it has lasted more than ``mismatch_duration`` (else None)."""
         if kind != "contact_mismatch":
             return a
-        lasted = t[a:b + 1] - episode.start_t + self.dt
+        lasted = t[a : b + 1] - episode.start_t + self.dt
         late = np.flatnonzero(lasted > self.tolerances.mismatch_duration + 1e-12)
         return a + int(late[0]) if len(late) else None
 
     @staticmethod
-    def _violation(key: tuple[str, str, str], episode: _Episode, t: float,
-                   step: int) -> Event:
+    def _violation(key: tuple[str, str, str], episode: _Episode, t: float, step: int) -> Event:
         """The event of an episode confirmed at ``step`` (time ``t``)."""
         kind, where, source = key
         detail = dict(episode.detail)
@@ -571,8 +691,9 @@ class EventDetector:
             self._end(key)
 
     # ------------------------------------------------------------------------------------------
-    def _simulated_switches(self, chunk: StepChunk, previous: _Step,
-                            new: list[tuple[_Rank, Event]]) -> None:
+    def _simulated_switches(
+        self, chunk: StepChunk, previous: _Step, new: list[tuple[_Rank, Event]]
+    ) -> None:
         """``mode_switch`` events of the simulated contact set.
 
         Per foot, a run of steps in the state other than the one last logged is a switch once it
@@ -608,7 +729,8 @@ class EventDetector:
                     self._pending[j] = None
         in_contact = {f for f, on in zip(chunk.foot_names, logged_before) if on}
         for row, j, make, t0, step0, load in sorted(
-                switches, key=lambda s: (s[0], self._foot_rank[s[1]])):
+            switches, key=lambda s: (s[0], self._foot_rank[s[1]])
+        ):
             foot = chunk.foot_names[j]
             after = in_contact | {foot} if make else in_contact - {foot}
             event = _switch(foot, "simulated", in_contact, after, t0, step0, load)
@@ -618,8 +740,14 @@ class EventDetector:
             new.append(((row, 0, 0, self._foot_rank[j]), event))
             in_contact = after
 
-    def _assumed_switches(self, chunk: StepChunk, previous: _Step, point_fn: np.ndarray,
-                          foot_fn: np.ndarray, new: list[tuple[_Rank, Event]]) -> None:
+    def _assumed_switches(
+        self,
+        chunk: StepChunk,
+        previous: _Step,
+        point_fn: np.ndarray,
+        foot_fn: np.ndarray,
+        new: list[tuple[_Rank, Event]],
+    ) -> None:
         """``mode_switch`` events of the controller's assumed contact set, at once (its
         magnitude: the commanded load of the step after a make, of the step before a break)."""
         assumed = chunk.assumed
@@ -632,11 +760,25 @@ class EventDetector:
                 if now[j]:
                     load = self._foot_load(point_fn[row], j, foot_fn[row])
                 else:
-                    load = self._foot_load(_before(point_fn, row, previous.point_fn), j,
-                                           _before(foot_fn, row, previous.foot_fn))
-                new.append(((row, 0, 1, self._foot_rank[j]),
-                            _switch(chunk.foot_names[j], "assumed", before, after,
-                                    float(chunk.t[row]), int(chunk.step[row]), load)))
+                    load = self._foot_load(
+                        _before(point_fn, row, previous.point_fn),
+                        j,
+                        _before(foot_fn, row, previous.foot_fn),
+                    )
+                new.append(
+                    (
+                        (row, 0, 1, self._foot_rank[j]),
+                        _switch(
+                            chunk.foot_names[j],
+                            "assumed",
+                            before,
+                            after,
+                            float(chunk.t[row]),
+                            int(chunk.step[row]),
+                            load,
+                        ),
+                    )
+                )
 
     def _foot_min(self, values: np.ndarray) -> np.ndarray:
         """``(k, m)`` the smallest of ``values`` ``(k, n)`` over each foot's points (NaN if one
@@ -646,8 +788,9 @@ class EventDetector:
             np.min(values[:, points], axis=1, out=out[:, j])
         return out
 
-    def _foot_load(self, normal_force: np.ndarray, j: int,
-                   wrench_normal_force: np.ndarray | None = None) -> float:
+    def _foot_load(
+        self, normal_force: np.ndarray, j: int, wrench_normal_force: np.ndarray | None = None
+    ) -> float:
         """The normal force on foot ``j``, N: ``normal_force`` ``(n,)`` summed over its points in
         point order. For a command, with ``wrench_normal_force`` ``(m,)``: plus the foot's wrench,
         and NaN (not commanded) left out."""
@@ -685,9 +828,14 @@ class EventDetector:
                 worst[ev.kind] = float(ev.magnitude)
             if f is None or ev.t < f:
                 first[ev.kind] = float(ev.t)
-        return {"counts": self.counts(), "worst": worst, "first_t": first,
-                "steps_in_violation": dict(self._steps_in_violation),
-                "n_violations": self.n_violations, "tolerances": self.tolerances.to_dict()}
+        return {
+            "counts": self.counts(),
+            "worst": worst,
+            "first_t": first,
+            "steps_in_violation": dict(self._steps_in_violation),
+            "n_violations": self.n_violations,
+            "tolerances": self.tolerances.to_dict(),
+        }
 
 
 _DURATION_KINDS = frozenset({"contact_mismatch", "fallback", "solver_failure"})
@@ -714,8 +862,13 @@ def _tangential(force: np.ndarray, f_n: np.ndarray, normal: np.ndarray) -> np.nd
     return np.sqrt((across_x * across_x + across_y * across_y) + across_z * across_z)
 
 
-def _cone_tangential(force: np.ndarray, f_n: np.ndarray, normal: np.ndarray,
-                     tangents: np.ndarray, pyramid: np.ndarray) -> np.ndarray:
+def _cone_tangential(
+    force: np.ndarray,
+    f_n: np.ndarray,
+    normal: np.ndarray,
+    tangents: np.ndarray,
+    pyramid: np.ndarray,
+) -> np.ndarray:
     """The tangential force ``(k, c)`` (N) that MuJoCo's cone bounds by ``mu f_n``, of forces
     ``(k, c, 3)`` (N) with normal components ``f_n`` ``(k, c)``: ``|f . t1| + |f . t2|`` with the
     contact frame's tangents ``tangents`` ``(k, c, 2, 3)`` where ``pyramid`` ``(k,)``, else the
@@ -742,14 +895,36 @@ def _non_sole_hits(k: int, contacts: Sequence[tuple[int, str, float]]) -> _Hits:
         c = column[name]
         holds[row, c], force[row, c] = True, f
         place[row, c] = seen[row] = seen.get(row, -1) + 1
-    return _Hits("non_sole_contact", "simulated", names, holds, force, lambda r, c: {},
-                 lambda r, c: (3, int(place[r, c]), 0))
+    return _Hits(
+        "non_sole_contact",
+        "simulated",
+        names,
+        holds,
+        force,
+        lambda r, c: {},
+        lambda r, c: (3, int(place[r, c]), 0),
+    )
 
 
-def _switch(foot: str, source: str, before: set[str], after: set[str], t: float, step: int,
-            magnitude: float) -> Event:
+def _switch(
+    foot: str, source: str, before: set[str], after: set[str], t: float, step: int, magnitude: float
+) -> Event:
     """A ``mode_switch`` event of ``foot``."""
-    return Event("mode_switch", t, step, foot, float(magnitude),
-                 {"source": source, "change": "make" if foot in after else "break",
-                  "before": sorted(before), "after": sorted(after)},
-                 duration=0.0, n_steps=1, end_t=t, end_step=step, ongoing=False)
+    return Event(
+        "mode_switch",
+        t,
+        step,
+        foot,
+        float(magnitude),
+        {
+            "source": source,
+            "change": "make" if foot in after else "break",
+            "before": sorted(before),
+            "after": sorted(after),
+        },
+        duration=0.0,
+        n_steps=1,
+        end_t=t,
+        end_step=step,
+        ongoing=False,
+    )

@@ -86,9 +86,11 @@ def check_run_dir(run_dir: str | Path, overwrite: bool = False) -> Path:
     if path.exists() and not path.is_dir():
         raise WbsimError(f"log folder {path}: not a folder; expected a new or empty folder")
     if not overwrite and path.is_dir() and any(path.iterdir()):
-        raise WbsimError(f"log folder {path} is not empty (it holds a run or other files); expected a "
-                         "new or empty folder: pick another one, or overwrite it (overwrite=True; "
-                         "wbsim run --overwrite)")
+        raise WbsimError(
+            f"log folder {path} is not empty (it holds a run or other files); expected a "
+            "new or empty folder: pick another one, or overwrite it (overwrite=True; "
+            "wbsim run --overwrite)"
+        )
     return path
 
 
@@ -107,9 +109,14 @@ class EpisodeLog:
         WbsimError: ``run_dir`` is a file, or a folder that is not empty without ``overwrite``.
     """
 
-    def __init__(self, run_dir: str | Path, columns: Sequence[str],
-                 units: Mapping[str, str] | None = None, config: Mapping[str, Any] | None = None,
-                 overwrite: bool = False):
+    def __init__(
+        self,
+        run_dir: str | Path,
+        columns: Sequence[str],
+        units: Mapping[str, str] | None = None,
+        config: Mapping[str, Any] | None = None,
+        overwrite: bool = False,
+    ):
         self.dir = check_run_dir(run_dir, overwrite)
         self.dir.mkdir(parents=True, exist_ok=True)
         if len(set(columns)) != len(columns):
@@ -119,10 +126,20 @@ class EpisodeLog:
         self.n_rows = 0
         self.n_events = 0
         (self.dir / CONFIG_FILE).write_text(json.dumps(_jsonable(config or {}), indent=2))
-        (self.dir / COLUMNS_FILE).write_text(json.dumps(
-            {"columns": list(self.columns), "units": dict(units or {}), "dtype": "<f8"}, indent=1))
-        for stale in (SUMMARY_FILE, PARQUET_FILE, "normal_forces.png", "overview.png",
-                      "report.html", "replay.mp4"):  # a previous run's outputs
+        (self.dir / COLUMNS_FILE).write_text(
+            json.dumps(
+                {"columns": list(self.columns), "units": dict(units or {}), "dtype": "<f8"},
+                indent=1,
+            )
+        )
+        for stale in (
+            SUMMARY_FILE,
+            PARQUET_FILE,
+            "normal_forces.png",
+            "overview.png",
+            "report.html",
+            "replay.mp4",
+        ):  # a previous run's outputs
             (self.dir / stale).unlink(missing_ok=True)
         # unbuffered: add_rows knows how many bytes reached the file, so a failed write (full disk)
         # can be cut back to whole rows
@@ -143,8 +160,9 @@ class EpisodeLog:
         """
         rows = np.asarray(rows, dtype="<f8")
         if rows.ndim != 2 or rows.shape[1] != self.n_cols:
-            raise WbsimError(f"rows of shape {rows.shape} for a step table of {self.n_cols} "
-                             "columns")
+            raise WbsimError(
+                f"rows of shape {rows.shape} for a step table of {self.n_cols} columns"
+            )
         self.n_rows += len(rows)
         if self._write_error is not None or not len(rows):  # the table stopped at a whole row
             return
@@ -161,9 +179,11 @@ class EpisodeLog:
             except OSError:
                 pass
             self._write_error = f"{exc.strerror or exc}"
-            raise WbsimError(f"{self.dir / STEPS_FILE}: writing the step table failed "
-                             f"({self._write_error}); it holds the first "
-                             f"{self._bytes // row_bytes} rows, whole") from None
+            raise WbsimError(
+                f"{self.dir / STEPS_FILE}: writing the step table failed "
+                f"({self._write_error}); it holds the first "
+                f"{self._bytes // row_bytes} rows, whole"
+            ) from None
         self._bytes += written
 
     def add_row(self, row: np.ndarray) -> None:
@@ -189,8 +209,10 @@ class EpisodeLog:
             tmp.replace(self.dir / EVENTS_FILE)
         except OSError as exc:  # the events as they started stay in place
             tmp.unlink(missing_ok=True)
-            raise WbsimError(f"{self.dir / EVENTS_FILE}: could not be rewritten "
-                             f"({exc.strerror or exc}); it holds the events as they started") from None
+            raise WbsimError(
+                f"{self.dir / EVENTS_FILE}: could not be rewritten "
+                f"({exc.strerror or exc}); it holds the events as they started"
+            ) from None
         self.n_events = len(ordered)
 
     @property
@@ -207,8 +229,9 @@ class EpisodeLog:
             tmp.replace(self.dir / SUMMARY_FILE)
         except OSError as exc:
             tmp.unlink(missing_ok=True)
-            raise WbsimError(f"{self.dir / SUMMARY_FILE}: could not be written "
-                             f"({exc.strerror or exc})") from None
+            raise WbsimError(
+                f"{self.dir / SUMMARY_FILE}: could not be written ({exc.strerror or exc})"
+            ) from None
 
     def close(self) -> None:
         """Close the files, then write ``steps.parquet`` from ``steps.f64`` (:func:`write_parquet`).
@@ -302,24 +325,31 @@ def write_parquet(run_dir: str | Path) -> Path:
         import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError:
-        raise WbsimError(f"{target}: pyarrow is not installed (pip install pyarrow); "
-                         f"{d / STEPS_FILE} holds the table") from None
+        raise WbsimError(
+            f"{target}: pyarrow is not installed (pip install pyarrow); "
+            f"{d / STEPS_FILE} holds the table"
+        ) from None
     schema = json.loads((d / COLUMNS_FILE).read_text())
     cols, units = list(schema["columns"]), dict(schema.get("units", {}))
     raw = np.fromfile(d / STEPS_FILE, dtype="<f8") if (d / STEPS_FILE).exists() else np.empty(0)
     table = np.ascontiguousarray(raw[: len(raw) // len(cols) * len(cols)].reshape(-1, len(cols)).T)
     config = (d / CONFIG_FILE).read_text() if (d / CONFIG_FILE).exists() else "{}"
-    fields = [pa.field(c, pa.float64(), metadata={"unit": units[c]} if c in units else None)
-              for c in cols]
-    arrow = pa.Table.from_arrays([pa.array(column) for column in table],
-                                 schema=pa.schema(fields, metadata={"wbsim.config": config}))
+    fields = [
+        pa.field(c, pa.float64(), metadata={"unit": units[c]} if c in units else None) for c in cols
+    ]
+    arrow = pa.Table.from_arrays(
+        [pa.array(column) for column in table],
+        schema=pa.schema(fields, metadata={"wbsim.config": config}),
+    )
     try:
         pq.write_table(arrow, tmp)
         tmp.replace(target)
     except OSError as exc:
         tmp.unlink(missing_ok=True)
-        raise WbsimError(f"{target}: could not be written ({exc.strerror or exc}); "
-                         f"{d / STEPS_FILE} holds the table") from None
+        raise WbsimError(
+            f"{target}: could not be written ({exc.strerror or exc}); "
+            f"{d / STEPS_FILE} holds the table"
+        ) from None
     return target
 
 
@@ -343,20 +373,55 @@ class StepTable:
 
     def __init__(self, robot):
         feet = robot.contact_names  # the feet, then the hands
-        cols = ["t", "t_after", "base_x", "base_y", "base_z", "base_qw", "base_qx", "base_qy",
-                "base_qz", "base_tilt_deg", "com_x", "com_y", "com_z", "com_ref_x", "com_ref_y",
-                "com_ref_z", "phase_index", "controller_time_s", "feasible",
-                *(f"planned_{f}" for f in feet),
-                *(f"assumed_{f}" for f in feet), *(f"sensed_{f}" for f in feet),
-                *(f"sole_min_z_{f}" for f in feet), "momentum_residual", "reward",
-                "push_x", "push_y", "push_z"]
-        units = {c: "m" for c in cols if c.startswith(("base_x", "base_y", "base_z", "com_",
-                                                       "sole_"))}
+        cols = [
+            "t",
+            "t_after",
+            "base_x",
+            "base_y",
+            "base_z",
+            "base_qw",
+            "base_qx",
+            "base_qy",
+            "base_qz",
+            "base_tilt_deg",
+            "com_x",
+            "com_y",
+            "com_z",
+            "com_ref_x",
+            "com_ref_y",
+            "com_ref_z",
+            "phase_index",
+            "controller_time_s",
+            "feasible",
+            *(f"planned_{f}" for f in feet),
+            *(f"assumed_{f}" for f in feet),
+            *(f"sensed_{f}" for f in feet),
+            *(f"sole_min_z_{f}" for f in feet),
+            "momentum_residual",
+            "reward",
+            "push_x",
+            "push_y",
+            "push_z",
+        ]
+        units = {
+            c: "m" for c in cols if c.startswith(("base_x", "base_y", "base_z", "com_", "sole_"))
+        }
         units.update({f"planned_{f}": "1 (planned in contact), 0" for f in feet})
-        units.update(t="s", t_after="s (time of qpos/*, qvel/*)", base_tilt_deg="deg", controller_time_s="s", push_x="N", push_y="N",
-                     push_z="N", momentum_residual="|dh/dt - external wrench - weight| / (m g), 1")
-        for kind, unit in (("qerr", "rad"), ("tau", "N.m (commanded)"),
-                           ("tau_applied", "N.m (applied by MuJoCo: clipped to the limits)")):
+        units.update(
+            t="s",
+            t_after="s (time of qpos/*, qvel/*)",
+            base_tilt_deg="deg",
+            controller_time_s="s",
+            push_x="N",
+            push_y="N",
+            push_z="N",
+            momentum_residual="|dh/dt - external wrench - weight| / (m g), 1",
+        )
+        for kind, unit in (
+            ("qerr", "rad"),
+            ("tau", "N.m (commanded)"),
+            ("tau_applied", "N.m (applied by MuJoCo: clipped to the limits)"),
+        ):
             for j in robot.joint_names:
                 cols.append(f"{kind}/{j}")
                 units[f"{kind}/{j}"] = unit
@@ -365,8 +430,10 @@ class StepTable:
             for p in points:
                 for ax in "xyz":
                     cols.append(f"{kind}/{p}/{ax}")
-                    units[f"{kind}/{p}/{ax}"] = ("N (world frame, on the robot; f_cmd NaN where "
-                                                 "not commanded as a point force)")
+                    units[f"{kind}/{p}/{ax}"] = (
+                        "N (world frame, on the robot; f_cmd NaN where "
+                        "not commanded as a point force)"
+                    )
         for kind, unit in (("gap", "m"), ("mode", "0 open, 1 sticking, 2 sliding")):
             for p in points:
                 cols.append(f"{kind}/{p}")
@@ -374,17 +441,20 @@ class StepTable:
         for foot in feet:
             for ax in ("fx", "fy", "fz", "tx", "ty", "tz"):
                 cols.append(f"w_cmd/{foot}/{ax}")
-                units[f"w_cmd/{foot}/{ax}"] = ("N, N.m (commanded wrench on the robot at the foot "
-                                               "frame origin, world-aligned; NaN unless so "
-                                               "commanded)")
+                units[f"w_cmd/{foot}/{ax}"] = (
+                    "N, N.m (commanded wrench on the robot at the foot "
+                    "frame origin, world-aligned; NaN unless so "
+                    "commanded)"
+                )
         qpos_names, qvel_names = state_columns(robot.mj_model)
         cols += [*qpos_names, *qvel_names]
         units.update({**qpos_names, **qvel_names})
         self.columns: tuple[str, ...] = tuple(cols)
         self.units = units
 
-    def rows(self, steps, sensing, metrics, momentum_relative: np.ndarray, reward: np.ndarray
-             ) -> np.ndarray:
+    def rows(
+        self, steps, sensing, metrics, momentum_relative: np.ndarray, reward: np.ndarray
+    ) -> np.ndarray:
         """The rows ``(k, len(columns))`` of ``k`` recorded steps
         (:class:`wbsim.recorder.RecordedSteps`), with their decoded ``sensing``, the
         :class:`wbsim.metrics.EpisodeMetrics` (joint errors, sole heights), the relative momentum
@@ -395,16 +465,32 @@ class StepTable:
         k = len(steps)
         base = steps.qpos[:, 0:7]
         parts = [
-            steps.t[:, None], steps.t_after[:, None], base,
-            np.degrees(base_tilt(*base[:, 3:7].T))[:, None], sensing.com,
-            steps.com_ref, steps.phase_index[:, None], steps.controller_time[:, None],
-            (steps.status == CommandStatus.SOLVED)[:, None], steps.planned, steps.assumed,
+            steps.t[:, None],
+            steps.t_after[:, None],
+            base,
+            np.degrees(base_tilt(*base[:, 3:7].T))[:, None],
+            sensing.com,
+            steps.com_ref,
+            steps.phase_index[:, None],
+            steps.controller_time[:, None],
+            (steps.status == CommandStatus.SOLVED)[:, None],
+            steps.planned,
+            steps.assumed,
             sensing.feet_loaded,
-            metrics.sole_min_z(sensing), momentum_relative[:, None], reward[:, None], steps.push,
-            metrics.joint_errors(steps.qpos), steps.tau, steps.tau_applied,
+            metrics.sole_min_z(sensing),
+            momentum_relative[:, None],
+            reward[:, None],
+            steps.push,
+            metrics.joint_errors(steps.qpos),
+            steps.tau,
+            steps.tau_applied,
             steps.point_forces.reshape(k, -1),
-            sensing.force_world.reshape(k, -1), sensing.gap, sensing.mode,
-            steps.foot_wrenches.reshape(k, -1), steps.qpos, steps.qvel,
+            sensing.force_world.reshape(k, -1),
+            sensing.gap,
+            sensing.mode,
+            steps.foot_wrenches.reshape(k, -1),
+            steps.qpos,
+            steps.qvel,
         ]
         return np.concatenate([np.asarray(p, dtype=float) for p in parts], axis=1)
 
@@ -412,11 +498,23 @@ class StepTable:
 #: names of a free joint's ``qpos`` and ``qvel`` entries (MuJoCo's conventions: position and
 #: quaternion ``(w, x, y, z)`` in the world; linear velocity in the world frame, angular velocity
 #: in the body frame), with their units
-_FREE_QPOS = (("x", "m"), ("y", "m"), ("z", "m"), ("qw", "1"), ("qx", "1"), ("qy", "1"),
-              ("qz", "1"))
-_FREE_QVEL = (("vx", "m/s, world"), ("vy", "m/s, world"), ("vz", "m/s, world"),
-              ("wx", "rad/s, base frame"), ("wy", "rad/s, base frame"),
-              ("wz", "rad/s, base frame"))
+_FREE_QPOS = (
+    ("x", "m"),
+    ("y", "m"),
+    ("z", "m"),
+    ("qw", "1"),
+    ("qx", "1"),
+    ("qy", "1"),
+    ("qz", "1"),
+)
+_FREE_QVEL = (
+    ("vx", "m/s, world"),
+    ("vy", "m/s, world"),
+    ("vz", "m/s, world"),
+    ("wx", "rad/s, base frame"),
+    ("wy", "rad/s, base frame"),
+    ("wz", "rad/s, base frame"),
+)
 
 
 def state_columns(model) -> tuple[dict[str, str], dict[str, str]]:
@@ -434,8 +532,11 @@ def state_columns(model) -> tuple[dict[str, str], dict[str, str]]:
     """
     import mujoco
 
-    free, ball, slide = (mujoco.mjtJoint.mjJNT_FREE, mujoco.mjtJoint.mjJNT_BALL,
-                         mujoco.mjtJoint.mjJNT_SLIDE)
+    free, ball, slide = (
+        mujoco.mjtJoint.mjJNT_FREE,
+        mujoco.mjtJoint.mjJNT_BALL,
+        mujoco.mjtJoint.mjJNT_SLIDE,
+    )
     qpos: dict[str, str] = {}
     qvel: dict[str, str] = {}
     for j in range(model.njnt):
@@ -453,6 +554,8 @@ def state_columns(model) -> tuple[dict[str, str], dict[str, str]]:
             qpos[f"qpos/{name}"] = "m" if linear else "rad"
             qvel[f"qvel/{name}"] = "m/s" if linear else "rad/s"
     if len(qpos) != model.nq or len(qvel) != model.nv:
-        raise WbsimError(f"state columns: {len(qpos)} qpos / {len(qvel)} qvel names for a model "
-                         f"of nq = {model.nq}, nv = {model.nv} (duplicate joint names?)")
+        raise WbsimError(
+            f"state columns: {len(qpos)} qpos / {len(qvel)} qvel names for a model "
+            f"of nq = {model.nq}, nv = {model.nv} (duplicate joint names?)"
+        )
     return qpos, qvel

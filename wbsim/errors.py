@@ -8,8 +8,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-__all__ = ["NoFeetError", "RobotLoadError", "UnknownNameError", "WbsimError", "check_keys",
-           "check_output_file", "is_real", "joint_list", "nonfinite_joints"]
+__all__ = [
+    "NoFeetError",
+    "RobotLoadError",
+    "UnknownNameError",
+    "WbsimError",
+    "check_keys",
+    "check_output_file",
+    "is_real",
+    "joint_list",
+    "nonfinite_joints",
+]
 
 
 class WbsimError(Exception):
@@ -31,8 +40,9 @@ class UnknownNameError(WbsimError, KeyError):
         self.known = sorted(known)
         plural = {"foot": "feet"}.get(kind, f"{kind}s")
         where = f" {context}" if context else ""
-        super().__init__(f"unknown {kind} {name!r}{where}; known {plural}: "
-                         f"{', '.join(self.known) or '(none)'}")
+        super().__init__(
+            f"unknown {kind} {name!r}{where}; known {plural}: {', '.join(self.known) or '(none)'}"
+        )
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0])

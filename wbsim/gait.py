@@ -29,10 +29,14 @@ def _foot_of(where: str, feet: Sequence[str]) -> str | None:
     return None
 
 
-def gait_summary(planned: Iterable[tuple[float, Iterable[str], Iterable[str]]],
-                 events: Iterable[Mapping[str, Any]], feet: Sequence[str], horizon: float,
-                 switch_window: float = SWITCH_WINDOW,
-                 impact_window: tuple[float, float] = IMPACT_WINDOW) -> dict[str, Any]:
+def gait_summary(
+    planned: Iterable[tuple[float, Iterable[str], Iterable[str]]],
+    events: Iterable[Mapping[str, Any]],
+    feet: Sequence[str],
+    horizon: float,
+    switch_window: float = SWITCH_WINDOW,
+    impact_window: tuple[float, float] = IMPACT_WINDOW,
+) -> dict[str, Any]:
     """Relate an episode's events to its planned switches.
 
     Args:
@@ -83,13 +87,22 @@ def gait_summary(planned: Iterable[tuple[float, Iterable[str], Iterable[str]]],
                 within += 1
                 worst = max(worst, abs(delay))
                 continue
-            covered = any(a - switch_window <= t <= b + switch_window
-                          for a, b in mismatches.get(foot, []))
-            missing.append({"foot": foot, "t": t, "change": change, "delay_s": delay,
-                            "logged_as_mismatch": covered})
+            covered = any(
+                a - switch_window <= t <= b + switch_window for a, b in mismatches.get(foot, [])
+            )
+            missing.append(
+                {
+                    "foot": foot,
+                    "t": t,
+                    "change": change,
+                    "delay_s": delay,
+                    "logged_as_mismatch": covered,
+                }
+            )
     start = first_switch if first_switch is not None else 0.0
-    touchdowns = {f: [t for t in sensed.get((f, "make"), []) if t >= start - switch_window]
-                  for f in feet}
+    touchdowns = {
+        f: [t for t in sensed.get((f, "make"), []) if t >= start - switch_window] for f in feet
+    }
     lo, hi = impact_window
     at_impacts, elsewhere = dict.fromkeys(feet, 0), dict.fromkeys(feet, 0)
     fastest = 0.0
@@ -112,8 +125,10 @@ def gait_summary(planned: Iterable[tuple[float, Iterable[str], Iterable[str]]],
         "switch_window_s": switch_window,
         "max_abs_delay_s": worst,
         "late_or_missing": missing,
-        "touchdowns": {**{f: len(v) for f, v in touchdowns.items()},
-                       "total": sum(len(v) for v in touchdowns.values())},
+        "touchdowns": {
+            **{f: len(v) for f, v in touchdowns.items()},
+            "total": sum(len(v) for v in touchdowns.values()),
+        },
         "slips_at_impacts": sum(at_impacts.values()),
         "slips_elsewhere": sum(elsewhere.values()),
         "slip_speed_max_elsewhere": fastest,

@@ -54,13 +54,15 @@ def _fmt(value: Any) -> str:
 
 
 def _table(rows: list[tuple[str, Any]]) -> str:
-    cells = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(_fmt(v))}</td></tr>"
-                    for k, v in rows)
+    cells = "".join(
+        f"<tr><th>{html.escape(k)}</th><td>{html.escape(_fmt(v))}</td></tr>" for k, v in rows
+    )
     return f"<table>{cells}</table>"
 
 
-def write_html(run_dir: str | Path, out: str | Path | None = None,
-               video: str | Path | None = None) -> Path:
+def write_html(
+    run_dir: str | Path, out: str | Path | None = None, video: str | Path | None = None
+) -> Path:
     """Write the run's HTML page (default ``RUN_DIR/report.html``); returns its path.
 
     Args:
@@ -80,24 +82,30 @@ def write_html(run_dir: str | Path, out: str | Path | None = None,
         raise WbsimError(f"video {video}: not a file")
     out = Path(out) if out else run.dir / "report.html"
     s, c = run.summary, run.config
-    plots = [("Normal forces per foot", _plot_normal_forces(run)),
-             ("Overview", plot_overview(run))]
+    plots = [("Normal forces per foot", _plot_normal_forces(run)), ("Overview", plot_overview(run))]
     row = report_rows([run])[0]
     fell = bool(s.get("fell", False))
     status = s.get("status", "no summary (the run was killed?)")
     reason = f" ({html.escape(s['stopped_reason'])})" if s.get("stopped_reason") else ""
-    head = (f"<h1>{html.escape(str(row['env']))} &middot; {html.escape(str(row['controller']))}"
-            f" &middot; {html.escape(run.dir.name)}</h1><p>Status <b>{html.escape(status)}</b>"
-            f"{reason}; <span class='{'bad' if fell else 'ok'}'>"
-            f"{'fell' if fell else 'did not fall'}</span>.</p>")
-    figures = [("simulated time, s", s.get("seconds")), ("steps", s.get("steps")),
-               ("robot", c.get("robot")), ("seed", c.get("seed")),
-               ("base drift, m", s.get("base_drift_m")),
-               ("max base tilt, deg", s.get("max_base_tilt_deg")),
-               ("max joint error, rad", s.get("max_joint_error_rad")),
-               ("CoM tracking RMS, m", s.get("com_tracking_rms_m", "-")),
-               ("momentum residual max (/ m g)", s.get("momentum_residual_max")),
-               ("return", s.get("return")), ("real-time factor", s.get("realtime_factor"))]
+    head = (
+        f"<h1>{html.escape(str(row['env']))} &middot; {html.escape(str(row['controller']))}"
+        f" &middot; {html.escape(run.dir.name)}</h1><p>Status <b>{html.escape(status)}</b>"
+        f"{reason}; <span class='{'bad' if fell else 'ok'}'>"
+        f"{'fell' if fell else 'did not fall'}</span>.</p>"
+    )
+    figures = [
+        ("simulated time, s", s.get("seconds")),
+        ("steps", s.get("steps")),
+        ("robot", c.get("robot")),
+        ("seed", c.get("seed")),
+        ("base drift, m", s.get("base_drift_m")),
+        ("max base tilt, deg", s.get("max_base_tilt_deg")),
+        ("max joint error, rad", s.get("max_joint_error_rad")),
+        ("CoM tracking RMS, m", s.get("com_tracking_rms_m", "-")),
+        ("momentum residual max (/ m g)", s.get("momentum_residual_max")),
+        ("return", s.get("return")),
+        ("real-time factor", s.get("realtime_factor")),
+    ]
     events = s_events(run)
     first = s.get("diagnostics", {}).get("first_t", {})
     worst = s.get("diagnostics", {}).get("worst", {})
@@ -105,34 +113,73 @@ def write_html(run_dir: str | Path, out: str | Path | None = None,
         f"<tr><td>{html.escape(k)}</td><td class=num>{n}</td>"
         f"<td class=num>{_fmt(first.get(k)) if first.get(k) is not None else '-'}</td>"
         f"<td class=num>{_fmt(worst.get(k)) if worst.get(k) is not None else '-'}</td></tr>"
-        for k, n in events.items() if n)
-    ev_table = (f"<table><tr><th>kind</th><th>count</th><th>first at, s</th><th>worst</th></tr>"
-                f"{ev_rows}</table>" if ev_rows else "<p>No event.</p>")
+        for k, n in events.items()
+        if n
+    )
+    ev_table = (
+        f"<table><tr><th>kind</th><th>count</th><th>first at, s</th><th>worst</th></tr>"
+        f"{ev_rows}</table>"
+        if ev_rows
+        else "<p>No event.</p>"
+    )
     pushes = s.get("pushes", [])
-    push_text = ("<p>" + "; ".join(f"{p['t']:.3f} s: ({', '.join(f'{f:.1f}' for f in p['force'])})"
-                                   " N" for p in pushes) + "</p>") if pushes else "<p>None.</p>"
-    setup = [("env", c.get("env")), ("controller", c.get("controller")),
-             ("controller options", c.get("controller_options", {})),
-             ("env options", c.get("env_options", {})), ("timestep, s", c.get("timestep")),
-             ("frame_skip", c.get("frame_skip")), ("versions", c.get("versions", {})),
-             ("git", c.get("git"))]
+    push_text = (
+        (
+            "<p>"
+            + "; ".join(
+                f"{p['t']:.3f} s: ({', '.join(f'{f:.1f}' for f in p['force'])}) N" for p in pushes
+            )
+            + "</p>"
+        )
+        if pushes
+        else "<p>None.</p>"
+    )
+    setup = [
+        ("env", c.get("env")),
+        ("controller", c.get("controller")),
+        ("controller options", c.get("controller_options", {})),
+        ("env options", c.get("env_options", {})),
+        ("timestep, s", c.get("timestep")),
+        ("frame_skip", c.get("frame_skip")),
+        ("versions", c.get("versions", {})),
+        ("git", c.get("git")),
+    ]
     video_path = Path(video) if video else find_video(run)
     if video_path is not None:
-        video_html = (f"<video controls muted src='{_data_uri(video_path, 'video/mp4')}'></video>"
-                      f"<p>{html.escape(video_path.name)} (embedded)</p>")
+        video_html = (
+            f"<video controls muted src='{_data_uri(video_path, 'video/mp4')}'></video>"
+            f"<p>{html.escape(video_path.name)} (embedded)</p>"
+        )
     else:
-        video_html = (f"<p>No video: <code>wbsim replay {html.escape(str(run.dir))}</code> draws "
-                      "one from the log (then run <code>wbsim report --html</code> again).</p>")
-    body = "".join([
-        head, "<h2>Key figures</h2>", _table(figures), "<h2>Events</h2>", ev_table,
-        "<h2>Pushes (start, force in the world frame)</h2>", push_text, "<h2>Video</h2>",
-        video_html,
-        *(f"<h2>{html.escape(title)}</h2><img alt='{html.escape(title)}' "
-          f"src='{_data_uri(path, 'image/png')}'>" for title, path in plots),
-        "<h2>Setup</h2>", _table(setup)])
-    page = (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>wbsim "
-            f"{html.escape(run.dir.name)}</title><style>{_STYLE}</style></head><body>{body}"
-            "</body></html>")
+        video_html = (
+            f"<p>No video: <code>wbsim replay {html.escape(str(run.dir))}</code> draws "
+            "one from the log (then run <code>wbsim report --html</code> again).</p>"
+        )
+    body = "".join(
+        [
+            head,
+            "<h2>Key figures</h2>",
+            _table(figures),
+            "<h2>Events</h2>",
+            ev_table,
+            "<h2>Pushes (start, force in the world frame)</h2>",
+            push_text,
+            "<h2>Video</h2>",
+            video_html,
+            *(
+                f"<h2>{html.escape(title)}</h2><img alt='{html.escape(title)}' "
+                f"src='{_data_uri(path, 'image/png')}'>"
+                for title, path in plots
+            ),
+            "<h2>Setup</h2>",
+            _table(setup),
+        ]
+    )
+    page = (
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>wbsim "
+        f"{html.escape(run.dir.name)}</title><style>{_STYLE}</style></head><body>{body}"
+        "</body></html>"
+    )
     try:
         out.write_text(page, encoding="utf-8")
     except OSError as exc:

@@ -24,8 +24,14 @@ import numpy as np
 
 from wbsim.errors import RobotLoadError
 
-__all__ = ["CACHE_ENV", "cache_dir", "convert_urdf_meshes", "mujoco_mesh", "needs_conversion",
-           "resolve_package_uris"]
+__all__ = [
+    "CACHE_ENV",
+    "cache_dir",
+    "convert_urdf_meshes",
+    "mujoco_mesh",
+    "needs_conversion",
+    "resolve_package_uris",
+]
 
 #: Environment variable naming the cache folder (default: ``$XDG_CACHE_HOME/wbsim`` or
 #: ``~/.cache/wbsim``).
@@ -37,8 +43,8 @@ _MUJOCO_FORMATS = (".stl", ".obj", ".msh")
 #: COLLADA up axis -> rotation that turns it into z up (``v_new = R @ v``).
 _UP_AXIS = {
     "Z_UP": np.eye(3),
-    "Y_UP": np.array([[1.0, 0, 0], [0, 0, -1], [0, 1, 0]]),   # y -> z
-    "X_UP": np.array([[0.0, 0, -1], [0, 1, 0], [1, 0, 0]]),   # x -> z
+    "Y_UP": np.array([[1.0, 0, 0], [0, 0, -1], [0, 1, 0]]),  # y -> z
+    "X_UP": np.array([[0.0, 0, -1], [0, 1, 0], [1, 0, 0]]),  # x -> z
 }
 
 
@@ -88,7 +94,9 @@ def _collada_asset(path: Path) -> tuple[float, str]:
         elif tag == "asset":
             break
     if up not in _UP_AXIS:
-        raise RobotLoadError(f"{path}: unknown COLLADA up axis {up!r}; known: {', '.join(_UP_AXIS)}")
+        raise RobotLoadError(
+            f"{path}: unknown COLLADA up axis {up!r}; known: {', '.join(_UP_AXIS)}"
+        )
     return unit, up
 
 
@@ -117,14 +125,16 @@ def mujoco_mesh(path: str | os.PathLike, cache: str | os.PathLike | None = None)
     try:
         import trimesh
     except ImportError:
-        raise RobotLoadError(f"{src}: MuJoCo cannot read this mesh format and trimesh, which "
-                             "converts it, is not installed (pip install trimesh pycollada)"
-                             ) from None
+        raise RobotLoadError(
+            f"{src}: MuJoCo cannot read this mesh format and trimesh, which "
+            "converts it, is not installed (pip install trimesh pycollada)"
+        ) from None
     try:
         mesh = trimesh.load(str(src), force="mesh", process=False)
     except Exception as exc:  # trimesh raises many types for a bad or unsupported file
-        raise RobotLoadError(f"{src}: trimesh cannot read this mesh: {type(exc).__name__}: "
-                             f"{exc}") from exc
+        raise RobotLoadError(
+            f"{src}: trimesh cannot read this mesh: {type(exc).__name__}: {exc}"
+        ) from exc
     if not isinstance(mesh, trimesh.Trimesh) or len(mesh.faces) == 0:
         raise RobotLoadError(f"{src}: the mesh holds no triangles")
     if src.suffix.lower() == ".dae":
@@ -171,16 +181,19 @@ def resolve_package_uris(text: str, base_dir: Path) -> str:
                 return str(root / pkg / rest)
             if root.name == pkg:
                 return str(root / rest)
-        raise RobotLoadError(f"cannot resolve package://{pkg}/{rest}: package {pkg!r} not found "
-                             "under example-robot-data, ROS_PACKAGE_PATH or the folders above "
-                             f"{base_dir}")
+        raise RobotLoadError(
+            f"cannot resolve package://{pkg}/{rest}: package {pkg!r} not found "
+            "under example-robot-data, ROS_PACKAGE_PATH or the folders above "
+            f"{base_dir}"
+        )
 
     # (a third slash, package:///PKG/..., is read as the same URI: talos_full_v2.urdf has them)
     return re.sub(r"package:///?([^/\"']+)/([^\"'<>]+)", repl, text)
 
 
-def convert_urdf_meshes(urdf_text: str, base_dir: Path,
-                        cache: str | os.PathLike | None = None) -> str:
+def convert_urdf_meshes(
+    urdf_text: str, base_dir: Path, cache: str | os.PathLike | None = None
+) -> str:
     """The URDF ``urdf_text`` with each ``<mesh filename="...">`` that MuJoCo cannot read replaced
     by its converted file (:func:`mujoco_mesh`); relative names are taken from ``base_dir``
     (``package://`` URIs must be resolved first, :func:`resolve_package_uris`). Every other byte
@@ -189,6 +202,7 @@ def convert_urdf_meshes(urdf_text: str, base_dir: Path,
     Raises:
         RobotLoadError: as :func:`mujoco_mesh`.
     """
+
     def repl(match: re.Match) -> str:
         name = match.group(2)
         path = Path(name) if Path(name).is_absolute() else base_dir / name

@@ -47,8 +47,13 @@ class EpisodeMetrics:
         """``(k, n)`` joint angles of MuJoCo states ``qpos (k, nq)`` minus the reset posture, rad."""
         return qpos[:, self._qadr] - self.q_ref
 
-    def update(self, steps: RecordedSteps, sensing: ContactSensing, momentum_relative: np.ndarray,
-               reward: np.ndarray) -> None:
+    def update(
+        self,
+        steps: RecordedSteps,
+        sensing: ContactSensing,
+        momentum_relative: np.ndarray,
+        reward: np.ndarray,
+    ) -> None:
         """Take in a chunk: the base and joints after each step, the sensed CoM and soles, the
         relative momentum residual ``(k,)`` and the reward ``(k,)``."""
         k = len(steps)
@@ -60,11 +65,11 @@ class EpisodeMetrics:
         tilt = np.degrees(base_tilt(*steps.qpos[:, 3:7].T))
         # running maxima; a NaN state (a diverged simulation) is skipped
         self.tilt = float(np.nanmax(tilt, initial=self.tilt))
-        self.drift = float(np.nanmax(np.linalg.norm(base - self.base0, axis=1),
-                                     initial=self.drift))
+        self.drift = float(np.nanmax(np.linalg.norm(base - self.base0, axis=1), initial=self.drift))
         self.drop = float(np.nanmax(self.base0[2] - base[:, 2], initial=self.drop))
-        self.joint_error = np.fmax(self.joint_error,
-                                   np.fmax.reduce(np.abs(self.joint_errors(steps.qpos)), axis=0))
+        self.joint_error = np.fmax(
+            self.joint_error, np.fmax.reduce(np.abs(self.joint_errors(steps.qpos)), axis=0)
+        )
         self.momentum = float(np.nanmax(momentum_relative, initial=self.momentum))
         has_ref = ~np.isnan(steps.com_ref).any(axis=1)
         if has_ref.any():
@@ -72,7 +77,7 @@ class EpisodeMetrics:
             self.com_err_sq += float(np.einsum("ij,ij", e, e))
             self.com_err_n += int(has_ref.sum())
         # the lowest sole point of each foot planned off the floor
-        sole_z = self.sole_min_z(sensing)                     # (k, m)
+        sole_z = self.sole_min_z(sensing)  # (k, m)
         swing = ~steps.planned
         if swing.any():
             self.swing_max = max(self.swing_max, float(sole_z[swing].max()))
@@ -86,9 +91,12 @@ class EpisodeMetrics:
                 gap = sensing.gap[during]
                 floor = np.asarray(sensing.floor_normal_world, dtype=float)
                 commanded = steps.point_forces[during] @ floor  # (n, p), NaN: not commanded
-                self._hf_sums += n * np.array([
-                    complementarity_accuracy(gap, sensing.normal_force[during]),
-                    complementarity_accuracy(gap, commanded)])
+                self._hf_sums += n * np.array(
+                    [
+                        complementarity_accuracy(gap, sensing.normal_force[during]),
+                        complementarity_accuracy(gap, commanded),
+                    ]
+                )
                 self._hf_n += n
 
     def sole_min_z(self, sensing: ContactSensing) -> np.ndarray:
@@ -103,8 +111,11 @@ class EpisodeMetrics:
         ``swing_clearance_min_hold_m``, ``dcc_complementarity`` (the ``dcc`` given, with
         ``steps``, ``simulated_sensed_Nm`` and ``simulated_commanded_Nm``)."""
         out: dict[str, Any] = {
-            "steps": self.steps, "return": self.ret, "max_base_tilt_deg": self.tilt,
-            "base_drift_m": self.drift, "base_height_drop_m": self.drop,
+            "steps": self.steps,
+            "return": self.ret,
+            "max_base_tilt_deg": self.tilt,
+            "base_drift_m": self.drift,
+            "base_height_drop_m": self.drop,
             "max_joint_error_rad": float(self.joint_error.max()) if self.joint_error.size else 0.0,
             "momentum_residual_max": self.momentum,
         }
@@ -116,7 +127,10 @@ class EpisodeMetrics:
             out["swing_clearance_min_hold_m"] = self.hold_min
         if self.dcc is not None:
             mean = self._hf_sums / self._hf_n if self._hf_n else np.full(2, np.nan)
-            out["dcc_complementarity"] = {**self.dcc, "steps": self._hf_n,
-                                          "simulated_sensed_Nm": float(mean[0]),
-                                          "simulated_commanded_Nm": float(mean[1])}
+            out["dcc_complementarity"] = {
+                **self.dcc,
+                "steps": self._hf_n,
+                "simulated_sensed_Nm": float(mean[0]),
+                "simulated_commanded_Nm": float(mean[1]),
+            }
         return out

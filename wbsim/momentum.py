@@ -37,9 +37,15 @@ class MomentumBalance:
         self.mass = float(robot.total_mass)
         self.weight = self.mass * float(np.linalg.norm(self.gravity))
 
-    def residuals(self, qpos: np.ndarray, qvel: np.ndarray, qacc: np.ndarray,
-                  sensing: ContactSensing, push: np.ndarray | None = None,
-                  push_point: np.ndarray | None = None) -> np.ndarray:
+    def residuals(
+        self,
+        qpos: np.ndarray,
+        qvel: np.ndarray,
+        qacc: np.ndarray,
+        sensing: ContactSensing,
+        push: np.ndarray | None = None,
+        push_point: np.ndarray | None = None,
+    ) -> np.ndarray:
         """The residuals ``(k, 6)`` ``[linear (N); angular (N·m)]``, world-aligned, about the CoM,
         of ``k`` states.
 
@@ -57,8 +63,9 @@ class MomentumBalance:
         k = len(q)
         dhg, com = np.empty((k, 6)), np.empty((k, 3))
         for i in range(k):
-            dhg[i] = pin.computeCentroidalMomentumTimeVariation(self.model, self.data, q[i], v[i],
-                                                                a[i]).vector
+            dhg[i] = pin.computeCentroidalMomentumTimeVariation(
+                self.model, self.data, q[i], v[i], a[i]
+            ).vector
             com[i] = self.data.com[0]
         force = sensing.external_force_world + self.mass * self.gravity
         moment = sensing.external_moment_world - np.cross(com, sensing.external_force_world)

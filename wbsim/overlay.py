@@ -37,11 +37,14 @@ import numpy as np
 __all__ = ["MARKER_RADIUS", "MODE_COLORS", "OverlayData", "draw_geoms", "draw_text"]
 
 #: RGBA per contact mode index (0 open, 1 sticking, 2 sliding).
-MODE_COLORS = np.array([[0.6, 0.6, 0.6, 1.0], [0.1, 0.85, 0.2, 1.0], [1.0, 0.55, 0.0, 1.0]],
-                       dtype=np.float32)
+MODE_COLORS = np.array(
+    [[0.6, 0.6, 0.6, 1.0], [0.1, 0.85, 0.2, 1.0], [1.0, 0.55, 0.0, 1.0]], dtype=np.float32
+)
 COMMANDED, SIMULATED, VIOLATION = (
-    np.array([0.15, 0.35, 1.0, 0.9], np.float32), np.array([1.0, 0.9, 0.1, 0.9], np.float32),
-    np.array([1.0, 0.05, 0.05, 1.0], np.float32))
+    np.array([0.15, 0.35, 1.0, 0.9], np.float32),
+    np.array([1.0, 0.9, 0.1, 0.9], np.float32),
+    np.array([1.0, 0.05, 0.05, 1.0], np.float32),
+)
 COM_COLOR = np.array([0.9, 0.1, 0.9, 1.0], np.float32)
 POLYGON_COLOR = np.array([0.0, 0.9, 0.9, 1.0], np.float32)
 #: Radius of a sole point's mode marker, m.
@@ -103,8 +106,14 @@ def _add(scene: mujoco.MjvScene) -> mujoco.MjvGeom | None:
 def _sphere(scene, pos, radius, rgba):
     g = _add(scene)
     if g is not None:
-        mujoco.mjv_initGeom(g, mujoco.mjtGeom.mjGEOM_SPHERE, np.array([radius, 0, 0]),
-                            np.asarray(pos, float), np.eye(3).ravel(), rgba)
+        mujoco.mjv_initGeom(
+            g,
+            mujoco.mjtGeom.mjGEOM_SPHERE,
+            np.array([radius, 0, 0]),
+            np.asarray(pos, float),
+            np.eye(3).ravel(),
+            rgba,
+        )
 
 
 def _connector(scene, kind, width, a, b, rgba):
@@ -121,12 +130,19 @@ def _arrow(scene, width, start, tip, rgba):
     ``ARROW_DRAWN_FRACTION * size[2]`` (module docstring), so ``b`` is placed beyond ``tip``.
     """
     start = np.asarray(start, float)
-    _connector(scene, mujoco.mjtGeom.mjGEOM_ARROW, width, start,
-               start + (np.asarray(tip, float) - start) / ARROW_DRAWN_FRACTION, rgba)
+    _connector(
+        scene,
+        mujoco.mjtGeom.mjGEOM_ARROW,
+        width,
+        start,
+        start + (np.asarray(tip, float) - start) / ARROW_DRAWN_FRACTION,
+        rgba,
+    )
 
 
-def _force_arrow(scene, data: OverlayData, p: np.ndarray, offset: float, force, width: float,
-                 rgba) -> None:
+def _force_arrow(
+    scene, data: OverlayData, p: np.ndarray, offset: float, force, width: float, rgba
+) -> None:
     """The arrow of ``force`` (N, world) from ``offset`` m beyond ``p`` along the force,
     ``data.force_scale * |f|`` long, at most ``data.max_arrow`` (m); none below 1e-3 N."""
     force = np.asarray(force, float)
@@ -146,14 +162,27 @@ def draw_geoms(scene: mujoco.MjvScene, data: OverlayData, label: str = "") -> No
         p = np.asarray(p, float)
         # a violation at the point: the marker turns red too (a commanded pull points into the
         # floor, where its arrow cannot be seen)
-        _sphere(scene, p, MARKER_RADIUS,
-                VIOLATION if data.violating[i] else MODE_COLORS[int(data.modes[i]) % 3])
+        _sphere(
+            scene,
+            p,
+            MARKER_RADIUS,
+            VIOLATION if data.violating[i] else MODE_COLORS[int(data.modes[i]) % 3],
+        )
         # simulated thick, commanded thin on top of it, so both show when they agree; both start
         # on the marker's surface so that the mode colour stays visible
-        for force, color, width in ((data.f_sim[i], SIMULATED, SIMULATED_WIDTH),
-                                    (data.f_cmd[i], COMMANDED, COMMANDED_WIDTH)):
-            _force_arrow(scene, data, p, MARKER_RADIUS, force, width,
-                         VIOLATION if data.violating[i] else color)
+        for force, color, width in (
+            (data.f_sim[i], SIMULATED, SIMULATED_WIDTH),
+            (data.f_cmd[i], COMMANDED, COMMANDED_WIDTH),
+        ):
+            _force_arrow(
+                scene,
+                data,
+                p,
+                MARKER_RADIUS,
+                force,
+                width,
+                VIOLATION if data.violating[i] else color,
+            )
     # feet commanded as wrenches: the force at its centre of pressure, as a commanded arrow
     for p, force in data.cmd_wrench_arrows:
         _force_arrow(scene, data, np.asarray(p, float), 0.0, force, COMMANDED_WIDTH, COMMANDED)
@@ -167,8 +196,14 @@ def draw_geoms(scene: mujoco.MjvScene, data: OverlayData, label: str = "") -> No
     poly = np.asarray(data.support, float)
     for k in range(len(poly)):
         a, b = poly[k], poly[(k + 1) % len(poly)]
-        _connector(scene, mujoco.mjtGeom.mjGEOM_CAPSULE, 0.003, [a[0], a[1], 0.002],
-                   [b[0], b[1], 0.002], POLYGON_COLOR)
+        _connector(
+            scene,
+            mujoco.mjtGeom.mjGEOM_CAPSULE,
+            0.003,
+            [a[0], a[1], 0.002],
+            [b[0], b[1], 0.002],
+            POLYGON_COLOR,
+        )
 
 
 def draw_text(frame: np.ndarray, text: str) -> np.ndarray:

@@ -19,11 +19,21 @@ from wbsim.overlay import MODE_COLORS
 __all__ = ["plot_overview", "push_spans"]
 
 #: One marker colour per event kind (the loop's own kinds last).
-_KIND_COLORS = {"mode_switch": "0.35", "force_sign": "tab:red", "friction_cone": "tab:orange",
-                "complementarity": "tab:purple", "planar_complementarity": "tab:brown",
-                "contact_mismatch": "tab:pink", "non_sole_contact": "tab:olive",
-                "fallback": "tab:cyan", "solver_failure": "tab:blue", "torque_limit": "gold",
-                "fall": "black", "invalid_command": "black", "simulator_warning": "black"}
+_KIND_COLORS = {
+    "mode_switch": "0.35",
+    "force_sign": "tab:red",
+    "friction_cone": "tab:orange",
+    "complementarity": "tab:purple",
+    "planar_complementarity": "tab:brown",
+    "contact_mismatch": "tab:pink",
+    "non_sole_contact": "tab:olive",
+    "fallback": "tab:cyan",
+    "solver_failure": "tab:blue",
+    "torque_limit": "gold",
+    "fall": "black",
+    "invalid_command": "black",
+    "simulator_warning": "black",
+}
 
 
 def push_spans(run: RunData) -> list[tuple[float, float]]:
@@ -73,8 +83,14 @@ def plot_overview(run: RunData, out: str | Path | None = None, top: int = 3) -> 
 
     out = Path(out) if out else run.dir / "overview.png"
     t = run["t"] if len(run.steps) else np.zeros(0)
-    fig, axes = plt.subplots(6, 1, figsize=(11, 15), dpi=90, sharex=True,
-                             gridspec_kw={"height_ratios": [1.1, 0.8, 1.1, 1.1, 1.2, 1.0]})
+    fig, axes = plt.subplots(
+        6,
+        1,
+        figsize=(11, 15),
+        dpi=90,
+        sharex=True,
+        gridspec_kw={"height_ratios": [1.1, 0.8, 1.1, 1.1, 1.2, 1.0]},
+    )
     ax_com, ax_z, ax_q, ax_tau, ax_mode, ax_ev = axes
     for lo, hi in push_spans(run):
         for ax in axes:
@@ -100,8 +116,11 @@ def plot_overview(run: RunData, out: str | Path | None = None, top: int = 3) -> 
             ax_q.plot(t, qerr[:, i], lw=1.2, label=names[i].split("/", 1)[1])
         ax_q.legend(loc="upper left", fontsize=7, ncol=top)
     ax_q.set_ylabel("rad")
-    ax_q.set_title(f"joint errors to the reset posture (grey: all joints; the {top} largest "
-                   "named)", fontsize=9, loc="left")
+    ax_q.set_title(
+        f"joint errors to the reset posture (grey: all joints; the {top} largest named)",
+        fontsize=9,
+        loc="left",
+    )
     # 4: torques against limits
     names, tau = run.prefixed("tau/")
     _, applied = run.prefixed("tau_applied/")
@@ -110,43 +129,76 @@ def plot_overview(run: RunData, out: str | Path | None = None, top: int = 3) -> 
     if joints and len(t) and np.isfinite(limits).any():
         ratio = np.abs(tau) / limits
         ratio_applied = np.abs(applied) / limits if applied.shape == tau.shape else None
-        ax_tau.plot(t, np.nanmax(ratio, axis=1), color="black", lw=1.0,
-                    label="largest over joints")
+        ax_tau.plot(t, np.nanmax(ratio, axis=1), color="black", lw=1.0, label="largest over joints")
         for i in np.argsort(np.nanmax(ratio, axis=0))[::-1][:top]:
-            line, = ax_tau.plot(t, ratio[:, i], lw=1.1, label=joints[i])
+            (line,) = ax_tau.plot(t, ratio[:, i], lw=1.1, label=joints[i])
             if ratio_applied is not None:
                 ax_tau.plot(t, ratio_applied[:, i], ":", color=line.get_color(), lw=1.1)
         ax_tau.axhline(1.0, color="tab:red", lw=1.0, ls="--", label="limit")
         ax_tau.legend(loc="upper left", fontsize=7, ncol=top + 2)
     else:
-        ax_tau.text(0.5, 0.5, "no joint limits in config.json", ha="center", va="center",
-                    transform=ax_tau.transAxes)
+        ax_tau.text(
+            0.5,
+            0.5,
+            "no joint limits in config.json",
+            ha="center",
+            va="center",
+            transform=ax_tau.transAxes,
+        )
     ax_tau.set_ylabel("|tau| / limit")
-    ax_tau.set_title("torques against their limits (solid commanded, dotted applied by MuJoCo)",
-                     fontsize=9, loc="left")
+    ax_tau.set_title(
+        "torques against their limits (solid commanded, dotted applied by MuJoCo)",
+        fontsize=9,
+        loc="left",
+    )
     # 5: contact modes
     names, modes = run.prefixed("mode/")
     if names and len(t):
         points = [n.split("/", 1)[1] for n in names]
         dt = float(t[1] - t[0]) if len(t) > 1 else 1.0
         extent = (float(t[0]), float(t[-1]) + dt, len(points) - 0.5, -0.5)
-        ax_mode.imshow(modes.T, aspect="auto", interpolation="nearest", extent=extent,
-                       cmap=ListedColormap(MODE_COLORS[:, :3]), vmin=-0.5, vmax=2.5)
+        ax_mode.imshow(
+            modes.T,
+            aspect="auto",
+            interpolation="nearest",
+            extent=extent,
+            cmap=ListedColormap(MODE_COLORS[:, :3]),
+            vmin=-0.5,
+            vmax=2.5,
+        )
         for k, p in enumerate(points):
-            col = next((f"planned_{f}" for f in ("left_foot", "right_foot")
-                        if p.startswith(f) and f"planned_{f}" in run.columns), None)
+            col = next(
+                (
+                    f"planned_{f}"
+                    for f in ("left_foot", "right_foot")
+                    if p.startswith(f) and f"planned_{f}" in run.columns
+                ),
+                None,
+            )
             if col is not None:
                 off = run[col] < 0.5
-                ax_mode.fill_between(t, k - 0.5, k + 0.5, where=off, facecolor="none",
-                                     edgecolor="white", hatch="///", lw=0)
+                ax_mode.fill_between(
+                    t,
+                    k - 0.5,
+                    k + 0.5,
+                    where=off,
+                    facecolor="none",
+                    edgecolor="white",
+                    hatch="///",
+                    lw=0,
+                )
         ax_mode.set_yticks(range(len(points)), points, fontsize=6)
-        handles = [matplotlib.patches.Patch(
-            color="#{:02x}{:02x}{:02x}".format(*(round(255 * c) for c in MODE_COLORS[i, :3])),
-            label=label)
-                   for i, label in enumerate(("open", "sticking", "sliding"))]
+        handles = [
+            matplotlib.patches.Patch(
+                color="#{:02x}{:02x}{:02x}".format(*(round(255 * c) for c in MODE_COLORS[i, :3])),
+                label=label,
+            )
+            for i, label in enumerate(("open", "sticking", "sliding"))
+        ]
         ax_mode.legend(handles=handles, loc="upper right", fontsize=7, ncol=3)
-    ax_mode.set_title("contact mode per sole point (hatched: foot not planned in contact)",
-                      fontsize=9, loc="left")
+    ax_mode.set_title(
+        "contact mode per sole point (hatched: foot not planned in contact)", fontsize=9, loc="left"
+    )
     # 6: events
     kinds = [k for k in _KIND_COLORS if any(e.get("kind") == k for e in run.events)]
     for row, kind in enumerate(kinds):
@@ -156,21 +208,31 @@ def plot_overview(run: RunData, out: str | Path | None = None, top: int = 3) -> 
         color = _KIND_COLORS[kind]
         ax_ev.hlines(np.full(len(mine), row), starts, np.maximum(ends, starts), color=color, lw=4)
         ax_ev.plot(starts, np.full(len(mine), row), "|", color=color, ms=10, mew=1.5)
-    ax_ev.set_yticks(range(len(kinds)), [f"{k} ({sum(e.get('kind') == k for e in run.events)})"
-                                         for k in kinds], fontsize=7)
+    ax_ev.set_yticks(
+        range(len(kinds)),
+        [f"{k} ({sum(e.get('kind') == k for e in run.events)})" for k in kinds],
+        fontsize=7,
+    )
     ax_ev.set_ylim(len(kinds) - 0.5 if kinds else 0.5, -0.5)
-    ax_ev.set_title("events (count; bar: duration)" + ("; no event" if not kinds else ""),
-                    fontsize=9, loc="left")
+    ax_ev.set_title(
+        "events (count; bar: duration)" + ("; no event" if not kinds else ""),
+        fontsize=9,
+        loc="left",
+    )
     ax_ev.set_xlabel("time (s)")
     for ax in axes:
         ax.grid(alpha=0.3)
     if len(t):
-        ax_ev.set_xlim(float(t[0]), float(run["t_after"][-1]) if "t_after" in run.columns
-                       else float(t[-1]))
+        ax_ev.set_xlim(
+            float(t[0]), float(run["t_after"][-1]) if "t_after" in run.columns else float(t[-1])
+        )
     s = run.summary
-    fig.suptitle(f"{s.get('env', run.config.get('env', ''))}  "
-                 f"{s.get('controller', run.config.get('controller', ''))}  ({run.dir.name}; "
-                 f"pushes shaded red)", fontsize=11)
+    fig.suptitle(
+        f"{s.get('env', run.config.get('env', ''))}  "
+        f"{s.get('controller', run.config.get('controller', ''))}  ({run.dir.name}; "
+        f"pushes shaded red)",
+        fontsize=11,
+    )
     fig.tight_layout()
     fig.savefig(out)
     plt.close(fig)

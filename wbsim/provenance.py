@@ -23,9 +23,14 @@ def software_versions() -> dict[str, str]:
 
     import wbsim
 
-    return {"wbsim": wbsim.__version__, "mujoco": mujoco.__version__,
-            "pinocchio": pinocchio.__version__, "numpy": numpy.__version__,
-            "gymnasium": gymnasium.__version__, "python": platform.python_version()}
+    return {
+        "wbsim": wbsim.__version__,
+        "mujoco": mujoco.__version__,
+        "pinocchio": pinocchio.__version__,
+        "numpy": numpy.__version__,
+        "gymnasium": gymnasium.__version__,
+        "python": platform.python_version(),
+    }
 
 
 def git_commit(path: str | Path | None = None, timeout: float = 10.0) -> dict[str, Any] | None:
@@ -43,8 +48,15 @@ def git_commit(path: str | Path | None = None, timeout: float = 10.0) -> dict[st
 
     def git(*args: str) -> str | None:
         try:
-            out = subprocess.run(["git", "-C", str(path), *args], capture_output=True, text=True,
-                                 check=False, timeout=timeout, env=env, stdin=subprocess.DEVNULL)
+            out = subprocess.run(
+                ["git", "-C", str(path), *args],
+                capture_output=True,
+                text=True,
+                check=False,
+                timeout=timeout,
+                env=env,
+                stdin=subprocess.DEVNULL,
+            )
         except (OSError, subprocess.TimeoutExpired):
             return None
         return out.stdout.strip() if out.returncode == 0 else None
@@ -64,10 +76,17 @@ def scene(env) -> dict[str, Any]:
     (s), ``frame_skip``, ``control_dt`` (s), ``reset_qpos`` (MuJoCo's ``qpos`` after the reset,
     reset noise included) and ``reset_time`` (s)."""
     robot = env.robot
-    joints = {name: {"effort_limit": float(limit), "lower": float(lo), "upper": float(hi)}
-              for name, limit, (lo, hi) in zip(robot.joint_names, robot.effort_limits,
-                                                robot.joint_limits)}
-    return {"robot": robot.name, "robot_config": robot.config.to_dict(),
-            "joints": joints, "timestep": env.sim.timestep, "frame_skip": env.frame_skip,
-            "control_dt": env.dt, "reset_qpos": env.data.qpos.tolist(),
-            "reset_time": float(env.data.time)}
+    joints = {
+        name: {"effort_limit": float(limit), "lower": float(lo), "upper": float(hi)}
+        for name, limit, (lo, hi) in zip(robot.joint_names, robot.effort_limits, robot.joint_limits)
+    }
+    return {
+        "robot": robot.name,
+        "robot_config": robot.config.to_dict(),
+        "joints": joints,
+        "timestep": env.sim.timestep,
+        "frame_skip": env.frame_skip,
+        "control_dt": env.dt,
+        "reset_qpos": env.data.qpos.tolist(),
+        "reset_time": float(env.data.time),
+    }

@@ -64,15 +64,22 @@ class PushTestConfig:
     env_options: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self):
-        checks = (("directions", self.directions >= 1 and float(self.directions).is_integer()),
-                  ("at", self.at >= 0), ("duration", self.duration > 0),
-                  ("settle", self.settle > self.duration), ("start", 0 < self.start <= self.limit),
-                  ("growth", self.growth > 1), ("refine", self.refine >= 0))
+        checks = (
+            ("directions", self.directions >= 1 and float(self.directions).is_integer()),
+            ("at", self.at >= 0),
+            ("duration", self.duration > 0),
+            ("settle", self.settle > self.duration),
+            ("start", 0 < self.start <= self.limit),
+            ("growth", self.growth > 1),
+            ("refine", self.refine >= 0),
+        )
         for name, ok in checks:
             if not ok:
-                raise WbsimError(f"pushtest: invalid {name} = {getattr(self, name)!r} (directions "
-                                 ">= 1, at >= 0, duration > 0, settle > duration, 0 < start <= "
-                                 "limit, growth > 1, refine >= 0)")
+                raise WbsimError(
+                    f"pushtest: invalid {name} = {getattr(self, name)!r} (directions "
+                    ">= 1, at >= 0, duration > 0, settle > duration, 0 < start <= "
+                    "limit, growth > 1, refine >= 0)"
+                )
         for key in ("push_script", "reset_noise_scale", "push_magnitude"):
             if key in self.env_options:
                 raise WbsimError(f"pushtest: env option {key} is the protocol's own")
@@ -85,19 +92,36 @@ def _trial(cfg: PushTestConfig, angle: float, impulse: float) -> dict[str, Any]:
     force = impulse / cfg.duration
     push = [(cfg.at, (force * math.cos(angle), force * math.sin(angle), 0.0), cfg.duration)]
     t0 = time.perf_counter()
-    s = run_episode(EpisodeConfig(
-        env=cfg.env, controller=cfg.controller, seconds=cfg.at + cfg.settle, seed=cfg.seed,
-        controller_options=dict(cfg.controller_options), progress=False,
-        env_options={**dict(cfg.env_options), "push_script": push, "reset_noise_scale": 0.0,
-                     "push_magnitude": 0.0}))
-    return {"impulse": float(impulse), "survived": not s["fell"] and s["status"] == "completed",
-            "fell_at": float(s["seconds"]) if s["fell"] else None,
-            "wall_s": time.perf_counter() - t0}
+    s = run_episode(
+        EpisodeConfig(
+            env=cfg.env,
+            controller=cfg.controller,
+            seconds=cfg.at + cfg.settle,
+            seed=cfg.seed,
+            controller_options=dict(cfg.controller_options),
+            progress=False,
+            env_options={
+                **dict(cfg.env_options),
+                "push_script": push,
+                "reset_noise_scale": 0.0,
+                "push_magnitude": 0.0,
+            },
+        )
+    )
+    return {
+        "impulse": float(impulse),
+        "survived": not s["fell"] and s["status"] == "completed",
+        "fell_at": float(s["seconds"]) if s["fell"] else None,
+        "wall_s": time.perf_counter() - t0,
+    }
 
 
-def run_push_test(cfg: PushTestConfig, json_path: str | Path | None = None,
-                  plot_path: str | Path | None = None,
-                  progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+def run_push_test(
+    cfg: PushTestConfig,
+    json_path: str | Path | None = None,
+    plot_path: str | Path | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
     """Run the protocol; write the JSON and the polar plot if asked; return the result.
 
     Returns:
@@ -121,8 +145,11 @@ def run_push_test(cfg: PushTestConfig, json_path: str | Path | None = None,
     env.reset(seed=cfg.seed)
     sched = env.plan.at(cfg.at)
     env.close()
-    phase = {"name": sched.phase, "time_in_phase_s": sched.phase_time,
-             "contact_set": sorted(sched.contact_set)}
+    phase = {
+        "name": sched.phase,
+        "time_in_phase_s": sched.phase_time,
+        "contact_set": sorted(sched.contact_set),
+    }
     wall0 = time.perf_counter()
     n = int(cfg.directions)
     angles = [2.0 * math.pi * k / n for k in range(n)]
@@ -150,11 +177,16 @@ def run_push_test(cfg: PushTestConfig, json_path: str | Path | None = None,
         best.append(good)
         trials.append(runs)
         if progress is not None:
-            progress(f"direction {math.degrees(angle):5.1f} deg: {good:6.2f} N s survived "
-                     f"({len(runs)} trials)")
+            progress(
+                f"direction {math.degrees(angle):5.1f} deg: {good:6.2f} N s survived "
+                f"({len(runs)} trials)"
+            )
     out = {
-        "config": {**asdict(cfg), "controller_options": dict(cfg.controller_options),
-                   "env_options": dict(cfg.env_options)},
+        "config": {
+            **asdict(cfg),
+            "controller_options": dict(cfg.controller_options),
+            "env_options": dict(cfg.env_options),
+        },
         "phase": phase,
         "directions_deg": [math.degrees(a) for a in angles],
         "max_impulse": best,
@@ -171,8 +203,9 @@ def run_push_test(cfg: PushTestConfig, json_path: str | Path | None = None,
     return out
 
 
-def plot_push_test(results: Sequence[Mapping[str, Any]], path: str | Path,
-                   labels: Sequence[str] | None = None) -> Path:
+def plot_push_test(
+    results: Sequence[Mapping[str, Any]], path: str | Path, labels: Sequence[str] | None = None
+) -> Path:
     """A polar plot of the largest impulse survived per direction (N·s; 0 deg = the robot's
     forward, counter-clockwise = to its left) of one or more :func:`run_push_test` results."""
     import matplotlib
@@ -186,11 +219,16 @@ def plot_push_test(results: Sequence[Mapping[str, Any]], path: str | Path,
         th = np.radians(np.append(res["directions_deg"], res["directions_deg"][0]))
         r = np.append(res["max_impulse"], res["max_impulse"][0])
         c = res["config"]
-        label = (labels[i] if labels else
-                 f"{c['env'].split('/')[-1]} + {c['controller']} (min {min(res['max_impulse']):.1f})")
+        label = (
+            labels[i]
+            if labels
+            else f"{c['env'].split('/')[-1]} + {c['controller']} (min {min(res['max_impulse']):.1f})"
+        )
         ax.plot(th, r, marker="o", label=label)
-    ax.set_title(f"largest impulse survived, N·s (push {results[0]['config']['duration']:g} s "
-                 f"on the torso)", fontsize=9)
+    ax.set_title(
+        f"largest impulse survived, N·s (push {results[0]['config']['duration']:g} s on the torso)",
+        fontsize=9,
+    )
     ax.legend(loc="lower center", bbox_to_anchor=(0.5, -0.2), fontsize=8)
     fig.tight_layout()
     path = Path(path)

@@ -94,18 +94,36 @@ class RecordedSteps:
         ``sensing`` their decoded sensor values (:meth:`ContactSensor.decode` of
         ``sensordata``, ``friction`` and ``cone``) and ``robot`` the :class:`wbsim.Robot`."""
         return StepChunk(
-            step=self.step, t=self.t, point_names=sensing.names, point_foot=sensing.point_foot,
-            foot_names=sensing.layout.foot_names, floor_normal=sensing.floor_normal_world,
-            gap=sensing.gap, force=sensing.force_world, normal_force=sensing.normal_force,
-            tangential_force=sensing.tangential_force, slip_velocity=sensing.slip_velocity,
-            friction=sensing.friction, cone=self.cone, tangents=sensing.tangents,
-            friction_components=sensing.friction_components, mode=sensing.mode,
-            sensed_feet=sensing.feet_loaded, normals=sensing.layout.surface_normal,
-            non_sole=self.non_sole, point_forces=self.point_forces,
-            foot_wrenches=self.foot_wrenches, assumed=self.assumed, status=self.status,
-            fallback=tuple(self.fallback), message=tuple(self.message),
-            joint_names=robot.joint_names, torque=self.tau, torque_applied=self.tau_applied,
-            torque_limit=robot.effort_limits)
+            step=self.step,
+            t=self.t,
+            point_names=sensing.names,
+            point_foot=sensing.point_foot,
+            foot_names=sensing.layout.foot_names,
+            floor_normal=sensing.floor_normal_world,
+            gap=sensing.gap,
+            force=sensing.force_world,
+            normal_force=sensing.normal_force,
+            tangential_force=sensing.tangential_force,
+            slip_velocity=sensing.slip_velocity,
+            friction=sensing.friction,
+            cone=self.cone,
+            tangents=sensing.tangents,
+            friction_components=sensing.friction_components,
+            mode=sensing.mode,
+            sensed_feet=sensing.feet_loaded,
+            normals=sensing.layout.surface_normal,
+            non_sole=self.non_sole,
+            point_forces=self.point_forces,
+            foot_wrenches=self.foot_wrenches,
+            assumed=self.assumed,
+            status=self.status,
+            fallback=tuple(self.fallback),
+            message=tuple(self.message),
+            joint_names=robot.joint_names,
+            torque=self.tau,
+            torque_applied=self.tau_applied,
+            torque_limit=robot.effort_limits,
+        )
 
 
 class StepRecorder:
@@ -128,17 +146,29 @@ class StepRecorder:
         m = sim.model
         n, p, f, k = robot.n_joints, len(robot.contact_point_names), len(self.foot_names), capacity
         self._arrays = {
-            "step": np.zeros(k, dtype=np.int64), "t": np.zeros(k), "qpos0": np.zeros((k, m.nq)),
-            "qvel0": np.zeros((k, m.nv)), "qacc": np.zeros((k, m.nv)),
-            "sensordata": np.zeros((k, m.nsensordata)), "qpos": np.zeros((k, m.nq)),
-            "qvel": np.zeros((k, m.nv)), "t_after": np.zeros(k), "tau": np.zeros((k, n)),
-            "tau_applied": np.zeros((k, n)), "friction": np.zeros((k, p)),
-            "cone": np.zeros(k, dtype=np.int8), "push": np.zeros((k, 3)),
+            "step": np.zeros(k, dtype=np.int64),
+            "t": np.zeros(k),
+            "qpos0": np.zeros((k, m.nq)),
+            "qvel0": np.zeros((k, m.nv)),
+            "qacc": np.zeros((k, m.nv)),
+            "sensordata": np.zeros((k, m.nsensordata)),
+            "qpos": np.zeros((k, m.nq)),
+            "qvel": np.zeros((k, m.nv)),
+            "t_after": np.zeros(k),
+            "tau": np.zeros((k, n)),
+            "tau_applied": np.zeros((k, n)),
+            "friction": np.zeros((k, p)),
+            "cone": np.zeros(k, dtype=np.int8),
+            "push": np.zeros((k, 3)),
             "push_point": np.zeros((k, 3)),
-            "controller_time": np.zeros(k), "point_forces": np.zeros((k, p, 3)),
-            "foot_wrenches": np.zeros((k, f, 6)), "assumed": np.zeros((k, f), dtype=bool),
-            "status": np.zeros(k, dtype=np.int8), "planned": np.zeros((k, f), dtype=bool),
-            "phase_index": np.zeros(k, dtype=np.int64), "hold": np.zeros(k, dtype=bool),
+            "controller_time": np.zeros(k),
+            "point_forces": np.zeros((k, p, 3)),
+            "foot_wrenches": np.zeros((k, f, 6)),
+            "assumed": np.zeros((k, f), dtype=bool),
+            "status": np.zeros(k, dtype=np.int8),
+            "planned": np.zeros((k, f), dtype=bool),
+            "phase_index": np.zeros(k, dtype=np.int64),
+            "hold": np.zeros(k, dtype=bool),
             "com_ref": np.zeros((k, 3)),
         }
         self._fallback: list[str] = []
@@ -150,8 +180,14 @@ class StepRecorder:
     def full(self) -> bool:
         return self.n == self.capacity
 
-    def record(self, step: int, state: RobotState, command: Command, schedule: ContactSchedule,
-               controller_time: float) -> None:
+    def record(
+        self,
+        step: int,
+        state: RobotState,
+        command: Command,
+        schedule: ContactSchedule,
+        controller_time: float,
+    ) -> None:
         """Record one control step, right after the physics steps that applied ``command``
         (computed for ``state`` under ``schedule``)."""
         i, a, d = self.n, self._arrays, self.sim.data
@@ -165,11 +201,14 @@ class StepRecorder:
         a["push_point"][i] = d.xipos[self.sim.push_body]
         a["controller_time"][i] = controller_time
         a["point_forces"][i] = math.nan if command.point_forces is None else command.point_forces
-        a["foot_wrenches"][i] = math.nan                 # (a hand's row stays NaN)
+        a["foot_wrenches"][i] = math.nan  # (a hand's row stays NaN)
         if command.foot_wrenches is not None:
-            a["foot_wrenches"][i, :self._n_feet] = command.foot_wrenches
-        states_a_set = (command.contact_set or command.point_forces is not None
-                        or command.foot_wrenches is not None)
+            a["foot_wrenches"][i, : self._n_feet] = command.foot_wrenches
+        states_a_set = (
+            command.contact_set
+            or command.point_forces is not None
+            or command.foot_wrenches is not None
+        )
         assumed = command.contact_set if states_a_set else schedule.contact_set
         a["assumed"][i] = [foot in assumed for foot in self.foot_names]
         a["status"][i] = command.status
@@ -185,9 +224,12 @@ class StepRecorder:
     def take(self) -> RecordedSteps:
         """The steps recorded since the last call (copies), and empty buffers."""
         k = self.n
-        out = RecordedSteps(**{name: arr[:k].copy() for name, arr in self._arrays.items()},
-                            fallback=self._fallback, message=self._message,
-                            non_sole=self._non_sole)
+        out = RecordedSteps(
+            **{name: arr[:k].copy() for name, arr in self._arrays.items()},
+            fallback=self._fallback,
+            message=self._message,
+            non_sole=self._non_sole,
+        )
         self._fallback, self._message, self._non_sole = [], [], []
         self.n = 0
         return out

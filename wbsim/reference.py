@@ -58,10 +58,23 @@ __all__ = ["TARGET_KEYS", "ContactPhase", "Footstep", "WholeBodyReference"]
 #:                                       planned to land (foot frame origin), m (footstep plans)
 #: ``landing_time``          (1,)        when that foot lands, s (footstep plans)
 #: ========================  ==========  =====================================================
-TARGET_KEYS = ("com", "com_velocity", "com_acceleration", "base_orientation",
-               "base_angular_velocity", "<foot>", "<foot>_velocity", "<foot>_acceleration",
-               "<foot>_orientation", "<foot>_wrench", "posture", "zmp", "dcm", "<foot>_landing",
-               "landing_time")
+TARGET_KEYS = (
+    "com",
+    "com_velocity",
+    "com_acceleration",
+    "base_orientation",
+    "base_angular_velocity",
+    "<foot>",
+    "<foot>_velocity",
+    "<foot>_acceleration",
+    "<foot>_orientation",
+    "<foot>_wrench",
+    "posture",
+    "zmp",
+    "dcm",
+    "<foot>_landing",
+    "landing_time",
+)
 
 
 @dataclass(frozen=True)
@@ -161,10 +174,16 @@ class WholeBodyReference:
         if self.base_angular_velocity is None:
             self.base_angular_velocity = np.zeros((T, 3))
         shapes: dict[str, tuple[int, ...]] = {
-            "com": (T, 3), "com_velocity": (T, 3), "com_acceleration": (T, 3),
-            "base_rotation": (T, 3, 3), "base_angular_velocity": (T, 3),
-            "foot_position": (T, F, 3), "foot_velocity": (T, F, 3),
-            "foot_acceleration": (T, F, 3), "foot_rotation": (T, F, 3, 3)}
+            "com": (T, 3),
+            "com_velocity": (T, 3),
+            "com_acceleration": (T, 3),
+            "base_rotation": (T, 3, 3),
+            "base_angular_velocity": (T, 3),
+            "foot_position": (T, F, 3),
+            "foot_velocity": (T, F, 3),
+            "foot_acceleration": (T, F, 3),
+            "foot_rotation": (T, F, 3, 3),
+        }
         if self.foot_wrench is not None:
             shapes["foot_wrench"] = (T, F, 6)
         for name in ("zmp", "dcm"):
@@ -178,26 +197,33 @@ class WholeBodyReference:
         for name, shape in shapes.items():
             arr = np.asarray(getattr(self, name), dtype=float)
             if arr.shape != shape or not np.all(np.isfinite(arr)):
-                raise WbsimError(f"WholeBodyReference: {name} must be a finite {shape} array, got "
-                                 f"shape {arr.shape}")
+                raise WbsimError(
+                    f"WholeBodyReference: {name} must be a finite {shape} array, got "
+                    f"shape {arr.shape}"
+                )
             setattr(self, name, arr)
         for name in ("base_rotation", "foot_rotation"):
             R = getattr(self, name).reshape(-1, 3, 3)
             err = np.abs(np.einsum("kji,kjl->kil", R, R) - np.eye(3)).max(initial=0.0)
             if err > 1e-6 or np.any(np.linalg.det(R) < 0):
-                raise WbsimError(f"WholeBodyReference: {name} holds matrices that are not "
-                                 f"rotations (|R^T R - I| = {err:.2g})")
+                raise WbsimError(
+                    f"WholeBodyReference: {name} holds matrices that are not "
+                    f"rotations (|R^T R - I| = {err:.2g})"
+                )
         if not self.phases:
             raise WbsimError("WholeBodyReference: at least one contact phase is needed")
         starts = [p.start for p in self.phases]
         if any(b <= a for a, b in itertools.pairwise(starts)) or starts[0] > t[0] + 1e-12:
-            raise WbsimError("WholeBodyReference: phases must be sorted by start, the first "
-                             f"starting at or before {t[0]} s; got starts {starts}")
+            raise WbsimError(
+                "WholeBodyReference: phases must be sorted by start, the first "
+                f"starting at or before {t[0]} s; got starts {starts}"
+            )
         for p in self.phases:
             unknown = set(p.contact_set) - set(self.foot_names)
             if unknown:
-                raise UnknownNameError("foot", min(unknown), self.foot_names,
-                                       context="in a contact phase")
+                raise UnknownNameError(
+                    "foot", min(unknown), self.foot_names, context="in a contact phase"
+                )
         self._starts = starts
         self._tlist = t.tolist()
         self._steps_by_land = sorted(self.footsteps, key=lambda s: s.land_time)
@@ -216,8 +242,9 @@ class WholeBodyReference:
         """The planned contact set at ``t``."""
         return self.phases[self.phase_index(t)].contact_set
 
-    def switch_times(self, horizon: float = math.inf
-                     ) -> list[tuple[float, frozenset[str], frozenset[str]]]:
+    def switch_times(
+        self, horizon: float = math.inf
+    ) -> list[tuple[float, frozenset[str], frozenset[str]]]:
         """Planned contact-set switches up to ``horizon`` s: ``(time, before, after)`` (the same
         form as :meth:`wbsim.envs.schedules.PhasePlan.switch_times`)."""
         out = []
@@ -253,11 +280,18 @@ class WholeBodyReference:
             R0 = a[i]
             return R0 @ pin.exp3(s * pin.log3(R0.T @ a[j]))
 
-        out = {"com": lin(self.com), "com_velocity": lin(self.com_velocity),
-               "com_acceleration": lin(self.com_acceleration),
-               "base_orientation": rot(self.base_rotation),
-               "base_angular_velocity": lin(_given(self.base_angular_velocity))}
-        pos, vel, acc = lin(self.foot_position), lin(self.foot_velocity), lin(self.foot_acceleration)
+        out = {
+            "com": lin(self.com),
+            "com_velocity": lin(self.com_velocity),
+            "com_acceleration": lin(self.com_acceleration),
+            "base_orientation": rot(self.base_rotation),
+            "base_angular_velocity": lin(_given(self.base_angular_velocity)),
+        }
+        pos, vel, acc = (
+            lin(self.foot_position),
+            lin(self.foot_velocity),
+            lin(self.foot_acceleration),
+        )
         wrench = None if self.foot_wrench is None else lin(self.foot_wrench)
         for k, name in enumerate(self.foot_names):
             out[name] = pos[k]
@@ -294,10 +328,15 @@ class WholeBodyReference:
         last = k == len(self.phases) - 1
         nxt = phase if last else self.phases[k + 1]
         duration = math.inf if last else nxt.start - phase.start
-        return ContactSchedule(contact_set=phase.contact_set, next_contact_set=nxt.contact_set,
-                               phase=phase.name, phase_index=k,
-                               phase_time=float(t - phase.start), phase_duration=float(duration),
-                               targets=self.targets(t))
+        return ContactSchedule(
+            contact_set=phase.contact_set,
+            next_contact_set=nxt.contact_set,
+            phase=phase.name,
+            phase_index=k,
+            phase_time=float(t - phase.start),
+            phase_duration=float(duration),
+            targets=self.targets(t),
+        )
 
     # -- construction helpers ---------------------------------------------------------------------
     @staticmethod
@@ -309,22 +348,46 @@ class WholeBodyReference:
         """A copy with every position (CoM, feet, ZMP, DCM, footsteps) moved by ``offset``
         ``(3,)`` m."""
         d = np.asarray(offset, dtype=float)
-        kw: dict[str, Any] = {f: getattr(self, f) for f in (
-            "times", "com_velocity", "com_acceleration", "base_rotation", "foot_names",
-            "foot_velocity", "foot_acceleration", "foot_rotation", "phases",
-            "base_angular_velocity", "joint_names", "posture", "foot_wrench", "source")}
+        kw: dict[str, Any] = {
+            f: getattr(self, f)
+            for f in (
+                "times",
+                "com_velocity",
+                "com_acceleration",
+                "base_rotation",
+                "foot_names",
+                "foot_velocity",
+                "foot_acceleration",
+                "foot_rotation",
+                "phases",
+                "base_angular_velocity",
+                "joint_names",
+                "posture",
+                "foot_wrench",
+                "source",
+            )
+        }
         return WholeBodyReference(
-            com=self.com + d, foot_position=self.foot_position + d,
+            com=self.com + d,
+            foot_position=self.foot_position + d,
             zmp=None if self.zmp is None else self.zmp + d,
             dcm=None if self.dcm is None else self.dcm + d,
-            footsteps=tuple(Footstep(s.foot, s.position + d, s.yaw, s.lift_time, s.land_time)
-                            for s in self.footsteps), **kw)
+            footsteps=tuple(
+                Footstep(s.foot, s.position + d, s.yaw, s.lift_time, s.land_time)
+                for s in self.footsteps
+            ),
+            **kw,
+        )
 
     def summary(self) -> Mapping[str, Any]:
         """A few figures: duration, switches, steps, CoM travel (for logs and the CLI)."""
-        return {"source": self.source, "duration_s": self.duration,
-                "switches": len(self.switch_times()), "steps": len(self.footsteps),
-                "com_travel_m": (self.com[-1] - self.com[0]).tolist()}
+        return {
+            "source": self.source,
+            "duration_s": self.duration,
+            "switches": len(self.switch_times()),
+            "steps": len(self.footsteps),
+            "com_travel_m": (self.com[-1] - self.com[0]).tolist(),
+        }
 
 
 def _given(a: np.ndarray | None) -> np.ndarray:

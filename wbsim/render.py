@@ -52,9 +52,18 @@ class FrameRenderer:
         shadows: draw shadows (about 3x slower in software rendering; see the module docstring).
     """
 
-    def __init__(self, model: mujoco.MjModel, width: int = 640, height: int = 480,
-                 camera: str = "track", track_body: int = 1, distance: float | None = None,
-                 azimuth: float = 135.0, elevation: float = -15.0, shadows: bool = False):
+    def __init__(
+        self,
+        model: mujoco.MjModel,
+        width: int = 640,
+        height: int = 480,
+        camera: str = "track",
+        track_body: int = 1,
+        distance: float | None = None,
+        azimuth: float = 135.0,
+        elevation: float = -15.0,
+        shadows: bool = False,
+    ):
         if width <= 0 or height <= 0:
             raise WbsimError(f"frame size must be positive, got {width}x{height}")
         if width > model.vis.global_.offwidth or height > model.vis.global_.offheight:
@@ -175,20 +184,35 @@ def check_video_path(path: str | Path, overwrite: bool = False) -> Path:
     """
     p = Path(path)
     if p.suffix.lower() != ".mp4":
-        raise WbsimError(f"video {p}: expected an .mp4 path (H.264 video), got "
-                         f"{repr(p.suffix) if p.suffix else 'no suffix'}")
+        raise WbsimError(
+            f"video {p}: expected an .mp4 path (H.264 video), got "
+            f"{repr(p.suffix) if p.suffix else 'no suffix'}"
+        )
     if p.is_dir():
         raise WbsimError(f"video {p}: is a folder; expected an .mp4 file path")
     if p.exists() and not overwrite:
-        raise WbsimError(f"video {p} exists; pick another path, or overwrite it (overwrite=True; "
-                         "wbsim run --overwrite)")
+        raise WbsimError(
+            f"video {p} exists; pick another path, or overwrite it (overwrite=True; "
+            "wbsim run --overwrite)"
+        )
     check_output_file(p, "video")
     return p
 
 
 #: errno values a failed ffmpeg may report for its output file (see :func:`_describe_exit`)
-_FILE_ERRNOS = frozenset({errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EACCES, errno.EROFS,
-                          errno.ENOENT, errno.EIO, errno.ENOTDIR, errno.EISDIR})
+_FILE_ERRNOS = frozenset(
+    {
+        errno.ENOSPC,
+        errno.EFBIG,
+        errno.EDQUOT,
+        errno.EACCES,
+        errno.EROFS,
+        errno.ENOENT,
+        errno.EIO,
+        errno.ENOTDIR,
+        errno.EISDIR,
+    }
+)
 
 
 def _describe_exit(returncode: int | None) -> str:
@@ -301,20 +325,28 @@ class VideoWriter:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise WbsimError(f"video {self.path}: cannot create folder {self.path.parent} "
-                             f"({exc.strerror or _first_line(exc)})") from None
+            raise WbsimError(
+                f"video {self.path}: cannot create folder {self.path.parent} "
+                f"({exc.strerror or _first_line(exc)})"
+            ) from None
         try:
             import imageio.v2 as imageio
             import imageio_ffmpeg
 
             imageio_ffmpeg.get_ffmpeg_exe()  # no binary: fail here, not at the first frame
             self._writer = imageio.get_writer(
-                str(self.path), fps=fps, codec="libx264", quality=quality, macro_block_size=1,
-                pixelformat="yuv420p", ffmpeg_log_level="error",
+                str(self.path),
+                fps=fps,
+                codec="libx264",
+                quality=quality,
+                macro_block_size=1,
+                pixelformat="yuv420p",
+                ffmpeg_log_level="error",
             )
         except Exception as exc:
-            raise WbsimError(f"video {self.path}: cannot start the ffmpeg writer "
-                             f"({_first_line(exc)})") from exc
+            raise WbsimError(
+                f"video {self.path}: cannot start the ffmpeg writer ({_first_line(exc)})"
+            ) from exc
 
     @property
     def error(self) -> str:
@@ -333,8 +365,10 @@ class VideoWriter:
         if frame.ndim != 3 or frame.shape[2] != 3 or frame.dtype != np.uint8:
             raise WbsimError(f"frames must be (h, w, 3) uint8, got {frame.shape} {frame.dtype}")
         if self._writer is None:
-            raise WbsimError(f"video {self.path}: the writer is closed"
-                             + (f" after an error: {self._error}" if self._error else ""))
+            raise WbsimError(
+                f"video {self.path}: the writer is closed"
+                + (f" after an error: {self._error}" if self._error else "")
+            )
         try:
             with _signals_deferred():  # the frame and its count, before an interrupt raises
                 self._writer.append_data(even_frame(frame))
@@ -343,8 +377,10 @@ class VideoWriter:
                 self.n_frames += 1
         except OSError as exc:  # imageio-ffmpeg: "[Errno 32] Broken pipe" + the ffmpeg command
             self._stop(exc)
-            raise self._failure(f"ffmpeg stopped after {self.n_frames} frame(s); writing frame "
-                                f"{self.n_frames + 1} failed ({_first_line(exc)})") from exc
+            raise self._failure(
+                f"ffmpeg stopped after {self.n_frames} frame(s); writing frame "
+                f"{self.n_frames + 1} failed ({_first_line(exc)})"
+            ) from exc
 
     def close(self) -> None:
         """Finish the file: stop ffmpeg, wait for it, then open the file and count its frames

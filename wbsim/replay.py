@@ -64,28 +64,39 @@ class LoggedRun:
             raise WbsimError(f"{self.run.dir}: no logged step to replay")
         for key in ("env", "seed", "env_options", "seconds"):
             if key not in cfg:
-                raise WbsimError(f"{self.run.dir}/config.json has no {key!r}: the run cannot be "
-                                 "rebuilt (logged by an older wbsim)")
+                raise WbsimError(
+                    f"{self.run.dir}/config.json has no {key!r}: the run cannot be "
+                    "rebuilt (logged by an older wbsim)"
+                )
         from wbsim.envs import make_humanoid
 
         try:
             self.env = make_humanoid(cfg["env"], max_seconds=cfg["seconds"], **cfg["env_options"])
         except (WbsimError, TypeError, ValueError) as exc:
-            raise WbsimError(f"{self.run.dir}: the env cannot be rebuilt from config.json "
-                             f"({exc})") from None
+            raise WbsimError(
+                f"{self.run.dir}: the env cannot be rebuilt from config.json ({exc})"
+            ) from None
         self.robot = self.env.robot
         self.rows = StepRows(self.run.columns, self.robot)  # raises on an old log
         self.env.reset(seed=cfg["seed"])
         logged = np.asarray(cfg.get("reset_qpos", self.env.data.qpos), dtype=float)
         if not np.array_equal(logged, self.env.data.qpos):
-            warnings.warn(f"{self.run.dir}: the rebuilt reset state differs from the logged one "
-                          f"by up to {np.max(np.abs(logged - self.env.data.qpos)):.3g} (another "
-                          "wbsim or MuJoCo version?): the first frame may differ", stacklevel=2)
+            warnings.warn(
+                f"{self.run.dir}: the rebuilt reset state differs from the logged one "
+                f"by up to {np.max(np.abs(logged - self.env.data.qpos)):.3g} (another "
+                "wbsim or MuJoCo version?): the first frame may differ",
+                stacklevel=2,
+            )
         self.times = np.concatenate([self.run["t"], self.run["t_after"][-1:]])
         self.fps = float(cfg.get("fps", 30.0))
         self.width, self.height = int(cfg.get("width", 640)), int(cfg.get("height", 480))
-        self._reset = FrameValues.at_reset(self.robot, self.env.sensing, self.env.data.qpos,
-                                           self.times[0], self._planned(self.times[0]))
+        self._reset = FrameValues.at_reset(
+            self.robot,
+            self.env.sensing,
+            self.env.data.qpos,
+            self.times[0],
+            self._planned(self.times[0]),
+        )
 
     @property
     def n_states(self) -> int:
@@ -101,11 +112,15 @@ class LoggedRun:
         if state == 0:
             return self._reset
         t = float(self.times[state])
-        return self.rows.values(self.run.steps[state - 1], self._planned(t), *frame_events(
-            self.run.events, self.robot, state - 1, t))
+        return self.rows.values(
+            self.run.steps[state - 1],
+            self._planned(t),
+            *frame_events(self.run.events, self.robot, state - 1, t),
+        )
 
-    def frame_states(self, fps: float | None = None, start: float | None = None,
-                     end: float | None = None) -> list[int]:
+    def frame_states(
+        self, fps: float | None = None, start: float | None = None, end: float | None = None
+    ) -> list[int]:
         """The states that get a frame at ``fps`` (default: the live video's): those the live
         loop drew (the first state at or after each multiple of ``1 / fps`` s, and the state the
         run ended in when it completed or fell), whose time is within ``[start, end]`` s."""
@@ -119,12 +134,10 @@ class LoggedRun:
         hi = math.inf if end is None else end + 1e-9
         return [s for s in states if lo <= self.times[s] <= hi]
 
-    def frames(self, states: list[int], camera: str = "track"
-               ) -> Generator[np.ndarray, None, None]:
+    def frames(self, states: list[int], camera: str = "track") -> Generator[np.ndarray, None, None]:
         """The RGB frames ``(height, width, 3)`` ``uint8`` of ``states``, drawn by
         :class:`~wbsim.scene.Scene` as the live video's are."""
-        scene = Scene(self.robot, self.width, self.height, camera,
-                      reset_qpos=self._reset.qpos)
+        scene = Scene(self.robot, self.width, self.height, camera, reset_qpos=self._reset.qpos)
         try:
             for s in states:
                 yield scene.frame(self.values(s))
@@ -135,24 +148,35 @@ class LoggedRun:
         self.env.close()
 
 
-def check_window(fps: float | None, start: float | None, end: float | None,
-                 duration: float, control_dt: float) -> None:
+def check_window(
+    fps: float | None, start: float | None, end: float | None, duration: float, control_dt: float
+) -> None:
     """Raise :class:`WbsimError` unless ``fps`` is in ``(0, 1 / control_dt]`` (a frame per
     control step at most) and ``0 <= start < end`` within the run's ``duration`` (s)."""
     if fps is not None and not (math.isfinite(fps) and 0 < fps <= 1.0 / control_dt + 1e-9):
-        raise WbsimError(f"fps = {fps!r}: a frame can be drawn at most once a control step, so "
-                         f"fps must be in (0, {1.0 / control_dt:g}]")
+        raise WbsimError(
+            f"fps = {fps!r}: a frame can be drawn at most once a control step, so "
+            f"fps must be in (0, {1.0 / control_dt:g}]"
+        )
     for name, value in (("start", start), ("end", end)):
         if value is not None and not (math.isfinite(value) and 0 <= value <= duration + 1e-9):
-            raise WbsimError(f"--{name} {value!r}: the run lasts {duration:g} s; expected a time "
-                             f"in [0, {duration:g}] s")
+            raise WbsimError(
+                f"--{name} {value!r}: the run lasts {duration:g} s; expected a time "
+                f"in [0, {duration:g}] s"
+            )
     if start is not None and end is not None and not start < end:
         raise WbsimError(f"--start {start:g} must be before --end {end:g}")
 
 
-def replay_video(run_dir: str | Path, video: str | Path | None = None, camera: str = "track",
-                 start: float | None = None, end: float | None = None, fps: float | None = None,
-                 overwrite: bool = False) -> dict[str, Any]:
+def replay_video(
+    run_dir: str | Path,
+    video: str | Path | None = None,
+    camera: str = "track",
+    start: float | None = None,
+    end: float | None = None,
+    fps: float | None = None,
+    overwrite: bool = False,
+) -> dict[str, Any]:
     """Write the replay of a logged run to an MP4 (H.264, :class:`wbsim.render.VideoWriter`).
 
     Args:
@@ -194,12 +218,23 @@ def replay_video(run_dir: str | Path, video: str | Path | None = None, camera: s
     finally:
         logged.close()
     times = logged.times[states]
-    return {"video": str(path), "frames": len(states), "fps": fps or logged.fps,
-            "start": float(times[0]), "end": float(times[-1])}
+    return {
+        "video": str(path),
+        "frames": len(states),
+        "fps": fps or logged.fps,
+        "start": float(times[0]),
+        "end": float(times[-1]),
+    }
 
 
-def replay_web(run_dir: str | Path, web, start: float | None = None, end: float | None = None,
-               fps: float | None = None, duration: float | None = None) -> int:
+def replay_web(
+    run_dir: str | Path,
+    web,
+    start: float | None = None,
+    end: float | None = None,
+    fps: float | None = None,
+    duration: float | None = None,
+) -> int:
     """Show a logged run in the web viewer (``wbsim replay RUN --web``): the frames of
     :meth:`LoggedRun.frame_states` under a time slider and a play button (playing in real time,
     looping), until Ctrl-C or for ``duration`` s of wall time.
@@ -219,8 +254,9 @@ def replay_web(run_dir: str | Path, web, start: float | None = None, end: float 
     logged = LoggedRun(run_dir)
     try:
         cfg = logged.run.config
-        check_window(fps, start, end, float(logged.times[-1]),
-                     float(cfg.get("control_dt", logged.env.dt)))
+        check_window(
+            fps, start, end, float(logged.times[-1]), float(cfg.get("control_dt", logged.env.dt))
+        )
         states = logged.frame_states(fps, start, end)
         if not states:
             raise WbsimError(f"no frame between {start} s and {end} s")

@@ -19,10 +19,17 @@ from wbsim.episode_log import RunData, load_run
 __all__ = ["VIOLATION_KINDS", "foot_normal_force", "format_table", "plot_run", "report_rows"]
 
 #: Event kinds counted as violations, in the table's column order.
-VIOLATION_KINDS = ("force_sign", "friction_cone", "complementarity", "planar_complementarity",
-                   "contact_mismatch", "non_sole_contact", "fallback", "solver_failure")
+VIOLATION_KINDS = (
+    "force_sign",
+    "friction_cone",
+    "complementarity",
+    "planar_complementarity",
+    "contact_mismatch",
+    "non_sole_contact",
+    "fallback",
+    "solver_failure",
+)
 FEET = ("left_foot", "right_foot")
-
 
 
 def foot_normal_force(run, foot: str, kind: str) -> np.ndarray | None:
@@ -40,23 +47,26 @@ def foot_normal_force(run, foot: str, kind: str) -> np.ndarray | None:
         fz = np.where(np.isnan(fz) & ~np.isnan(wz), wz, fz)
     return fz
 
+
 def report_rows(runs: Sequence[RunData]) -> list[dict[str, Any]]:
     """One dict per run: controller, env, duration, switches, violations by kind, tracking, fell."""
     rows = []
     for run in runs:
         s, events = run.summary, s_events(run)
-        rows.append({
-            "run": run.dir.name,
-            "controller": s.get("controller", run.config.get("controller", "?")),
-            "env": s.get("env", run.config.get("env", "?")),
-            "seconds": float(s.get("seconds", run["t"][-1] if len(run.steps) else 0.0)),
-            "switches": int(events.get("mode_switch", 0)),
-            **{k: int(events.get(k, 0)) for k in VIOLATION_KINDS},
-            "max_joint_error_rad": s.get("max_joint_error_rad", float("nan")),
-            "com_tracking_rms_m": s.get("com_tracking_rms_m", float("nan")),
-            "fell": bool(s.get("fell", False)),
-            "status": s.get("status", "no summary (killed?)"),
-        })
+        rows.append(
+            {
+                "run": run.dir.name,
+                "controller": s.get("controller", run.config.get("controller", "?")),
+                "env": s.get("env", run.config.get("env", "?")),
+                "seconds": float(s.get("seconds", run["t"][-1] if len(run.steps) else 0.0)),
+                "switches": int(events.get("mode_switch", 0)),
+                **{k: int(events.get(k, 0)) for k in VIOLATION_KINDS},
+                "max_joint_error_rad": s.get("max_joint_error_rad", float("nan")),
+                "com_tracking_rms_m": s.get("com_tracking_rms_m", float("nan")),
+                "fell": bool(s.get("fell", False)),
+                "status": s.get("status", "no summary (killed?)"),
+            }
+        )
     return rows
 
 
@@ -72,16 +82,42 @@ def s_events(run: RunData) -> dict[str, int]:
 
 def format_table(rows: Sequence[dict[str, Any]]) -> str:
     """A plain-text table of :func:`report_rows` (Markdown-compatible)."""
-    short = {"force_sign": "f<0", "friction_cone": "cone", "complementarity": "compl",
-             "planar_complementarity": "slip", "contact_mismatch": "mism",
-             "non_sole_contact": "body", "fallback": "fallb", "solver_failure": "fail"}
-    head = ["run", "controller", "env", "s", "switch", *[short[k] for k in VIOLATION_KINDS],
-            "max qerr rad", "CoM rms mm", "fell", "status"]
+    short = {
+        "force_sign": "f<0",
+        "friction_cone": "cone",
+        "complementarity": "compl",
+        "planar_complementarity": "slip",
+        "contact_mismatch": "mism",
+        "non_sole_contact": "body",
+        "fallback": "fallb",
+        "solver_failure": "fail",
+    }
+    head = [
+        "run",
+        "controller",
+        "env",
+        "s",
+        "switch",
+        *[short[k] for k in VIOLATION_KINDS],
+        "max qerr rad",
+        "CoM rms mm",
+        "fell",
+        "status",
+    ]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
-        cells = [r["run"], r["controller"], r["env"], f"{r['seconds']:.2f}", str(r["switches"]),
-                 *[str(r[k]) for k in VIOLATION_KINDS], _num(r["max_joint_error_rad"]),
-                 _num(r["com_tracking_rms_m"], 2, 1e3), "yes" if r["fell"] else "no", r["status"]]
+        cells = [
+            r["run"],
+            r["controller"],
+            r["env"],
+            f"{r['seconds']:.2f}",
+            str(r["switches"]),
+            *[str(r[k]) for k in VIOLATION_KINDS],
+            _num(r["max_joint_error_rad"]),
+            _num(r["com_tracking_rms_m"], 2, 1e3),
+            "yes" if r["fell"] else "no",
+            r["status"],
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     legend = ", ".join(f"{v} = {k}" for k, v in short.items())
     return "\n".join(lines) + f"\n\nviolation columns: {legend}; switch = mode_switch events"
@@ -114,12 +150,19 @@ def plot_run(run: RunData, out: str | Path | None = None) -> Path:
     first_switch = first_violation = True
     for e in run.events:
         if e.get("kind") == "mode_switch":
-            ax.axvline(e["t"], color="0.3", lw=0.8, ls=":",
-                       label="mode switch" if first_switch else None)
+            ax.axvline(
+                e["t"], color="0.3", lw=0.8, ls=":", label="mode switch" if first_switch else None
+            )
             first_switch = False
         elif e.get("kind") in VIOLATION_KINDS:
-            ax.plot([e["t"]], [0.95 * ymax], "v", color="red", ms=6,
-                    label="violation" if first_violation else None)
+            ax.plot(
+                [e["t"]],
+                [0.95 * ymax],
+                "v",
+                color="red",
+                ms=6,
+                label="violation" if first_violation else None,
+            )
             first_violation = False
     s = run.summary
     ax.set_title(f"{s.get('env', '')}  {s.get('controller', '')}  ({run.dir.name})")
@@ -156,5 +199,6 @@ def report(run_dirs: Sequence[str | Path], html: bool = False) -> tuple[str, lis
         return format_table(report_rows(runs)), [write_html(r.dir) for r in runs]
     from wbsim.plots import plot_overview
 
-    return format_table(report_rows(runs)), [p for r in runs for p in (plot_run(r),
-                                                                      plot_overview(r))]
+    return format_table(report_rows(runs)), [
+        p for r in runs for p in (plot_run(r), plot_overview(r))
+    ]

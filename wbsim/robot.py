@@ -179,9 +179,16 @@ class Robot:
         total_mass: kg.
     """
 
-    def __init__(self, config: RobotConfig, mj_model: mujoco.MjModel, pin_model: pin.Model,
-                 joint_names: tuple[str, ...], effort_limits: np.ndarray,
-                 contacts: dict[str, Contact] | None, poses: dict[str, Pose]):
+    def __init__(
+        self,
+        config: RobotConfig,
+        mj_model: mujoco.MjModel,
+        pin_model: pin.Model,
+        joint_names: tuple[str, ...],
+        effort_limits: np.ndarray,
+        contacts: dict[str, Contact] | None,
+        poses: dict[str, Pose],
+    ):
         self.name = config.name
         self.config = config
         self.mj_model = mj_model
@@ -288,8 +295,12 @@ class Robot:
         """MuJoCo ``qpos (nq,)`` of a named pose."""
         return self.pin_to_mj(self.pose_q(name))[0]
 
-    def configuration(self, base_position=(0.0, 0.0, 0.0), base_quaternion_wxyz=(1.0, 0.0, 0.0, 0.0),
-                      joints: Mapping[str, float] | None = None) -> np.ndarray:
+    def configuration(
+        self,
+        base_position=(0.0, 0.0, 0.0),
+        base_quaternion_wxyz=(1.0, 0.0, 0.0, 0.0),
+        joints: Mapping[str, float] | None = None,
+    ) -> np.ndarray:
         """Pinocchio ``q (nq,)`` from a base pose (world frame, ``(w, x, y, z)``) and joints by name.
 
         Joints not named are 0. Raises :class:`UnknownNameError` for a joint that does not exist.
@@ -329,12 +340,15 @@ class Robot:
 
     def __repr__(self) -> str:
         feet = ", ".join((*self._feet, *self._hands)) if self._feet else "no feet"
-        return (f"Robot({self.name!r}, {self.n_joints} joints, {self.total_mass:.2f} kg, {feet})")
+        return f"Robot({self.name!r}, {self.n_joints} joints, {self.total_mass:.2f} kg, {feet})"
 
 
 def _pose_kwargs(pose: Pose) -> dict[str, Any]:
-    return {"base_position": pose.base_position,
-            "base_quaternion_wxyz": pose.base_quaternion_wxyz, "joints": pose.joints}
+    return {
+        "base_position": pose.base_position,
+        "base_quaternion_wxyz": pose.base_quaternion_wxyz,
+        "joints": pose.joints,
+    }
 
 
 # ------------------------------------------------------------------------------------------------
@@ -343,8 +357,9 @@ def _pose_kwargs(pose: Pose) -> dict[str, Any]:
 def _foot_bodies(pin_model: pin.Model, link: str) -> list[str]:
     """The links fixed to ``link`` (``link`` included): the bodies moved by the same joint."""
     joint = pin_model.frames[pin_model.getFrameId(link)].parentJoint
-    return [f.name for f in pin_model.frames
-            if f.type == pin.FrameType.BODY and f.parentJoint == joint]
+    return [
+        f.name for f in pin_model.frames if f.type == pin.FrameType.BODY and f.parentJoint == joint
+    ]
 
 
 def _zero_posture_frames(pin_model: pin.Model, links: list[str]) -> dict[str, pin.SE3]:
@@ -363,8 +378,10 @@ def _forward(placements: Mapping[str, pin.SE3], config: RobotConfig) -> np.ndarr
     right = placements[config.feet["right_foot"].link].translation
     lateral = np.array([*(left - right)[:2], 0.0])
     if np.linalg.norm(lateral) < 1e-9:
-        raise RobotLoadError(f"{config.name}: the feet links are at the same place at the zero "
-                             "posture: which is the left one?")
+        raise RobotLoadError(
+            f"{config.name}: the feet links are at the same place at the zero "
+            "posture: which is the left one?"
+        )
     return np.cross(lateral / np.linalg.norm(lateral), [0.0, 0.0, 1.0])
 
 
@@ -373,12 +390,15 @@ def _check_feet(config: RobotConfig, pin_model: pin.Model) -> None:
         if not pin_model.existFrame(foot.link):
             links = sorted(f.name for f in pin_model.frames if f.type == pin.FrameType.BODY)
             kind = "foot" if name in FOOT_NAMES else "hand"
-            raise RobotLoadError(f"{config.name}: {kind} link {foot.link!r} is not in the "
-                                 f"description; its links: {', '.join(links)}")
+            raise RobotLoadError(
+                f"{config.name}: {kind} link {foot.link!r} is not in the "
+                f"description; its links: {', '.join(links)}"
+            )
 
 
-def _with_sole_corners(config: RobotConfig, desc: Description, pin_model: pin.Model,
-                       placements: Mapping[str, pin.SE3]) -> RobotConfig:
+def _with_sole_corners(
+    config: RobotConfig, desc: Description, pin_model: pin.Model, placements: Mapping[str, pin.SE3]
+) -> RobotConfig:
     """``config`` with the corners of every foot that has none found from its collision geoms
     (:func:`wbsim.description.sole_corners`)."""
     missing = [name for name, f in config.feet.items() if f.corners is None]
@@ -394,31 +414,42 @@ def _with_sole_corners(config: RobotConfig, desc: Description, pin_model: pin.Mo
     feet = dict(config.feet)
     for name in missing:
         foot = feet[name]
-        corners = sole_corners(model, _foot_bodies(pin_model, foot.link), foot.link, forward,
-                               config.name)
+        corners = sole_corners(
+            model, _foot_bodies(pin_model, foot.link), foot.link, forward, config.name
+        )
         feet[name] = dataclasses.replace(foot, corners=tuple(map(tuple, corners)))
     return dataclasses.replace(config, feet=feet)
 
 
-def _build_mj_model(config: RobotConfig, robot_spec: mujoco.MjSpec, pin_model: pin.Model,
-                    placements: Mapping[str, pin.SE3]) -> tuple[mujoco.MjSpec, tuple[str, ...]]:
+def _build_mj_model(
+    config: RobotConfig,
+    robot_spec: mujoco.MjSpec,
+    pin_model: pin.Model,
+    placements: Mapping[str, pin.SE3],
+) -> tuple[mujoco.MjSpec, tuple[str, ...]]:
     # Attach the robot to the scene with no prefix, so every name stays as in the description. MuJoCo
     # warns that such a spec may not save to XML correctly; wbsim never saves it (an XML round trip
     # would also round every inertia to 6 digits), so that one warning is silenced here and at compile.
     try:
         spec = mujoco.MjSpec.from_file(str(config.scene_path()))
     except ValueError as exc:
-        raise RobotLoadError(f"{config.name}: MuJoCo cannot read the scene "
-                             f"{config.scene_path()}: {exc}") from exc
+        raise RobotLoadError(
+            f"{config.name}: MuJoCo cannot read the scene {config.scene_path()}: {exc}"
+        ) from exc
     scene_geoms = [g.name for g in spec.geoms]
     if "" in scene_geoms:
-        raise RobotLoadError(f"{config.name}: every geom of the scene {config.scene_path()} needs "
-                             "a name (robot geoms are told from scene geoms by name)")
+        raise RobotLoadError(
+            f"{config.name}: every geom of the scene {config.scene_path()} needs "
+            "a name (robot geoms are told from scene geoms by name)"
+        )
     for name, patch in (("floor", ContactConfig("", surface="floor")), *config.contacts.items()):
         if patch.surface not in scene_geoms:
-            raise UnknownNameError("scene geom", patch.surface, scene_geoms,
-                                   context=f"(the surface of {name} of {config.name}; scene "
-                                           f"{config.scene_path()})")
+            raise UnknownNameError(
+                "scene geom",
+                patch.surface,
+                scene_geoms,
+                context=f"(the surface of {name} of {config.name}; scene {config.scene_path()})",
+            )
     with _quiet_empty_prefix_warning():
         spec.attach(robot_spec, frame=spec.worldbody.add_frame(), prefix="")
     root = spec.worldbody.first_body()
@@ -438,26 +469,43 @@ def _build_mj_model(config: RobotConfig, robot_spec: mujoco.MjSpec, pin_model: p
         if geom.parent.name in sole_bodies:
             spec.delete(geom)  # replaced by the sole spheres below
             continue
-        geom.contype, geom.conaffinity, geom.group = ROBOT_CONTYPE, ROBOT_CONAFFINITY, COLLISION_GROUP
+        geom.contype, geom.conaffinity, geom.group = (
+            ROBOT_CONTYPE,
+            ROBOT_CONAFFINITY,
+            COLLISION_GROUP,
+        )
         geom.solref = CONTACT_SOLREF
     for foot_name, foot in config.contacts.items():
         body = spec.body(foot.link)
         # the sphere's centre inside its corner, against the patch's outward normal (link frame):
         # for a sole without one, upwards at the zero posture
-        inward = (placements[foot.link].rotation.T @ np.array([0.0, 0.0, 1.0])
-                  if foot.normal is None else -np.asarray(foot.normal))
+        inward = (
+            placements[foot.link].rotation.T @ np.array([0.0, 0.0, 1.0])
+            if foot.normal is None
+            else -np.asarray(foot.normal)
+        )
         assert foot.corners is not None  # found by _with_sole_corners
         for corner, p in zip(CORNER_NAMES, foot.corners):
             name = f"{foot_name}_{corner}"
             body.add_geom(
-                name=name, type=mujoco.mjtGeom.mjGEOM_SPHERE, size=[foot.sphere_radius, 0, 0],
-                pos=list(np.asarray(p) + foot.sphere_radius * inward), contype=ROBOT_CONTYPE,
-                conaffinity=ROBOT_CONAFFINITY, group=COLLISION_GROUP, rgba=[0.9, 0.5, 0.1, 1],
-                mass=0.0, density=0.0, solref=CONTACT_SOLREF,
+                name=name,
+                type=mujoco.mjtGeom.mjGEOM_SPHERE,
+                size=[foot.sphere_radius, 0, 0],
+                pos=list(np.asarray(p) + foot.sphere_radius * inward),
+                contype=ROBOT_CONTYPE,
+                conaffinity=ROBOT_CONAFFINITY,
+                group=COLLISION_GROUP,
+                rgba=[0.9, 0.5, 0.1, 1],
+                mass=0.0,
+                density=0.0,
+                solref=CONTACT_SOLREF,
             )
             body.add_site(name=name, pos=list(p), size=[0.006, 0, 0], group=4)
-    points = [(f"{n}_{c}", f"{n}_{c}", patch.surface) for n, patch in config.contacts.items()
-              for c in CORNER_NAMES]
+    points = [
+        (f"{n}_{c}", f"{n}_{c}", patch.surface)
+        for n, patch in config.contacts.items()
+        for c in CORNER_NAMES
+    ]
     add_contact_sensors(spec, points, floor="floor", robot_root=root.name)
 
     joint_names: list[str] = []
@@ -481,7 +529,9 @@ def _quiet_empty_prefix_warning():
     """Silence MuJoCo's warning about attaching with an empty prefix; other warnings pass through."""
     others: list[str] = []
     previous = mujoco.get_mju_user_warning()
-    mujoco.set_mju_user_warning(lambda msg: None if _EMPTY_PREFIX_WARNING in msg else others.append(msg))
+    mujoco.set_mju_user_warning(
+        lambda msg: None if _EMPTY_PREFIX_WARNING in msg else others.append(msg)
+    )
     try:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=_EMPTY_PREFIX_WARNING)
@@ -520,19 +570,31 @@ def _finish_pin_model(config: RobotConfig, model: pin.Model, joint_names: tuple[
     """Set the armature of ``joint_names`` and add a frame at every contact point."""
     for name in joint_names:
         if not model.existJointName(name):
-            raise RobotLoadError(f"{config.name}: joint {name!r} is missing from the Pinocchio model")
-        model.armature[model.joints[model.getJointId(name)].idx_v] = config.dynamics_of(name).armature
+            raise RobotLoadError(
+                f"{config.name}: joint {name!r} is missing from the Pinocchio model"
+            )
+        model.armature[model.joints[model.getJointId(name)].idx_v] = config.dynamics_of(
+            name
+        ).armature
     for foot_name, foot in config.contacts.items():
         parent = model.frames[model.getFrameId(foot.link)]
         assert foot.corners is not None  # found by _with_sole_corners
         for corner, p in zip(CORNER_NAMES, foot.corners):
             placement = parent.placement * pin.SE3(np.eye(3), np.asarray(p, dtype=float))
-            model.addFrame(pin.Frame(f"{foot_name}_{corner}", parent.parentJoint,
-                                     model.getFrameId(foot.link), placement, pin.FrameType.OP_FRAME))
+            model.addFrame(
+                pin.Frame(
+                    f"{foot_name}_{corner}",
+                    parent.parentJoint,
+                    model.getFrameId(foot.link),
+                    placement,
+                    pin.FrameType.OP_FRAME,
+                )
+            )
 
 
-def _with_stand_pose(config: RobotConfig, model: pin.Model,
-                     joint_names: tuple[str, ...]) -> RobotConfig:
+def _with_stand_pose(
+    config: RobotConfig, model: pin.Model, joint_names: tuple[str, ...]
+) -> RobotConfig:
     """``config`` with a ``"stand"`` pose found (:func:`wbsim.stand_pose.find_stand_pose`) when it
     has two feet and none."""
     if "stand" in config.poses or set(config.feet) != set(FOOT_NAMES):
@@ -542,22 +604,34 @@ def _with_stand_pose(config: RobotConfig, model: pin.Model,
     feet = {n: model.getFrameId(f.link) for n, f in config.feet.items()}
     points = {n: [model.getFrameId(f"{n}_{c}") for c in CORNER_NAMES] for n in config.feet}
     try:
-        stand = find_stand_pose(model, feet, points, joint_names, crouch=config.stand_crouch,
-                                posture=config.stand_posture)
+        stand = find_stand_pose(
+            model,
+            feet,
+            points,
+            joint_names,
+            crouch=config.stand_crouch,
+            posture=config.stand_posture,
+        )
     except RobotLoadError as exc:
         raise RobotLoadError(f"{config.name}: {exc}") from None
     return dataclasses.replace(config, poses={"stand": stand, **config.poses})
 
 
-def _lowest_point_height(model: pin.Model, data: pin.Data, q: np.ndarray,
-                         frame_ids: list[int]) -> float:
+def _lowest_point_height(
+    model: pin.Model, data: pin.Data, q: np.ndarray, frame_ids: list[int]
+) -> float:
     """Height (world z, m) of the lowest of the frames ``frame_ids`` at configuration ``q``."""
     pin.framesForwardKinematics(model, data, q)
     return min(float(data.oMf[f].translation[2]) for f in frame_ids)
 
 
-def _make_poses(config: RobotConfig, pin_model: pin.Model, joint_names: tuple[str, ...],
-                feet_cfg: Mapping[str, ContactConfig], forward: np.ndarray) -> dict[str, Pose]:
+def _make_poses(
+    config: RobotConfig,
+    pin_model: pin.Model,
+    joint_names: tuple[str, ...],
+    feet_cfg: Mapping[str, ContactConfig],
+    forward: np.ndarray,
+) -> dict[str, Pose]:
     """The named poses: the base level, turned about z so that the robot faces +x (its
     ``forward`` direction at the zero posture; iCub's base frame faces -x), its lowest sole point
     on the floor."""
@@ -580,8 +654,9 @@ def _make_poses(config: RobotConfig, pin_model: pin.Model, joint_names: tuple[st
         if feet_cfg:
             frames = [pin_model.getFrameId(f"{f}_{c}") for f in feet_cfg for c in CORNER_NAMES]
             height = -_lowest_point_height(pin_model, data, q, frames)
-        poses[pose_name] = Pose(pose_name, np.array([0.0, 0.0, height]), quat.copy(),
-                                MappingProxyType(full))
+        poses[pose_name] = Pose(
+            pose_name, np.array([0.0, 0.0, height]), quat.copy(), MappingProxyType(full)
+        )
     return poses
 
 
@@ -607,14 +682,14 @@ def _build_uncached(config: RobotConfig):
     _check_feet(config, pin_model)
     placements = _zero_posture_frames(pin_model, [f.link for f in config.contacts.values()])
     config = _with_sole_corners(config, desc, pin_model, placements)
-    spec, joint_names = _build_mj_model(config, mujoco_spec(desc, config.name), pin_model,
-                                        placements)
+    spec, joint_names = _build_mj_model(
+        config, mujoco_spec(desc, config.name), pin_model, placements
+    )
     _finish_pin_model(config, pin_model, joint_names)
     config = _with_stand_pose(config, pin_model, joint_names)
     effort = _effort_limits(pin_model, joint_names)
     _add_motors(spec, joint_names, effort)
-    poses = _make_poses(config, pin_model, joint_names, config.feet,
-                        _forward(placements, config))
+    poses = _make_poses(config, pin_model, joint_names, config.feet, _forward(placements, config))
     for pose in poses.values():
         q = pin.neutral(pin_model)
         q[0:3] = pose.base_position
@@ -635,8 +710,9 @@ def _build_uncached(config: RobotConfig):
 def _joint_ranges(mj_model: mujoco.MjModel, joint_names: tuple[str, ...]) -> np.ndarray:
     """``(n_joints, 2)`` MuJoCo's joint ranges, rad (``inf`` where unlimited)."""
     jids = [mujoco.mj_name2id(mj_model, mujoco.mjtObj.mjOBJ_JOINT, n) for n in joint_names]
-    return np.array([mj_model.jnt_range[j] if mj_model.jnt_limited[j] else (-np.inf, np.inf)
-                     for j in jids]).reshape(-1, 2)
+    return np.array(
+        [mj_model.jnt_range[j] if mj_model.jnt_limited[j] else (-np.inf, np.inf) for j in jids]
+    ).reshape(-1, 2)
 
 
 def _pin_q_to_mj_qpos_by_name(spec: mujoco.MjSpec, pin_model: pin.Model, q: np.ndarray) -> list:
@@ -650,8 +726,9 @@ def _pin_q_to_mj_qpos_by_name(spec: mujoco.MjSpec, pin_model: pin.Model, q: np.n
     return qpos
 
 
-def _contacts(config: RobotConfig, mj_model: mujoco.MjModel,
-              pin_model: pin.Model) -> dict[str, Contact]:
+def _contacts(
+    config: RobotConfig, mj_model: mujoco.MjModel, pin_model: pin.Model
+) -> dict[str, Contact]:
     """The :class:`Contact` of every foot and hand of ``config`` (feet first, in
     :data:`FOOT_NAMES`, then :data:`HAND_NAMES` order)."""
     out = {}
@@ -669,14 +746,23 @@ def _contacts(config: RobotConfig, mj_model: mujoco.MjModel,
                 raise RobotLoadError(f"{config.name}: {name}: {exc}") from None
             frames[surface].setflags(write=False)
         out[name] = Contact(
-            name=name, link=fc.link, point_names=names,
-            points_in_foot=np.array(fc.corners), sphere_radius=fc.sphere_radius,
+            name=name,
+            link=fc.link,
+            point_names=names,
+            points_in_foot=np.array(fc.corners),
+            sphere_radius=fc.sphere_radius,
             mj_body_id=mujoco.mj_name2id(mj_model, mujoco.mjtObj.mjOBJ_BODY, fc.link),
-            mj_geom_ids=tuple(mujoco.mj_name2id(mj_model, mujoco.mjtObj.mjOBJ_GEOM, n) for n in names),
-            mj_site_ids=tuple(mujoco.mj_name2id(mj_model, mujoco.mjtObj.mjOBJ_SITE, n) for n in names),
+            mj_geom_ids=tuple(
+                mujoco.mj_name2id(mj_model, mujoco.mjtObj.mjOBJ_GEOM, n) for n in names
+            ),
+            mj_site_ids=tuple(
+                mujoco.mj_name2id(mj_model, mujoco.mjtObj.mjOBJ_SITE, n) for n in names
+            ),
             pin_frame_id=pin_model.getFrameId(fc.link),
             pin_point_frame_ids=tuple(pin_model.getFrameId(n) for n in names),
-            surface=fc.surface, mj_surface_geom_id=surface, surface_rotation=frames[surface],
+            surface=fc.surface,
+            mj_surface_geom_id=surface,
+            surface_rotation=frames[surface],
         )
     return out
 
@@ -693,8 +779,10 @@ _DESCRIPTION_SUFFIXES = (".urdf", ".xml")
 _CONFIG_SUFFIXES = (".toml", ".json")
 
 
-def resolve_config(name_or_path: str | os.PathLike | RobotConfig,
-                   config: RobotConfig | Mapping | str | os.PathLike | None = None) -> RobotConfig:
+def resolve_config(
+    name_or_path: str | os.PathLike | RobotConfig,
+    config: RobotConfig | Mapping | str | os.PathLike | None = None,
+) -> RobotConfig:
     """The :class:`RobotConfig` that :func:`load_robot` builds for the same arguments, without
     building anything (cheap: a command checks its robot before any work).
 
@@ -712,8 +800,10 @@ def resolve_config(name_or_path: str | os.PathLike | RobotConfig,
         raise RobotLoadError(f"robot file not found: {Path(text).expanduser()}")
     if text.lower().endswith(_CONFIG_SUFFIXES):  # a config file that names its description
         if config is not None:
-            raise RobotLoadError(f"{text} is a robot config; give a description (.urdf, .xml) "
-                                 "or a robot name with a config, not two configs")
+            raise RobotLoadError(
+                f"{text} is a robot config; give a description (.urdf, .xml) "
+                "or a robot name with a config, not two configs"
+            )
         return RobotConfig.from_file(text)
     if is_path:
         description = str(Path(text).expanduser().resolve())
@@ -722,8 +812,11 @@ def resolve_config(name_or_path: str | os.PathLike | RobotConfig,
     elif config is None and text in ROBOTS:
         return ROBOTS[text]
     elif config is None:
-        known = [*ROBOTS, "<path to a .urdf, .xml or .toml>",
-                 "<robot_descriptions name, e.g. h1_mj_description>"]
+        known = [
+            *ROBOTS,
+            "<path to a .urdf, .xml or .toml>",
+            "<robot_descriptions name, e.g. h1_mj_description>",
+        ]
         raise UnknownNameError("robot", text, known)
     else:
         description = None  # a name with a config: the config's description
@@ -732,8 +825,11 @@ def resolve_config(name_or_path: str | os.PathLike | RobotConfig,
         assert description is not None  # a name without a config was answered above
         return RobotConfig(name=name, description=description)
     if isinstance(config, Mapping):
-        return RobotConfig.from_dict({"name": name, "description": description, **config}
-                                     if description else {"name": name, **config})
+        return RobotConfig.from_dict(
+            {"name": name, "description": description, **config}
+            if description
+            else {"name": name, **config}
+        )
     if not isinstance(config, RobotConfig):
         path = Path(config)
         if path.suffix.lower() == ".toml":
@@ -756,37 +852,47 @@ def _robot_descriptions_path(name: str) -> str:
         raise RobotLoadError("robot_descriptions is not installed (pip install robot_descriptions)")
     spec = importlib.util.find_spec(f"robot_descriptions.{name}")
     if spec is None or spec.origin is None:
-        known = [*ROBOTS, "<path to a .urdf, .xml or .toml>",
-                 "<robot_descriptions name, e.g. h1_mj_description>"]
+        known = [
+            *ROBOTS,
+            "<path to a .urdf, .xml or .toml>",
+            "<robot_descriptions name, e.g. h1_mj_description>",
+        ]
         raise UnknownNameError("robot", name, known)
     match = re.search(r"clone_to_cache\(\s*[\"']([^\"']+)[\"']", Path(spec.origin).read_text())
     if match is not None:
         from robot_descriptions._repositories import REPOSITORIES
 
         repo = REPOSITORIES[match.group(1)]
-        cache = Path(os.environ.get("ROBOT_DESCRIPTIONS_CACHE",
-                                    "~/.cache/robot_descriptions")).expanduser()
+        cache = Path(
+            os.environ.get("ROBOT_DESCRIPTIONS_CACHE", "~/.cache/robot_descriptions")
+        ).expanduser()
         if not (cache / repo.cache_path).is_dir():
             raise RobotLoadError(
                 f"{name!r} is not in robot_descriptions' cache ({cache / repo.cache_path} is "
                 "missing) and wbsim does not download it. Fill the cache on a machine with "
-                f"network access: `ROBOT_DESCRIPTIONS_CACHE={cache} python -c \"import "
-                f"robot_descriptions.{name}\"` (it clones {repo.url} at {repo.commit[:12]}), or "
+                f'network access: `ROBOT_DESCRIPTIONS_CACHE={cache} python -c "import '
+                f'robot_descriptions.{name}"` (it clones {repo.url} at {repo.commit[:12]}), or '
                 f"`git clone {repo.url} {cache / repo.cache_path}` and check out that commit; "
-                "then copy the folder here")
+                "then copy the folder here"
+            )
     try:
         module = importlib.import_module(f"robot_descriptions.{name}")
     except Exception as exc:  # git failures come as several exception types
-        raise RobotLoadError(f"robot_descriptions could not load {name!r} from its cache: "
-                             f"{type(exc).__name__}: {exc}") from exc
+        raise RobotLoadError(
+            f"robot_descriptions could not load {name!r} from its cache: "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
     path = getattr(module, "URDF_PATH", None) or getattr(module, "MJCF_PATH", None)
     if path is None:
         raise RobotLoadError(f"robot_descriptions.{name} has neither URDF_PATH nor MJCF_PATH")
     return str(path)
 
 
-def load_robot(name_or_path: str | os.PathLike | RobotConfig = "g1", *,
-               config: RobotConfig | Mapping | str | os.PathLike | None = None) -> Robot:
+def load_robot(
+    name_or_path: str | os.PathLike | RobotConfig = "g1",
+    *,
+    config: RobotConfig | Mapping | str | os.PathLike | None = None,
+) -> Robot:
     """Load a humanoid for MuJoCo and Pinocchio.
 
     Args:

@@ -87,20 +87,24 @@ class ContactConfig:
         if self.sphere_radius <= 0:
             raise WbsimError(f"contact {self.link!r}: sphere_radius must be > 0")
         if not isinstance(self.surface, str) or not self.surface:
-            raise WbsimError(f"contact {self.link!r}: surface must be a geom name, got "
-                             f"{self.surface!r}")
+            raise WbsimError(
+                f"contact {self.link!r}: surface must be a geom name, got {self.surface!r}"
+            )
         if self.normal is not None:
             n = np.asarray(self.normal, dtype=float)
             if n.shape != (3,) or not np.all(np.isfinite(n)) or np.linalg.norm(n) < 1e-9:
-                raise WbsimError(f"contact {self.link!r}: normal must be a non-zero (3,) vector, "
-                                 f"got {self.normal!r}")
+                raise WbsimError(
+                    f"contact {self.link!r}: normal must be a non-zero (3,) vector, "
+                    f"got {self.normal!r}"
+                )
             object.__setattr__(self, "normal", tuple(float(x) for x in n / np.linalg.norm(n)))
         if self.corners is None:
             return
         arr = np.asarray(self.corners, dtype=float)
         if arr.shape != (4, 3):
-            raise WbsimError(f"contact {self.link!r}: corners must have shape (4, 3), got "
-                             f"{arr.shape}")
+            raise WbsimError(
+                f"contact {self.link!r}: corners must have shape (4, 3), got {arr.shape}"
+            )
         object.__setattr__(self, "corners", tuple(tuple(float(x) for x in c) for c in arr))
 
     @classmethod
@@ -190,35 +194,49 @@ class RobotConfig:
     def __post_init__(self):
         for foot in self.feet:
             if foot not in FOOT_NAMES:
-                raise WbsimError(f"robot {self.name!r}: foot names must be {FOOT_NAMES}, got {foot!r}")
+                raise WbsimError(
+                    f"robot {self.name!r}: foot names must be {FOOT_NAMES}, got {foot!r}"
+                )
         for name, hand in self.hands.items():
             if name not in HAND_NAMES:
-                raise WbsimError(f"robot {self.name!r}: hand names must be {HAND_NAMES}, got "
-                                 f"{name!r}")
+                raise WbsimError(
+                    f"robot {self.name!r}: hand names must be {HAND_NAMES}, got {name!r}"
+                )
             if hand.corners is None or hand.normal is None:
-                raise WbsimError(f"robot {self.name!r}: hand {name!r} needs its corners and its "
-                                 "outward normal (in the link frame)")
+                raise WbsimError(
+                    f"robot {self.name!r}: hand {name!r} needs its corners and its "
+                    "outward normal (in the link frame)"
+                )
         if not isinstance(self.scene, str):
-            raise WbsimError(f"robot {self.name!r}: scene must be a path (str), got "
-                             f"{self.scene!r}")
+            raise WbsimError(f"robot {self.name!r}: scene must be a path (str), got {self.scene!r}")
         if not (isinstance(self.stand_crouch, (int, float)) and 0 <= self.stand_crouch < 1):
-            raise WbsimError(f"robot {self.name!r}: stand_crouch must be a number in [0, 1), got "
-                             f"{self.stand_crouch!r}")
+            raise WbsimError(
+                f"robot {self.name!r}: stand_crouch must be a number in [0, 1), got "
+                f"{self.stand_crouch!r}"
+            )
         object.__setattr__(self, "feet", MappingProxyType(dict(self.feet)))
         object.__setattr__(self, "hands", MappingProxyType(dict(self.hands)))
         object.__setattr__(
-            self, "poses", MappingProxyType({k: MappingProxyType(dict(v)) for k, v in self.poses.items()})
+            self,
+            "poses",
+            MappingProxyType({k: MappingProxyType(dict(v)) for k, v in self.poses.items()}),
         )
-        object.__setattr__(self, "joint_dynamics_overrides",
-                           MappingProxyType(dict(self.joint_dynamics_overrides)))
+        object.__setattr__(
+            self, "joint_dynamics_overrides", MappingProxyType(dict(self.joint_dynamics_overrides))
+        )
         for key in ("locked_joints", "stand_posture"):
-            object.__setattr__(self, key, MappingProxyType(
-                {str(k): float(v) for k, v in dict(getattr(self, key)).items()}))
+            object.__setattr__(
+                self,
+                key,
+                MappingProxyType({str(k): float(v) for k, v in dict(getattr(self, key)).items()}),
+            )
         if self.visual_rgba is not None:
             rgba = tuple(float(x) for x in self.visual_rgba)
             if len(rgba) != 4 or not all(0 <= x <= 1 for x in rgba):
-                raise WbsimError(f"robot {self.name!r}: visual_rgba must be 4 numbers in [0, 1], "
-                                 f"got {self.visual_rgba!r}")
+                raise WbsimError(
+                    f"robot {self.name!r}: visual_rgba must be 4 numbers in [0, 1], "
+                    f"got {self.visual_rgba!r}"
+                )
             object.__setattr__(self, "visual_rgba", rgba)
 
     def __reduce__(self):
@@ -229,13 +247,15 @@ class RobotConfig:
     def _fields(self, plain_feet: bool) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         for key in ("feet", "hands"):
-            out[key] = {k: dataclasses.asdict(v) if plain_feet else v
-                        for k, v in getattr(self, key).items()}
+            out[key] = {
+                k: dataclasses.asdict(v) if plain_feet else v for k, v in getattr(self, key).items()
+            }
         out["poses"] = {k: dict(v) for k, v in self.poses.items()}
         dyn = dataclasses.asdict if plain_feet else (lambda d: d)
         out["joint_dynamics"] = dyn(self.joint_dynamics)
-        out["joint_dynamics_overrides"] = {k: dyn(v) for k, v in
-                                           self.joint_dynamics_overrides.items()}
+        out["joint_dynamics_overrides"] = {
+            k: dyn(v) for k, v in self.joint_dynamics_overrides.items()
+        }
         out["locked_joints"] = dict(self.locked_joints)
         out["stand_posture"] = dict(self.stand_posture)
         return out
@@ -262,7 +282,8 @@ class RobotConfig:
         if "joint_dynamics" in data:
             data["joint_dynamics"] = JointDynamics.from_dict(data["joint_dynamics"])
         data["joint_dynamics_overrides"] = {
-            k: JointDynamics.from_dict(v) for k, v in data.get("joint_dynamics_overrides", {}).items()
+            k: JointDynamics.from_dict(v)
+            for k, v in data.get("joint_dynamics_overrides", {}).items()
         }
         return cls(**data)
 
@@ -313,14 +334,19 @@ class RobotConfig:
             data = tomllib.loads(path.read_text())
         except tomllib.TOMLDecodeError as exc:
             raise WbsimError(f"{path}: not valid TOML ({exc})") from None
-        known = {f.name for f in dataclasses.fields(cls)} - {"poses", "locked_joints",
-                                                              "stand_posture"}
+        known = {f.name for f in dataclasses.fields(cls)} - {
+            "poses",
+            "locked_joints",
+            "stand_posture",
+        }
         check_keys(f"robot config {path}", data, known | {"poses", "stand", "lock", "posture"})
         if description is not None:
             data["description"] = str(description)
         if "description" not in data:
-            raise WbsimError(f"{path}: no description (a .urdf or .xml path, relative to this "
-                             "file or to example-robot-data's robots folder)")
+            raise WbsimError(
+                f"{path}: no description (a .urdf or .xml path, relative to this "
+                "file or to example-robot-data's robots folder)"
+            )
         desc = Path(str(data["description"])).expanduser()
         if not desc.is_absolute() and (path.parent / desc).exists():
             desc = path.parent / desc
@@ -341,8 +367,14 @@ class RobotConfig:
         data["stand_posture"] = data.pop("posture", {})
         lock = data.pop("lock", {})
         data["locked_joints"] = dict.fromkeys(lock, 0.0) if isinstance(lock, list) else lock
-        for key in ("feet", "hands", "poses", "locked_joints", "stand_posture",
-                    "joint_dynamics_overrides"):
+        for key in (
+            "feet",
+            "hands",
+            "poses",
+            "locked_joints",
+            "stand_posture",
+            "joint_dynamics_overrides",
+        ):
             if not isinstance(data.get(key, {}), Mapping):
                 raise WbsimError(f"{path}: {key} must be a table, got {data[key]!r}")
         try:
@@ -384,8 +416,9 @@ def _rebuild(cls: type, fields_: dict[str, Any]) -> Any:
     return cls(**fields_)
 
 
-def _box_corners(x_front: float, x_back: float, half_width_front: float, half_width_back: float,
-                 z: float) -> tuple[tuple[float, float, float], ...]:
+def _box_corners(
+    x_front: float, x_back: float, half_width_front: float, half_width_back: float, z: float
+) -> tuple[tuple[float, float, float], ...]:
     """Corners in :data:`CORNER_NAMES` order."""
     return (
         (x_front, half_width_front, z),
@@ -403,8 +436,12 @@ _G1_CORNERS = _box_corners(0.12, -0.05, 0.03, 0.025, -0.035)
 _TALOS_CORNERS = _box_corners(0.105, -0.105, 0.065, 0.065, -0.11)
 
 _G1_ARMS = {
-    "left_shoulder_pitch_joint": 0.2, "left_shoulder_roll_joint": 0.2, "left_elbow_joint": 1.28,
-    "right_shoulder_pitch_joint": 0.2, "right_shoulder_roll_joint": -0.2, "right_elbow_joint": 1.28,
+    "left_shoulder_pitch_joint": 0.2,
+    "left_shoulder_roll_joint": 0.2,
+    "left_elbow_joint": 1.28,
+    "right_shoulder_pitch_joint": 0.2,
+    "right_shoulder_roll_joint": -0.2,
+    "right_elbow_joint": 1.28,
 }
 _G1_LEGS = {
     f"{side}_{j}": a
@@ -413,13 +450,23 @@ _G1_LEGS = {
 }
 
 _TALOS_HALF_SITTING = {
-    "arm_left_1_joint": 0.25847, "arm_left_2_joint": 0.173046, "arm_left_3_joint": -0.0002,
-    "arm_left_4_joint": -0.525366, "arm_left_7_joint": 0.1,
-    "arm_right_1_joint": -0.25847, "arm_right_2_joint": -0.173046, "arm_right_3_joint": 0.0002,
-    "arm_right_4_joint": -0.525366, "arm_right_7_joint": 0.1,
-    "leg_left_3_joint": -0.411354, "leg_left_4_joint": 0.859395, "leg_left_5_joint": -0.448041,
+    "arm_left_1_joint": 0.25847,
+    "arm_left_2_joint": 0.173046,
+    "arm_left_3_joint": -0.0002,
+    "arm_left_4_joint": -0.525366,
+    "arm_left_7_joint": 0.1,
+    "arm_right_1_joint": -0.25847,
+    "arm_right_2_joint": -0.173046,
+    "arm_right_3_joint": 0.0002,
+    "arm_right_4_joint": -0.525366,
+    "arm_right_7_joint": 0.1,
+    "leg_left_3_joint": -0.411354,
+    "leg_left_4_joint": 0.859395,
+    "leg_left_5_joint": -0.448041,
     "leg_left_6_joint": -0.001708,
-    "leg_right_3_joint": -0.411354, "leg_right_4_joint": 0.859395, "leg_right_5_joint": -0.448041,
+    "leg_right_3_joint": -0.411354,
+    "leg_right_4_joint": 0.859395,
+    "leg_right_5_joint": -0.448041,
     "leg_right_6_joint": -0.001708,
     "torso_2_joint": 0.006761,
 }
@@ -427,30 +474,35 @@ _TALOS_HALF_SITTING = {
 #: The built-in robots, by name; every one loads offline from the ``example-robot-data`` pip
 #: package. iCub and Romeo (COLLADA meshes, converted at the first load) and the G1 with hands come
 #: from the TOML files of :data:`ROBOT_CONFIG_DIR`: their soles and stand poses are found at load.
-ROBOTS: Mapping[str, RobotConfig] = MappingProxyType({
-    "g1": RobotConfig(
-        name="g1",
-        description="g1_description/urdf/g1_29dof_rev_1_0.urdf",
-        feet={
-            "left_foot": FootConfig("left_ankle_roll_link", _G1_CORNERS),
-            "right_foot": FootConfig("right_ankle_roll_link", _G1_CORNERS),
+ROBOTS: Mapping[str, RobotConfig] = MappingProxyType(
+    {
+        "g1": RobotConfig(
+            name="g1",
+            description="g1_description/urdf/g1_29dof_rev_1_0.urdf",
+            feet={
+                "left_foot": FootConfig("left_ankle_roll_link", _G1_CORNERS),
+                "right_foot": FootConfig("right_ankle_roll_link", _G1_CORNERS),
+            },
+            poses={"stand": {**_G1_LEGS, **_G1_ARMS}, "zero": {}},
+            torso="torso_link",
+        ),
+        "talos": RobotConfig(
+            name="talos",
+            description="talos_data/robots/talos_reduced_box.urdf",
+            feet={
+                "left_foot": FootConfig("leg_left_6_link", _TALOS_CORNERS),
+                "right_foot": FootConfig("leg_right_6_link", _TALOS_CORNERS),
+            },
+            # Talos's ``half_sitting`` from example-robot-data's talos.srdf.
+            poses={"stand": _TALOS_HALF_SITTING, "half_sitting": _TALOS_HALF_SITTING, "zero": {}},
+            torso="torso_2_link",
+        ),
+        **{
+            path.stem: RobotConfig.from_toml(path)
+            for path in sorted(ROBOT_CONFIG_DIR.glob("*.toml"))
         },
-        poses={"stand": {**_G1_LEGS, **_G1_ARMS}, "zero": {}},
-        torso="torso_link",
-    ),
-    "talos": RobotConfig(
-        name="talos",
-        description="talos_data/robots/talos_reduced_box.urdf",
-        feet={
-            "left_foot": FootConfig("leg_left_6_link", _TALOS_CORNERS),
-            "right_foot": FootConfig("leg_right_6_link", _TALOS_CORNERS),
-        },
-        # Talos's ``half_sitting`` from example-robot-data's talos.srdf.
-        poses={"stand": _TALOS_HALF_SITTING, "half_sitting": _TALOS_HALF_SITTING, "zero": {}},
-        torso="torso_2_link",
-    ),
-    **{path.stem: RobotConfig.from_toml(path) for path in sorted(ROBOT_CONFIG_DIR.glob("*.toml"))},
-})
+    }
+)
 
 
 def known_robot(name: str) -> RobotConfig:

@@ -26,8 +26,18 @@ from wbsim.errors import WbsimError, joint_list, nonfinite_joints
 __all__ = ["LOW_LEVELS", "SUMMARY_KEYS", "EpisodeConfig", "run_episode"]
 
 #: Keys every ``summary.json`` holds (scripts read these names).
-SUMMARY_KEYS = ("robot", "env", "controller", "seconds", "fell", "base_drift_m", "max_base_tilt_deg",
-                "max_joint_error_rad", "events", "status")
+SUMMARY_KEYS = (
+    "robot",
+    "env",
+    "controller",
+    "seconds",
+    "fell",
+    "base_drift_m",
+    "max_base_tilt_deg",
+    "max_joint_error_rad",
+    "events",
+    "status",
+)
 #: What runs between two controller steps (the env's ``frame_skip`` physics steps apart):
 #: ``"pd"``, the command's joint PD (:class:`wbsim.types.JointTargets`) at every physics step, its
 #: feed-forward torque held; ``"hold"``, the whole torque of the control step held.
@@ -129,14 +139,17 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
         raise UnknownNameError("env", cfg.env, ENV_IDS)
     _check_env_options(dict(cfg.env_options))
     check_seed(cfg.seed)
-    if not (isinstance(cfg.seconds, (int, float)) and math.isfinite(cfg.seconds)
-            and cfg.seconds > 0):
+    if not (
+        isinstance(cfg.seconds, (int, float)) and math.isfinite(cfg.seconds) and cfg.seconds > 0
+    ):
         raise WbsimError(f"seconds must be a positive number, got {cfg.seconds!r}")
     if cfg.low_level not in LOW_LEVELS:
         raise UnknownNameError("low level", cfg.low_level, LOW_LEVELS)
     if cfg.viewer and cfg.video:
-        raise WbsimError("the viewer and a video cannot be combined: the viewer shows the run "
-                         "live; record the video in a headless run (without --viewer)")
+        raise WbsimError(
+            "the viewer and a video cannot be combined: the viewer shows the run "
+            "live; record the video in a headless run (without --viewer)"
+        )
     if cfg.viewer and cfg.web is not None:
         raise WbsimError("MuJoCo's viewer and the web viewer cannot be combined: pick one")
     controller_class(cfg.controller)
@@ -157,25 +170,39 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
             raise WbsimError(NO_DISPLAY_MESSAGE)
     render_mode = "human" if cfg.viewer else None  # video frames: wbsim.scene.Scene
     drawing = bool(cfg.viewer or cfg.video or cfg.web is not None)
-    env = make_humanoid(cfg.env, **{"max_seconds": cfg.seconds, "render_mode": render_mode,
-                                    "width": cfg.width, "height": cfg.height,
-                                    **dict(cfg.env_options)})
+    env = make_humanoid(
+        cfg.env,
+        **{
+            "max_seconds": cfg.seconds,
+            "render_mode": render_mode,
+            "width": cfg.width,
+            "height": cfg.height,
+            **dict(cfg.env_options),
+        },
+    )
     robot, sim = env.robot, env.sim
     n_steps = round(cfg.seconds / env.dt)
     problem = None
     if n_steps < 1:
-        problem = (f"seconds = {cfg.seconds:g} is shorter than one control step ({env.dt:g} s): "
-                   "nothing would run")
-    elif (cfg.video or cfg.web is not None) and not (isinstance(cfg.fps, (int, float))
-                                                     and 0 < cfg.fps <= 1.0 / env.dt):
-        problem = (f"fps = {cfg.fps!r}: a video frame can be drawn at most once a control step, "
-                   f"so fps must be in (0, {1.0 / env.dt:g}] (1 / the control step of "
-                   f"{env.dt:g} s)")
+        problem = (
+            f"seconds = {cfg.seconds:g} is shorter than one control step ({env.dt:g} s): "
+            "nothing would run"
+        )
+    elif (cfg.video or cfg.web is not None) and not (
+        isinstance(cfg.fps, (int, float)) and 0 < cfg.fps <= 1.0 / env.dt
+    ):
+        problem = (
+            f"fps = {cfg.fps!r}: a video frame can be drawn at most once a control step, "
+            f"so fps must be in (0, {1.0 / env.dt:g}] (1 / the control step of "
+            f"{env.dt:g} s)"
+        )
     elif cfg.video:
         vis = sim.model.vis.global_
         if not (0 < cfg.width <= vis.offwidth and 0 < cfg.height <= vis.offheight):
-            problem = (f"frame size {cfg.width}x{cfg.height}: the renderer's off-screen buffer "
-                       f"holds up to {vis.offwidth}x{vis.offheight} pixels")
+            problem = (
+                f"frame size {cfg.width}x{cfg.height}: the renderer's off-screen buffer "
+                f"holds up to {vis.offwidth}x{vis.offheight} pixels"
+            )
     if problem is not None:  # before any file is written
         env.close()
         raise WbsimError(problem)
@@ -191,21 +218,55 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
 
     log = video = bar = scene = None
     metrics: EpisodeMetrics | None = None
-    last_row, last_step = None, -1  # the step table's row of the last step processed: frames draw it
+    last_row, last_step = (
+        None,
+        -1,
+    )  # the step table's row of the last step processed: frames draw it
     t_reached = 0.0  # simulated time of the last recorded step's end, s
     own_events: list[Event] = []  # the loop's own events: fall, invalid_command
     summary: dict[str, Any] = {
-        "robot": robot.name, "env": cfg.env, "controller": cfg.controller, "seconds": 0.0,
-        "fell": False, "base_drift_m": 0.0, "max_base_tilt_deg": 0.0, "max_joint_error_rad": 0.0,
-        "base_height_drop_m": 0.0, "events": {}, "status": "running", "stopped_reason": "",
-        "steps": 0, "seed": cfg.seed, "return": 0.0, "momentum_residual_max": 0.0,
+        "robot": robot.name,
+        "env": cfg.env,
+        "controller": cfg.controller,
+        "seconds": 0.0,
+        "fell": False,
+        "base_drift_m": 0.0,
+        "max_base_tilt_deg": 0.0,
+        "max_joint_error_rad": 0.0,
+        "base_height_drop_m": 0.0,
+        "events": {},
+        "status": "running",
+        "stopped_reason": "",
+        "steps": 0,
+        "seed": cfg.seed,
+        "return": 0.0,
+        "momentum_residual_max": 0.0,
     }
 
-    def own_event(kind: str, step: int, t: float, where: str = "",
-                  magnitude: float = float("nan"), **detail: Any) -> None:
+    def own_event(
+        kind: str,
+        step: int,
+        t: float,
+        where: str = "",
+        magnitude: float = float("nan"),
+        **detail: Any,
+    ) -> None:
         """An event of the loop, of one step, with every field of the detector's."""
-        own_events.append(Event(kind, t, step, where, magnitude, detail, duration=env.dt,
-                                n_steps=1, end_t=t, end_step=step, ongoing=False))
+        own_events.append(
+            Event(
+                kind,
+                t,
+                step,
+                where,
+                magnitude,
+                detail,
+                duration=env.dt,
+                n_steps=1,
+                end_t=t,
+                end_step=step,
+                ongoing=False,
+            )
+        )
         if log is not None:
             log.add_event(own_events[-1].to_dict())
 
@@ -218,8 +279,11 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
         assert metrics is not None  # made before the first step is recorded
         sensing = sim.sensor.decode(steps.sensordata, steps.friction, steps.cone)
         events = detector.update(steps.step_chunk(sensing, robot))
-        relative = momentum.relative(momentum.residuals(
-            steps.qpos0, steps.qvel0, steps.qacc, sensing, steps.push, steps.push_point))
+        relative = momentum.relative(
+            momentum.residuals(
+                steps.qpos0, steps.qvel0, steps.qacc, sensing, steps.push, steps.push_point
+            )
+        )
         fell_flags = np.zeros(len(steps), dtype=bool)
         fell_flags[-1] = fell
         reward = env.reward(steps.qpos, steps.qvel, steps.tau, fell_flags, steps.t + env.dt)
@@ -238,8 +302,11 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
         planned = env.plan.at(t).contact_set
         if last_row is None:
             return FrameValues.at_reset(robot, sim.sensing(), sim.data.qpos, t, planned)
-        return step_rows.values(last_row, planned, *frame_events(
-            (vars(e) for e in detector.events), robot, last_step, t))
+        return step_rows.values(
+            last_row,
+            planned,
+            *frame_events((vars(e) for e in detector.events), robot, last_step, t),
+        )
 
     wall0 = time.perf_counter()
     pending: BaseException | None = None  # the exception in flight, for the finally clause
@@ -249,15 +316,24 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
             from wbsim import provenance
             from wbsim.episode_log import EpisodeLog
 
-            config = {"env": cfg.env, "controller": cfg.controller, "seconds": cfg.seconds,
-                      "seed": cfg.seed, "controller_options": dict(cfg.controller_options),
-                      "env_options": dict(cfg.env_options), "video": str(cfg.video or ""),
-                      "fps": cfg.fps, "width": cfg.width, "height": cfg.height,
-                      "low_level": cfg.low_level, **provenance.scene(env),
-                      "tolerances": detector.tolerances.to_dict(),
-                      "versions": provenance.software_versions(), "git": provenance.git_commit()}
-            log = EpisodeLog(cfg.log, table.columns, table.units, config,
-                             overwrite=cfg.overwrite)
+            config = {
+                "env": cfg.env,
+                "controller": cfg.controller,
+                "seconds": cfg.seconds,
+                "seed": cfg.seed,
+                "controller_options": dict(cfg.controller_options),
+                "env_options": dict(cfg.env_options),
+                "video": str(cfg.video or ""),
+                "fps": cfg.fps,
+                "width": cfg.width,
+                "height": cfg.height,
+                "low_level": cfg.low_level,
+                **provenance.scene(env),
+                "tolerances": detector.tolerances.to_dict(),
+                "versions": provenance.software_versions(),
+                "git": provenance.git_commit(),
+            }
+            log = EpisodeLog(cfg.log, table.columns, table.units, config, overwrite=cfg.overwrite)
         if cfg.video:
             from wbsim.render import VideoWriter
 
@@ -275,8 +351,13 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
         if cfg.progress and sys.stderr.isatty():
             from tqdm import tqdm
 
-            bar = tqdm(total=n_steps, unit="step", desc=f"{cfg.env} {cfg.controller}",
-                       mininterval=0.5, leave=False)
+            bar = tqdm(
+                total=n_steps,
+                unit="step",
+                desc=f"{cfg.env} {cfg.controller}",
+                mininterval=0.5,
+                leave=False,
+            )
         n_warnings, t_reached = 0, sim.time
         loop0, loop_cpu0 = time.perf_counter(), time.process_time()
         for step in range(n_steps):
@@ -293,21 +374,36 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
             bad = nonfinite_joints(cmd.tau, robot.joint_names)
             if bad:
                 process()
-                own_event("invalid_command", step, state.t, where=",".join(bad),
-                          status="non-finite torque")
+                own_event(
+                    "invalid_command",
+                    step,
+                    state.t,
+                    where=",".join(bad),
+                    status="non-finite torque",
+                )
                 summary["status"], summary["stopped_reason"] = (
-                    "stopped", (f"controller returned a non-finite torque at step {step} "
-                                f"(t = {state.t:.3f} s) on {joint_list(bad)}"))
+                    "stopped",
+                    (
+                        f"controller returned a non-finite torque at step {step} "
+                        f"(t = {state.t:.3f} s) on {joint_list(bad)}"
+                    ),
+                )
                 break
             env.overlay_command = cmd
             if hold:
-                sim.step(cmd.torque_at(state.q[conv.pin_qidx], state.v[conv.pin_vidx]),
-                         k_physics)
+                sim.step(cmd.torque_at(state.q[conv.pin_qidx], state.v[conv.pin_vidx]), k_physics)
             else:
                 sim.step_command(cmd, k_physics)
             for w in sim.warnings[n_warnings:]:  # a warning is an event of its step
-                own_event("simulator_warning", step, state.t, where=w.name, magnitude=w.info,
-                          reset=w.reset, message=str(w))
+                own_event(
+                    "simulator_warning",
+                    step,
+                    state.t,
+                    where=w.name,
+                    magnitude=w.info,
+                    reset=w.reset,
+                    message=str(w),
+                )
             n_warnings = len(sim.warnings)
             if sim.failed is not None:  # MuJoCo reset the state: this step is not recorded
                 process()
@@ -322,8 +418,13 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
                 summary["fell"] = True
                 process(fell=True)
                 # t: the step's start, as every event; magnitude: the base height after it, m
-                own_event("fall", step, state.t, where=",".join(sim.sensing().non_sole_contacts),
-                          magnitude=float(sim.data.qpos[2]))
+                own_event(
+                    "fall",
+                    step,
+                    state.t,
+                    where=",".join(sim.sensing().non_sole_contacts),
+                    magnitude=float(sim.data.qpos[2]),
+                )
                 summary["stopped_reason"] = f"fell at t = {sim.time:.3f} s"
                 break
             if recorder.full:
@@ -360,19 +461,21 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
         summary["seconds"] = round(t_reached, 9)
         summary["events"] = counts
         summary["diagnostics"] = {k: v for k, v in detector.summary().items() if k != "counts"}
-        summary["pushes"] = [{"t": float(t_push), "force": np.asarray(f).tolist()}
-                             for t_push, f in sim.pushes_done]
+        summary["pushes"] = [
+            {"t": float(t_push), "force": np.asarray(f).tolist()} for t_push, f in sim.pushes_done
+        ]
         if metrics is not None and metrics.steps:
-            summary["base_displacement_m"] = (np.asarray(sim.data.qpos[0:3])
-                                              - metrics.base0).tolist()
-            summary["feet_displacement_m"] = (_feet_middle(robot, sim.data)
-                                              - feet_middle0).tolist()
+            summary["base_displacement_m"] = (
+                np.asarray(sim.data.qpos[0:3]) - metrics.base0
+            ).tolist()
+            summary["feet_displacement_m"] = (_feet_middle(robot, sim.data) - feet_middle0).tolist()
         planned = env.plan.switch_times(t_reached) if hasattr(env.plan, "switch_times") else []
         if planned:
             from wbsim.gait import gait_summary
 
             summary["gait"] = gait_summary(
-                planned, [e.to_dict() for e in detector.events], robot.foot_names, t_reached)
+                planned, [e.to_dict() for e in detector.events], robot.foot_names, t_reached
+            )
         summary["wall_seconds"] = wall
         summary["realtime_factor"] = summary["seconds"] / wall if wall > 0 else float("nan")
         if scene is not None:
@@ -485,25 +588,33 @@ def _check_env_options(options: dict[str, Any]) -> None:
             raise WbsimError(f"env option {key} is not for run_episode: {why}")
     mode = options.get("action_mode", "torque")
     if mode != "torque":
-        raise WbsimError(f"env option action_mode={mode!r}: run_episode applies the controller's "
-                         "torques, so the env must be in 'torque' mode ('joint_position' and "
-                         "'residual' are for RL agents, through gymnasium.make)")
+        raise WbsimError(
+            f"env option action_mode={mode!r}: run_episode applies the controller's "
+            "torques, so the env must be in 'torque' mode ('joint_position' and "
+            "'residual' are for RL agents, through gymnasium.make)"
+        )
     if options.get("info_mode", "full") != "full":
-        raise WbsimError("run_episode reads the env's full info (state, schedule, contacts): "
-                         f"env option info_mode must be 'full', got {options['info_mode']!r} "
-                         "('lean' is for vector envs)")
+        raise WbsimError(
+            "run_episode reads the env's full info (state, schedule, contacts): "
+            f"env option info_mode must be 'full', got {options['info_mode']!r} "
+            "('lean' is for vector envs)"
+        )
     if "robot" in options:  # a name, a path, a config: resolved (not built) to fail early
         from wbsim.robot import Robot, resolve_config
 
         robot = options["robot"]
         cfg = robot.config if isinstance(robot, Robot) else resolve_config(robot)
         if not cfg.feet:
-            raise WbsimError(f"env option robot: robot {cfg.name!r} has no feet configured, and "
-                             "the loop senses the soles; give a config with feet (--robot-config "
-                             "CFG.toml, or a .toml that names its description)")
+            raise WbsimError(
+                f"env option robot: robot {cfg.name!r} has no feet configured, and "
+                "the loop senses the soles; give a config with feet (--robot-config "
+                "CFG.toml, or a .toml that names its description)"
+            )
     if "plan" in options and not callable(options["plan"]):
-        raise WbsimError(f"env option plan must be a callable returning a PhasePlan (Python API), "
-                         f"got {options['plan']!r}; the env id picks the plan")
+        raise WbsimError(
+            f"env option plan must be a callable returning a PhasePlan (Python API), "
+            f"got {options['plan']!r}; the env id picks the plan"
+        )
 
 
 def _install_sigint_as_keyboard_interrupt() -> None:
@@ -515,5 +626,3 @@ def _install_sigint_as_keyboard_interrupt() -> None:
         raise KeyboardInterrupt(f"signal {signum}")
 
     signal.signal(signal.SIGTERM, _term)
-
-

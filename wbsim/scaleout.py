@@ -29,18 +29,27 @@ def check_workers(workers: Any, address: str | None) -> None:
     any episode runs."""
     if workers is None:
         if address is not None:
-            raise WbsimError(f"a Ray address ({address!r}) needs a number of workers (--workers N: "
-                             "the episodes run at once on the cluster)")
+            raise WbsimError(
+                f"a Ray address ({address!r}) needs a number of workers (--workers N: "
+                "the episodes run at once on the cluster)"
+            )
         return
     if not (type(workers) is int and workers >= 1):
         raise WbsimError(f"workers must be an integer >= 1, got {workers!r}")
     if importlib.util.find_spec("ray") is None:
-        raise WbsimError('--workers runs episodes on Ray, which is not installed: pip install '
-                         '"wbsim[ray]" (or pip install ray)')
+        raise WbsimError(
+            "--workers runs episodes on Ray, which is not installed: pip install "
+            '"wbsim[ray]" (or pip install ray)'
+        )
 
 
-def map_calls(fn: Callable[..., Any], calls: Sequence[dict[str, Any]], workers: int | None = None,
-              address: str | None = None, progress: bool = False) -> list[Any]:
+def map_calls(
+    fn: Callable[..., Any],
+    calls: Sequence[dict[str, Any]],
+    workers: int | None = None,
+    address: str | None = None,
+    progress: bool = False,
+) -> list[Any]:
     """``[fn(**kwargs) for kwargs in calls]``, on Ray with ``workers`` calls at once.
 
     Args:

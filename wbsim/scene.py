@@ -26,8 +26,15 @@ from wbsim.contacts import sole_points_in_world, support_polygon
 from wbsim.errors import WbsimError
 from wbsim.overlay import OverlayData, draw_geoms, draw_text
 
-__all__ = ["FrameClock", "FrameValues", "Scene", "StepRows", "frame_events", "overlay_of",
-           "status_line"]
+__all__ = [
+    "FrameClock",
+    "FrameValues",
+    "Scene",
+    "StepRows",
+    "frame_events",
+    "overlay_of",
+    "status_line",
+]
 
 #: A point stays red this long (s) after the last step of a violation event there.
 LINGER = 0.25
@@ -67,16 +74,26 @@ class FrameValues:
     violating: np.ndarray | None = None
 
     @classmethod
-    def at_reset(cls, robot, sensing, qpos: np.ndarray, t: float, planned: Iterable[str]
-                 ) -> FrameValues:
+    def at_reset(
+        cls, robot, sensing, qpos: np.ndarray, t: float, planned: Iterable[str]
+    ) -> FrameValues:
         """The values of a state no step has led to yet (the reset state): ``sensing`` is its
         :class:`~wbsim.contacts.ContactSensing` (MuJoCo's ``mj_forward`` at reset), nothing is
         commanded and no event has happened."""
         n, m = len(robot.contact_point_names), len(robot.contact_names)
-        return cls(float(t), np.array(qpos, dtype=float), np.asarray(sensing.mode).copy(),
-                   np.asarray(sensing.force_world, dtype=float).copy(), np.full((n, 3), np.nan),
-                   np.full((m, 6), np.nan), frozenset(sensing.feet_in_contact),
-                   frozenset(planned), 0, 0, np.zeros(n, dtype=bool))
+        return cls(
+            float(t),
+            np.array(qpos, dtype=float),
+            np.asarray(sensing.mode).copy(),
+            np.asarray(sensing.force_world, dtype=float).copy(),
+            np.full((n, 3), np.nan),
+            np.full((m, 6), np.nan),
+            frozenset(sensing.feet_in_contact),
+            frozenset(planned),
+            0,
+            0,
+            np.zeros(n, dtype=bool),
+        )
 
 
 class StepRows:
@@ -96,35 +113,57 @@ class StepRows:
     def __init__(self, columns: Sequence[str], robot):
         idx = {c: i for i, c in enumerate(columns)}
         points, feet = robot.contact_point_names, robot.contact_names
-        need = ["t_after", *(f"mode/{p}" for p in points),
-                *(f"{k}/{p}/{a}" for k in ("f_sim", "f_cmd") for p in points for a in "xyz"),
-                *(f"w_cmd/{f}/{a}" for f in feet for a in ("fx", "fy", "fz", "tx", "ty", "tz")),
-                *(f"sensed_{f}" for f in feet)]
+        need = [
+            "t_after",
+            *(f"mode/{p}" for p in points),
+            *(f"{k}/{p}/{a}" for k in ("f_sim", "f_cmd") for p in points for a in "xyz"),
+            *(f"w_cmd/{f}/{a}" for f in feet for a in ("fx", "fy", "fz", "tx", "ty", "tz")),
+            *(f"sensed_{f}" for f in feet),
+        ]
         missing = [c for c in need if c not in idx]
         qpos = [i for i, c in enumerate(columns) if c.startswith("qpos/")]
         if missing or len(qpos) != robot.mj_model.nq:
             what = missing[0] if missing else f"qpos/* ({len(qpos)} of {robot.mj_model.nq})"
-            raise WbsimError(f"the step table has no column {what}: the log was written by an "
-                             "older wbsim, before it logged MuJoCo's state, and cannot be drawn")
+            raise WbsimError(
+                f"the step table has no column {what}: the log was written by an "
+                "older wbsim, before it logged MuJoCo's state, and cannot be drawn"
+            )
         self._t = idx["t_after"]
         self._qpos = np.array(qpos)
         self._mode = np.array([idx[f"mode/{p}"] for p in points])
-        self._f = {k: np.array([[idx[f"{k}/{p}/{a}"] for a in "xyz"] for p in points])
-                   for k in ("f_sim", "f_cmd")}
-        self._w = np.array([[idx[f"w_cmd/{f}/{a}"] for a in ("fx", "fy", "fz", "tx", "ty", "tz")]
-                            for f in feet])
+        self._f = {
+            k: np.array([[idx[f"{k}/{p}/{a}"] for a in "xyz"] for p in points])
+            for k in ("f_sim", "f_cmd")
+        }
+        self._w = np.array(
+            [[idx[f"w_cmd/{f}/{a}"] for a in ("fx", "fy", "fz", "tx", "ty", "tz")] for f in feet]
+        )
         self._sensed = [(f, idx[f"sensed_{f}"]) for f in feet]
 
-    def values(self, row: np.ndarray, planned: Iterable[str], switches: int | None = None,
-               violations: int | None = None, violating: np.ndarray | None = None
-               ) -> FrameValues:
+    def values(
+        self,
+        row: np.ndarray,
+        planned: Iterable[str],
+        switches: int | None = None,
+        violations: int | None = None,
+        violating: np.ndarray | None = None,
+    ) -> FrameValues:
         """The values of the frame after ``row`` ``(n_columns,)``, with the schedule's
         ``planned`` contact set at that time and the event counts (:func:`frame_events`)."""
         row = np.asarray(row, dtype=float)
-        return FrameValues(float(row[self._t]), row[self._qpos], row[self._mode].astype(int),
-                           row[self._f["f_sim"]], row[self._f["f_cmd"]], row[self._w],
-                           frozenset(f for f, i in self._sensed if row[i] > 0.5),
-                           frozenset(planned), switches, violations, violating)
+        return FrameValues(
+            float(row[self._t]),
+            row[self._qpos],
+            row[self._mode].astype(int),
+            row[self._f["f_sim"]],
+            row[self._f["f_cmd"]],
+            row[self._w],
+            frozenset(f for f, i in self._sensed if row[i] > 0.5),
+            frozenset(planned),
+            switches,
+            violations,
+            violating,
+        )
 
 
 def emitted_step(event: Mapping) -> int:
@@ -134,8 +173,9 @@ def emitted_step(event: Mapping) -> int:
     return int(event.get("detail", {}).get("confirmed_step", event["step"]))
 
 
-def frame_events(events: Iterable[Mapping], robot, last_step: int, t: float,
-                 linger: float = LINGER) -> tuple[int, int, np.ndarray]:
+def frame_events(
+    events: Iterable[Mapping], robot, last_step: int, t: float, linger: float = LINGER
+) -> tuple[int, int, np.ndarray]:
     """The event counts and red points of a frame at time ``t`` (s) after step ``last_step``.
 
     Args:
@@ -179,8 +219,10 @@ def frame_events(events: Iterable[Mapping], robot, last_step: int, t: float,
 
 def status_line(values: FrameValues) -> str:
     """The frame's status line: time, planned and sensed contacts, and the counts if any."""
-    text = (f"t {values.t:5.2f} s   planned {'+'.join(sorted(values.planned)) or 'none'}   "
-            f"sensed {'+'.join(sorted(values.sensed)) or 'none'}")
+    text = (
+        f"t {values.t:5.2f} s   planned {'+'.join(sorted(values.planned)) or 'none'}   "
+        f"sensed {'+'.join(sorted(values.sensed)) or 'none'}"
+    )
     if values.switches is not None:
         text += f"   switches {values.switches}   violations {values.violations}"
     return text
@@ -200,19 +242,27 @@ def overlay_of(robot, data: mujoco.MjData, values: FrameValues) -> OverlayData:
         cop = _centre_of_pressure(robot, data, foot, np.asarray(values.w_cmd[j], dtype=float))
         if cop is not None:
             arrows.append((cop, np.asarray(values.w_cmd[j][:3], dtype=float)))
-    violating = (values.violating if values.violating is not None
-                 else np.zeros(len(points), dtype=bool))
-    return OverlayData(points=points, modes=np.asarray(values.mode),
-                       f_cmd=np.nan_to_num(values.f_cmd),
-                       f_sim=np.asarray(values.f_sim, dtype=float), violating=violating,
-                       com=data.subtree_com[1].copy(),
-                       support=support_polygon(robot, data, sorted(set(values.planned) & set(robot.foot_names))
-                                             or None),
-                       text=status_line(values), cmd_wrench_arrows=arrows)
+    violating = (
+        values.violating if values.violating is not None else np.zeros(len(points), dtype=bool)
+    )
+    return OverlayData(
+        points=points,
+        modes=np.asarray(values.mode),
+        f_cmd=np.nan_to_num(values.f_cmd),
+        f_sim=np.asarray(values.f_sim, dtype=float),
+        violating=violating,
+        com=data.subtree_com[1].copy(),
+        support=support_polygon(
+            robot, data, sorted(set(values.planned) & set(robot.foot_names)) or None
+        ),
+        text=status_line(values),
+        cmd_wrench_arrows=arrows,
+    )
 
 
-def _centre_of_pressure(robot, data: mujoco.MjData, foot: str, wrench: np.ndarray
-                        ) -> np.ndarray | None:
+def _centre_of_pressure(
+    robot, data: mujoco.MjData, foot: str, wrench: np.ndarray
+) -> np.ndarray | None:
     """World point ``(3,)``, m, on the plane of ``foot``'s sole points (their mean height) where
     the force of ``wrench`` ``[f; tau]`` (N, N·m; on the robot at the foot frame origin,
     world-aligned) has the wrench's moment about the horizontal axes: ``r x f = tau`` in x, y
@@ -263,8 +313,14 @@ class Scene:
             context (at the first :meth:`frame`; :meth:`show` alone needs none).
     """
 
-    def __init__(self, robot, width: int = 640, height: int = 480, camera: str = "track",
-                 reset_qpos: np.ndarray | None = None):
+    def __init__(
+        self,
+        robot,
+        width: int = 640,
+        height: int = 480,
+        camera: str = "track",
+        reset_qpos: np.ndarray | None = None,
+    ):
         from wbsim.render import FrameRenderer, track_distance
 
         self.robot = robot

@@ -30,8 +30,9 @@ __all__ = ["RESETTING_WARNINGS", "Pushes", "Simulation", "SimulatorWarning"]
 #: MuJoCo's warnings after which ``mj_step`` reset the state (a NaN, an infinity or a huge value in
 #: the position, velocity or acceleration): the episode cannot go on.
 RESETTING_WARNINGS = ("mjWARN_BADQPOS", "mjWARN_BADQVEL", "mjWARN_BADQACC")
-_WARNING_NAMES = {int(getattr(mujoco.mjtWarning, k)): k for k in dir(mujoco.mjtWarning)
-                  if k.startswith("mjWARN_")}
+_WARNING_NAMES = {
+    int(getattr(mujoco.mjtWarning, k)): k for k in dir(mujoco.mjtWarning) if k.startswith("mjWARN_")
+}
 
 
 @dataclass(frozen=True)
@@ -51,8 +52,12 @@ class SimulatorWarning:
     reset: bool
 
     def __str__(self) -> str:
-        what = ("MuJoCo reset the simulation (NaN, inf or a huge value in the state: the "
-                "simulation was unstable)" if self.reset else "the simulation went on")
+        what = (
+            "MuJoCo reset the simulation (NaN, inf or a huge value in the state: the "
+            "simulation was unstable)"
+            if self.reset
+            else "the simulation went on"
+        )
         return f"MuJoCo warning {self.name} (info {self.info}) at t = {self.time:.4f} s: {what}"
 
 
@@ -86,14 +91,21 @@ class Pushes:
             try:
                 start, force, duration = entry
                 force = tuple(float(x) for x in force)
-                ok = (is_real(start) and is_real(duration) and 0 <= start < np.inf
-                      and 0 < duration < np.inf and len(force) == 3
-                      and all(np.isfinite(force)))
+                ok = (
+                    is_real(start)
+                    and is_real(duration)
+                    and 0 <= start < np.inf
+                    and 0 < duration < np.inf
+                    and len(force) == 3
+                    and all(np.isfinite(force))
+                )
             except (TypeError, ValueError):
                 ok = False
             if not ok:
-                raise WbsimError(f"a scripted push must be (start s >= 0, (fx, fy, fz) N, "
-                                 f"duration s > 0), got {entry!r}")
+                raise WbsimError(
+                    f"a scripted push must be (start s >= 0, (fx, fy, fz) N, "
+                    f"duration s > 0), got {entry!r}"
+                )
             entries.append((float(start), force, float(duration)))
         object.__setattr__(self, "script", tuple(sorted(entries)))
 
@@ -119,8 +131,12 @@ class Simulation:
         pushes_done: ``(start time s, force (3,) N)`` of every push of the episode.
     """
 
-    def __init__(self, robot, pushes: Pushes | None = None,
-                 thresholds: SensingThresholds = _DEFAULT_THRESHOLDS):
+    def __init__(
+        self,
+        robot,
+        pushes: Pushes | None = None,
+        thresholds: SensingThresholds = _DEFAULT_THRESHOLDS,
+    ):
         self.robot = robot
         self.model = robot.mj_model
         self.data = mujoco.MjData(self.model)
@@ -130,8 +146,9 @@ class Simulation:
         self._qadr, self._vadr = conv.mj_qadr, conv.mj_vadr
         torso = robot.config.torso
         #: the body pushes act on (at its centre of mass, ``MjData.xipos``)
-        self.push_body = (mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_BODY, torso) if torso
-                          else 1)
+        self.push_body = (
+            mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_BODY, torso) if torso else 1
+        )
         self.tau = np.zeros(robot.n_joints)
         self.push_force = np.zeros(3)
         self.pushes_done: list[tuple[float, np.ndarray]] = []
@@ -209,8 +226,10 @@ class Simulation:
             targets = out.joint_targets if isinstance(out, Command) else None
             tau = np.array(out.tau if isinstance(out, Command) else out, dtype=float)
             if tau.shape != self.tau.shape:
-                raise WbsimError(f"a torque of shape {tau.shape}; expected {self.tau.shape} "
-                                 "(N·m, robot.joint_names order)")
+                raise WbsimError(
+                    f"a torque of shape {tau.shape}; expected {self.tau.shape} "
+                    "(N·m, robot.joint_names order)"
+                )
             bad = nonfinite_joints(tau, self.robot.joint_names)
             if bad:
                 raise WbsimError(f"a torque with NaN/inf at {joint_list(bad)}")
@@ -244,8 +263,11 @@ class Simulation:
         if not np.array_equal(counts, self._warning_counts):  # MuJoCo raised a warning
             for i in np.flatnonzero(counts != self._warning_counts).tolist():
                 name = _WARNING_NAMES.get(i, f"warning {i}")
-                self.warnings.append(SimulatorWarning(name, float(t), int(d.warning.lastinfo[i]),
-                                                      name in RESETTING_WARNINGS))
+                self.warnings.append(
+                    SimulatorWarning(
+                        name, float(t), int(d.warning.lastinfo[i]), name in RESETTING_WARNINGS
+                    )
+                )
             self._warning_counts = counts.copy()
 
     def apply_push(self) -> None:
@@ -282,8 +304,11 @@ class Simulation:
     def restore_push_memory(self, memory: tuple) -> None:
         """Restore :meth:`push_memory`'s value."""
         done, periodic, scripted = memory
-        self.pushes_done, self._periodic, self._scripted_done = list(done), list(periodic), set(
-            scripted)
+        self.pushes_done, self._periodic, self._scripted_done = (
+            list(done),
+            list(periodic),
+            set(scripted),
+        )
 
     # -- reading -----------------------------------------------------------------------------------
     def sensing(self) -> ContactSensing:
@@ -298,8 +323,9 @@ class Simulation:
         loaded and the friction and cone MuJoCo uses (:class:`~wbsim.types.RobotState`)."""
         q, v = self.robot.mj_to_pin(self.data.qpos, self.data.qvel)
         sensing = self.sensing()
-        return RobotState(self.time, q, v, sensing.feet_in_contact, sensing.foot_friction,
-                          sensing.cone_name)
+        return RobotState(
+            self.time, q, v, sensing.feet_in_contact, sensing.foot_friction, sensing.cone_name
+        )
 
     @property
     def joint_positions(self) -> np.ndarray:

@@ -33,16 +33,27 @@ __all__ = ["KINDS", "run_soak"]
 
 #: What an episode runs: ``("controller", name)`` or ``("env", action mode, "random" | "zero")``.
 KINDS: tuple[tuple[str, ...], ...] = (
-    ("controller", "gravity_qp"), ("controller", "projected_id"), ("controller", "pd"),
-    ("controller", "zero"), ("env", "torque", "random"), ("env", "torque", "zero"),
-    ("env", "joint_position", "random"), ("env", "residual", "random"),
+    ("controller", "gravity_qp"),
+    ("controller", "projected_id"),
+    ("controller", "pd"),
+    ("controller", "zero"),
+    ("env", "torque", "random"),
+    ("env", "torque", "zero"),
+    ("env", "joint_position", "random"),
+    ("env", "residual", "random"),
 )
 #: Columns that hold NaN by design (nothing commanded there, no CoM target).
 _NAN_ALLOWED = ("f_cmd/", "w_cmd/", "com_ref_")
 
 
-def run_soak(episodes: int, seconds: float = 2.0, seed: int = 0, reset_noise: float = 0.02,
-             json_path: str | Path | None = None, progress: bool = True) -> dict[str, Any]:
+def run_soak(
+    episodes: int,
+    seconds: float = 2.0,
+    seed: int = 0,
+    reset_noise: float = 0.02,
+    json_path: str | Path | None = None,
+    progress: bool = True,
+) -> dict[str, Any]:
     """Run ``episodes`` episodes (see the module docstring) of at most ``seconds`` simulated
     seconds each, seeds ``seed, seed + 1, ...``; return (and write to ``json_path``) the report:
     ``episodes``, ``crashes`` (list), ``nan_logs`` (list), ``bad`` (list of episodes whose status
@@ -63,8 +74,15 @@ def run_soak(episodes: int, seconds: float = 2.0, seed: int = 0, reset_noise: fl
 
         check_output_file(json_path, "soak JSON")
     envs = list(ENV_IDS)
-    report: dict[str, Any] = {"episodes": 0, "crashes": [], "nan_logs": [], "bad": [],
-                              "statuses": {}, "per_env_kind": {}, "seconds": seconds}
+    report: dict[str, Any] = {
+        "episodes": 0,
+        "crashes": [],
+        "nan_logs": [],
+        "bad": [],
+        "statuses": {},
+        "per_env_kind": {},
+        "seconds": seconds,
+    }
     wall0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="wbsim-soak-") as tmp:
         for i in range(episodes):
@@ -73,27 +91,34 @@ def run_soak(episodes: int, seconds: float = 2.0, seed: int = 0, reset_noise: fl
             label = f"{env_id} {' '.join(kind[1:])}"
             try:
                 if kind[0] == "controller":
-                    status, problems = _controller_episode(env_id, kind[1], seconds, seed + i,
-                                                           reset_noise, Path(tmp) / f"run{i}")
+                    status, problems = _controller_episode(
+                        env_id, kind[1], seconds, seed + i, reset_noise, Path(tmp) / f"run{i}"
+                    )
                 else:
-                    status, problems = _env_episode(env_id, kind[1], kind[2], seconds, seed + i,
-                                                    reset_noise)
+                    status, problems = _env_episode(
+                        env_id, kind[1], kind[2], seconds, seed + i, reset_noise
+                    )
             except Exception as exc:  # noqa: BLE001  a crash is what the soak looks for
                 status, problems = "crash", []
                 last = traceback.format_exception_only(type(exc), exc)[-1].strip()
-                report["crashes"].append({"episode": i, "what": label, "seed": seed + i,
-                                          "error": last})
+                report["crashes"].append(
+                    {"episode": i, "what": label, "seed": seed + i, "error": last}
+                )
             for problem in problems:
                 key = "nan_logs" if problem.startswith("NaN") else "bad"
-                report[key].append({"episode": i, "what": label, "seed": seed + i,
-                                    "problem": problem})
+                report[key].append(
+                    {"episode": i, "what": label, "seed": seed + i, "problem": problem}
+                )
             report["episodes"] += 1
             report["statuses"][status] = report["statuses"].get(status, 0) + 1
             per = report["per_env_kind"].setdefault(label, {})
             per[status] = per.get(status, 0) + 1
             if progress:
-                print(f"wbsim soak: {i + 1}/{episodes} {label}: {status}"
-                      + (f" ({'; '.join(problems)})" if problems else ""), flush=True)
+                print(
+                    f"wbsim soak: {i + 1}/{episodes} {label}: {status}"
+                    + (f" ({'; '.join(problems)})" if problems else ""),
+                    flush=True,
+                )
     report["wall_seconds"] = time.perf_counter() - wall0
     if json_path is not None:
         Path(json_path).parent.mkdir(parents=True, exist_ok=True)
@@ -101,15 +126,24 @@ def run_soak(episodes: int, seconds: float = 2.0, seed: int = 0, reset_noise: fl
     return report
 
 
-def _controller_episode(env_id: str, controller: str, seconds: float, seed: int,
-                        reset_noise: float, log: Path) -> tuple[str, list[str]]:
+def _controller_episode(
+    env_id: str, controller: str, seconds: float, seed: int, reset_noise: float, log: Path
+) -> tuple[str, list[str]]:
     """A logged run; its status and what is wrong with its files."""
     from wbsim.episode_log import load_run
     from wbsim.rollout import EpisodeConfig, run_episode
 
-    summary = run_episode(EpisodeConfig(env=env_id, controller=controller, seconds=seconds,
-                                        seed=seed, log=log, progress=False,
-                                        env_options={"reset_noise_scale": reset_noise}))
+    summary = run_episode(
+        EpisodeConfig(
+            env=env_id,
+            controller=controller,
+            seconds=seconds,
+            seed=seed,
+            log=log,
+            progress=False,
+            env_options={"reset_noise_scale": reset_noise},
+        )
+    )
     problems = []
     status = summary["status"]
     if status not in ("completed", "fell", "error", "stopped"):
@@ -128,8 +162,9 @@ def _controller_episode(env_id: str, controller: str, seconds: float, seed: int,
     return status, problems
 
 
-def _env_episode(env_id: str, mode: str, actions: str, seconds: float, seed: int,
-                 reset_noise: float) -> tuple[str, list[str]]:
+def _env_episode(
+    env_id: str, mode: str, actions: str, seconds: float, seed: int, reset_noise: float
+) -> tuple[str, list[str]]:
     """A Gymnasium episode; how it ended and what was wrong with its outputs."""
     from wbsim.envs import make
 
@@ -142,8 +177,9 @@ def _env_episode(env_id: str, mode: str, actions: str, seconds: float, seed: int
         assert shape is not None, "a wbsim env's action space is a Box"
         status = "running"
         while status == "running":
-            a = (rng.uniform(-1, 1, shape) if actions == "random"
-                 else np.zeros(shape)).astype(np.float32)
+            a = (rng.uniform(-1, 1, shape) if actions == "random" else np.zeros(shape)).astype(
+                np.float32
+            )
             obs, reward, terminated, truncated, info = env.step(a)
             if not (np.all(np.isfinite(obs)) and math.isfinite(reward)):
                 problems.append("NaN or inf in an observation or a reward")

@@ -35,8 +35,14 @@ def _chain(model: pin.Model, joint_id: int) -> list[int]:
     return out[::-1]
 
 
-def _knee_starts(model: pin.Model, data: pin.Data, q: np.ndarray, foot_frames: Sequence[int],
-                 lateral: np.ndarray, forward: np.ndarray) -> dict[int, float]:
+def _knee_starts(
+    model: pin.Model,
+    data: pin.Data,
+    q: np.ndarray,
+    foot_frames: Sequence[int],
+    lateral: np.ndarray,
+    forward: np.ndarray,
+) -> dict[int, float]:
     """Joint id -> initial angle (rad) of each leg's knee: the revolute joint of the leg whose axis
     is lateral and which sits nearest half-way between the hip and the foot, bent by
     :data:`_KNEE_START` in the direction that moves the foot backwards."""
@@ -64,8 +70,9 @@ def _knee_starts(model: pin.Model, data: pin.Data, q: np.ndarray, foot_frames: S
         moves = np.cross(axis, foot - data.oMi[best].translation)  # foot velocity per rad
         sign = -1.0 if moves @ forward > 0 else 1.0
         iq = model.joints[best].idx_q
-        out[best] = float(np.clip(sign * _KNEE_START, model.lowerPositionLimit[iq],
-                                  model.upperPositionLimit[iq]))
+        out[best] = float(
+            np.clip(sign * _KNEE_START, model.lowerPositionLimit[iq], model.upperPositionLimit[iq])
+        )
     return out
 
 
@@ -77,8 +84,9 @@ def _joint_axis_world(model: pin.Model, data: pin.Data, jid: int) -> np.ndarray 
     return data.oMi[jid].rotation @ S[3:6] / max(np.linalg.norm(S[3:6]), 1e-12)
 
 
-def _step(J: np.ndarray, e: np.ndarray, posture: np.ndarray, at_lower: np.ndarray,
-          at_upper: np.ndarray) -> np.ndarray:
+def _step(
+    J: np.ndarray, e: np.ndarray, posture: np.ndarray, at_lower: np.ndarray, at_upper: np.ndarray
+) -> np.ndarray:
     """The Gauss-Newton step ``dv`` that zeroes ``J dv + e`` (least norm), plus ``posture`` in the
     tasks' null space, with the unknowns at a bound that the step pushes outwards held (removed
     and the step solved again: the active set of the joint limits)."""
@@ -96,10 +104,16 @@ def _step(J: np.ndarray, e: np.ndarray, posture: np.ndarray, at_lower: np.ndarra
     return np.zeros(J.shape[1])
 
 
-def find_stand_pose(model: pin.Model, foot_frames: Mapping[str, int],
-                    sole_frames: Mapping[str, Sequence[int]], joint_names: Sequence[str],
-                    crouch: float = 0.05, posture: Mapping[str, float] | None = None,
-                    iterations: int = 200, tolerance: float = 1e-9) -> dict[str, float]:
+def find_stand_pose(
+    model: pin.Model,
+    foot_frames: Mapping[str, int],
+    sole_frames: Mapping[str, Sequence[int]],
+    joint_names: Sequence[str],
+    crouch: float = 0.05,
+    posture: Mapping[str, float] | None = None,
+    iterations: int = 200,
+    tolerance: float = 1e-9,
+) -> dict[str, float]:
     """Joint angles (rad, by name) of a stand pose of ``model`` (free-flyer root).
 
     Args:
@@ -131,8 +145,9 @@ def find_stand_pose(model: pin.Model, foot_frames: Mapping[str, int],
     feet = list(foot_frames.values())
     # each foot where it is at the zero posture, its sole raised or lowered to the mean height
     # of the soles (descriptions are not exactly symmetric: iCub's differ by 2.4 um)
-    sole_z = {n: float(np.mean([data.oMf[f].translation[2] for f in sole_frames[n]]))
-              for n in foot_frames}
+    sole_z = {
+        n: float(np.mean([data.oMf[f].translation[2] for f in sole_frames[n]])) for n in foot_frames
+    }
     targets = {}
     for n, f in foot_frames.items():
         targets[f] = data.oMf[f].copy()
@@ -143,14 +158,16 @@ def find_stand_pose(model: pin.Model, foot_frames: Mapping[str, int],
     forward = np.cross(lateral, [0.0, 0.0, 1.0])
     feet_z = float(np.mean([data.oMf[f].translation[2] for f in feet]))
     base_z = float(q[2] - crouch * (q[2] - feet_z))
-    com_xy = np.mean([data.oMf[f].translation[:2] for n in foot_frames
-                      for f in sole_frames[n]], axis=0)
+    com_xy = np.mean(
+        [data.oMf[f].translation[:2] for n in foot_frames for f in sole_frames[n]], axis=0
+    )
     knees = _knee_starts(model, data, q, feet, lateral, forward)
     index = dict(zip(joint_names, iq))
     for name, angle in (posture or {}).items():  # the reference the joints are pulled towards
         if name not in index:
-            raise RobotLoadError(f"posture: unknown joint {name!r}; joints: "
-                                 f"{', '.join(joint_names)}")
+            raise RobotLoadError(
+                f"posture: unknown joint {name!r}; joints: {', '.join(joint_names)}"
+            )
         q[index[name]] = np.clip(angle, lo[index[name]], hi[index[name]])
     q_zero = q.copy()
     for jid, angle in knees.items():  # the start: knees bent
@@ -176,12 +193,19 @@ def find_stand_pose(model: pin.Model, foot_frames: Mapping[str, int],
         err = float(np.abs(e).max())
         if err < tolerance:
             break
-        dv = _step(J, e, -_POSTURE_GAIN * np.r_[0.0, 0.0, q[iq] - q_zero[iq]],
-                   np.r_[False, False, q[iq] <= lo[iq]], np.r_[False, False, q[iq] >= hi[iq]])
+        dv = _step(
+            J,
+            e,
+            -_POSTURE_GAIN * np.r_[0.0, 0.0, q[iq] - q_zero[iq]],
+            np.r_[False, False, q[iq] <= lo[iq]],
+            np.r_[False, False, q[iq] >= hi[iq]],
+        )
         q[0:2] += dv[:2]
         q[iq] = np.clip(q[iq] + dv[2:], lo[iq], hi[iq])
     if not err < 1e-6:
-        raise RobotLoadError(f"no stand pose found (feet flat, CoM over the feet): the targets "
-                             f"are missed by {err:.3g} (m, rad) after {iterations} steps; give "
-                             "one in the robot config (stand = {joint = angle, ...})")
+        raise RobotLoadError(
+            f"no stand pose found (feet flat, CoM over the feet): the targets "
+            f"are missed by {err:.3g} (m, rad) after {iterations} steps; give "
+            "one in the robot config (stand = {joint = angle, ...})"
+        )
     return {name: float(q[i]) for name, i in zip(joint_names, iq)}

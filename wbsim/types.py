@@ -48,9 +48,11 @@ class _ArrayEq:
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
             return NotImplemented
-        return all(_equal(getattr(self, f.name), getattr(other, f.name))
-                   for f in fields(self)  # type: ignore[arg-type]
-                   if f.name not in self._eq_exclude)
+        return all(
+            _equal(getattr(self, f.name), getattr(other, f.name))
+            for f in fields(self)  # type: ignore[arg-type]
+            if f.name not in self._eq_exclude
+        )
 
     __hash__ = None  # type: ignore[assignment]  # mutable arrays inside
 

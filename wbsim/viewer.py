@@ -40,14 +40,17 @@ class Viewer:
         if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
             raise WbsimError(NO_DISPLAY_MESSAGE)
         if os.environ.get("MUJOCO_GL", "glfw") not in ("glfw", ""):
-            raise WbsimError(f"the viewer needs MUJOCO_GL=glfw (it is {os.environ['MUJOCO_GL']!r});"
-                             " unset MUJOCO_GL when a display is present")
+            raise WbsimError(
+                f"the viewer needs MUJOCO_GL=glfw (it is {os.environ['MUJOCO_GL']!r});"
+                " unset MUJOCO_GL when a display is present"
+            )
         import mujoco.viewer
 
         before = set(threading.enumerate())
         try:
-            self.handle = mujoco.viewer.launch_passive(model, data, show_left_ui=False,
-                                                       show_right_ui=False)
+            self.handle = mujoco.viewer.launch_passive(
+                model, data, show_left_ui=False, show_right_ui=False
+            )
         except Exception as exc:
             raise WbsimError(f"cannot open MuJoCo's viewer ({exc}). {NO_DISPLAY_MESSAGE}") from exc
         # the render thread launch_passive started (it does not hand it out): close() joins it

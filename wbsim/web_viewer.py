@@ -61,7 +61,7 @@ def _geom_mesh(model: mujoco.MjModel, g: int) -> tuple[np.ndarray, np.ndarray] |
         mid = model.geom_dataid[g]
         v0, nv = model.mesh_vertadr[mid], model.mesh_vertnum[mid]
         f0, nf = model.mesh_faceadr[mid], model.mesh_facenum[mid]
-        return model.mesh_vert[v0:v0 + nv].copy(), model.mesh_face[f0:f0 + nf].copy()
+        return model.mesh_vert[v0 : v0 + nv].copy(), model.mesh_face[f0 : f0 + nf].copy()
     if kind == geom.mjGEOM_SPHERE:
         mesh = trimesh.creation.icosphere(subdivisions=2, radius=size[0])
     elif kind == geom.mjGEOM_ELLIPSOID:
@@ -93,8 +93,11 @@ class Player:
     @property
     def index(self) -> int:
         """The frame the slider is on."""
-        return int(np.searchsorted(self.times, float(self._slider.value) - 1e-9).clip(
-            0, len(self.times) - 1))
+        return int(
+            np.searchsorted(self.times, float(self._slider.value) - 1e-9).clip(
+                0, len(self.times) - 1
+            )
+        )
 
     @index.setter
     def index(self, k: int) -> None:
@@ -122,8 +125,9 @@ class WebViewer:
         try:
             import viser
         except ImportError:
-            raise WbsimError("the web viewer needs viser: pip install 'wbsim[web]' (or pip "
-                             "install viser)") from None
+            raise WbsimError(
+                "the web viewer needs viser: pip install 'wbsim[web]' (or pip install viser)"
+            ) from None
         if not (isinstance(port, int) and 0 < port < 65536):
             raise WbsimError(f"web port must be an integer in 1-65535, got {port!r}")
         import socket
@@ -132,16 +136,24 @@ class WebViewer:
             with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
                 probe.bind((host, port))
         except OSError as exc:
-            raise WbsimError(f"web viewer: cannot listen on {host}:{port} ({exc.strerror or exc})"
-                             "; pick another --web-port") from None
+            raise WbsimError(
+                f"web viewer: cannot listen on {host}:{port} ({exc.strerror or exc})"
+                "; pick another --web-port"
+            ) from None
         self.host, self.port, self.realtime = host, port, realtime
         self.server = viser.ViserServer(host=host, port=port, verbose=False)
         self.server.gui.configure_theme(control_width="large")
         self._status = self.server.gui.add_markdown("waiting for the first frame")
         self._show_robot: Any = self.server.gui.add_checkbox("Robot", initial_value=True)
         self._show_robot.on_update(lambda _: self._set_robot_visible(self._show_robot.value))
-        self.server.scene.add_grid("/floor", width=20.0, height=20.0, cell_size=0.5,
-                                   section_size=1.0, position=(0.0, 0.0, -0.001))
+        self.server.scene.add_grid(
+            "/floor",
+            width=20.0,
+            height=20.0,
+            cell_size=0.5,
+            section_size=1.0,
+            position=(0.0, 0.0, -0.001),
+        )
         self._bodies: dict[int, Any] = {}  # body id -> viser frame handle
         self._model: mujoco.MjModel | None = None
         self._wall0: float | None = None
@@ -170,11 +182,20 @@ class WebViewer:
                 continue
             if b not in self._bodies:
                 self._bodies[b] = scene.add_frame(f"/robot/body{b}", show_axes=False)
-            rgba = model.mat_rgba[model.geom_matid[g]] if model.geom_matid[g] >= 0 else (
-                model.geom_rgba[g])
-            scene.add_mesh_simple(f"/robot/body{b}/geom{g}", mesh[0], mesh[1], color=_rgb(rgba),
-                                  position=model.geom_pos[g], wxyz=model.geom_quat[g],
-                                  flat_shading=False)
+            rgba = (
+                model.mat_rgba[model.geom_matid[g]]
+                if model.geom_matid[g] >= 0
+                else (model.geom_rgba[g])
+            )
+            scene.add_mesh_simple(
+                f"/robot/body{b}/geom{g}",
+                mesh[0],
+                mesh[1],
+                color=_rgb(rgba),
+                position=model.geom_pos[g],
+                wxyz=model.geom_quat[g],
+                flat_shading=False,
+            )
         self._model = model
         self._wall0 = None
 
@@ -225,18 +246,25 @@ class WebViewer:
 
         ball = trimesh.creation.icosphere(subdivisions=2, radius=MARKER_RADIUS)
         scene.add_batched_meshes_simple(
-            "/overlay/points", np.asarray(ball.vertices), np.asarray(ball.faces),
-            np.tile([1.0, 0.0, 0.0, 0.0], (len(points), 1)), points,
-            batched_colors=(255 * colors).astype(np.uint8), lod="off")
+            "/overlay/points",
+            np.asarray(ball.vertices),
+            np.asarray(ball.faces),
+            np.tile([1.0, 0.0, 0.0, 0.0], (len(points), 1)),
+            points,
+            batched_colors=(255 * colors).astype(np.uint8),
+            lod="off",
+        )
         segments: list[list[np.ndarray]] = []
         seg_colors: list[np.ndarray] = []
         arrows: list[tuple[np.ndarray, Any, np.ndarray, float]] = [
             (p, f, COMMANDED if not bad else VIOLATION, MARKER_RADIUS)
-            for p, f, bad in zip(points, ov.f_cmd, ov.violating)]
-        arrows += [(p, f, SIMULATED if not bad else VIOLATION, MARKER_RADIUS)
-                   for p, f, bad in zip(points, ov.f_sim, ov.violating)]
-        arrows += [(np.asarray(p), np.asarray(f), COMMANDED, 0.0)
-                   for p, f in ov.cmd_wrench_arrows]
+            for p, f, bad in zip(points, ov.f_cmd, ov.violating)
+        ]
+        arrows += [
+            (p, f, SIMULATED if not bad else VIOLATION, MARKER_RADIUS)
+            for p, f, bad in zip(points, ov.f_sim, ov.violating)
+        ]
+        arrows += [(np.asarray(p), np.asarray(f), COMMANDED, 0.0) for p, f in ov.cmd_wrench_arrows]
         for p, f, color, offset in arrows:
             f = np.asarray(f, dtype=float)
             norm = float(np.linalg.norm(f))
@@ -246,33 +274,45 @@ class WebViewer:
                 segments.append([start, start + min(ov.force_scale * norm, ov.max_arrow) * u])
                 seg_colors.append(color[:3])
         if segments:
-            scene.add_arrows("/overlay/forces", np.asarray(segments, dtype=np.float32),
-                             (255 * np.asarray(seg_colors)).astype(np.uint8),
-                             shaft_radius=0.006, head_radius=0.014, head_length=0.04)
+            scene.add_arrows(
+                "/overlay/forces",
+                np.asarray(segments, dtype=np.float32),
+                (255 * np.asarray(seg_colors)).astype(np.uint8),
+                shaft_radius=0.006,
+                head_radius=0.014,
+                head_length=0.04,
+            )
         else:
-            scene.add_arrows("/overlay/forces", np.zeros((0, 2, 3), np.float32),
-                             (255, 255, 255))
+            scene.add_arrows("/overlay/forces", np.zeros((0, 2, 3), np.float32), (255, 255, 255))
         com = np.asarray(ov.com, dtype=float)
         ground = np.array([com[0], com[1], 0.002])
         scene.add_icosphere("/overlay/com", radius=0.03, color=_rgb(COM_COLOR), position=com)
-        scene.add_icosphere("/overlay/com_ground", radius=0.015, color=_rgb(COM_COLOR),
-                            position=ground)
+        scene.add_icosphere(
+            "/overlay/com_ground", radius=0.015, color=_rgb(COM_COLOR), position=ground
+        )
         poly = np.asarray(ov.support, dtype=float)
         edges: list[list[Any]] = [[com, ground]]
-        edges += [[[*poly[k], 0.002], [*poly[(k + 1) % len(poly)], 0.002]]
-                  for k in range(len(poly))]
+        edges += [
+            [[*poly[k], 0.002], [*poly[(k + 1) % len(poly)], 0.002]] for k in range(len(poly))
+        ]
         line_colors = [COM_COLOR[:3]] + [POLYGON_COLOR[:3]] * (len(edges) - 1)
         rgb = (255 * np.repeat(np.asarray(line_colors)[:, None], 2, axis=1)).astype(np.uint8)
-        scene.add_line_segments("/overlay/lines", np.asarray(edges, dtype=np.float32), rgb,
-                                thickness=3.0, thickness_units="screen")
+        scene.add_line_segments(
+            "/overlay/lines",
+            np.asarray(edges, dtype=np.float32),
+            rgb,
+            thickness=3.0,
+            thickness_units="screen",
+        )
 
     def look_at(self, target: Sequence[float], distance: float = 3.0) -> None:
         """Point the page's initial camera at ``target`` (world, m) from ``distance`` m, from
         the front-left and above, as the video's camera."""
         at = np.asarray(target, dtype=float)
         az, el = np.radians(135.0), np.radians(15.0)
-        offset = distance * np.array([-np.cos(el) * np.cos(az), -np.cos(el) * np.sin(az),
-                                      np.sin(el)])
+        offset = distance * np.array(
+            [-np.cos(el) * np.cos(az), -np.cos(el) * np.sin(az), np.sin(el)]
+        )
         self.server.initial_camera.look_at = at
         self.server.initial_camera.position = at + offset
         self.server.initial_camera.up = (0.0, 0.0, 1.0)
@@ -281,9 +321,13 @@ class WebViewer:
         """A time slider over ``times`` (s) and a play button (:class:`Player`)."""
         times = np.asarray(times, dtype=float)
         step = float(np.min(np.diff(times))) if len(times) > 1 else 0.01
-        slider = self.server.gui.add_slider("time (s)", min=float(times[0]),
-                                            max=float(max(times[-1], times[0] + step)),
-                                            step=step, initial_value=float(times[0]))
+        slider = self.server.gui.add_slider(
+            "time (s)",
+            min=float(times[0]),
+            max=float(max(times[-1], times[0] + step)),
+            step=step,
+            initial_value=float(times[0]),
+        )
         play = self.server.gui.add_checkbox("Play", initial_value=True)
         return Player(times, slider, play)
 

@@ -39,10 +39,18 @@ def env_creator(env_config: dict[str, Any]):
     return gym.make("wbsim:wbsim/G1Stand-v0", **dict(env_config))
 
 
-def train(iterations: int = 1, out: str | Path | None = None, address: str | None = None,
-          env_runners: int = 1, train_batch_size: int = 1000, minibatch_size: int = 250,
-          num_epochs: int = 2, residual_scale: float = 0.05, seconds: float = 10.0,
-          seed: int = 0) -> list[dict]:
+def train(
+    iterations: int = 1,
+    out: str | Path | None = None,
+    address: str | None = None,
+    env_runners: int = 1,
+    train_batch_size: int = 1000,
+    minibatch_size: int = 250,
+    num_epochs: int = 2,
+    residual_scale: float = 0.05,
+    seconds: float = 10.0,
+    seed: int = 0,
+) -> list[dict]:
     """Run ``iterations`` PPO training iterations; return per iteration ``iteration``,
     ``episode_return_mean``, ``episode_len_mean`` (env steps), ``env_steps`` (sampled in all).
 
@@ -62,8 +70,9 @@ def train(iterations: int = 1, out: str | Path | None = None, address: str | Non
         if not (type(value) is int and value >= 1):
             raise WbsimError(f"{name} must be an integer >= 1, got {value!r}")
     if importlib.util.find_spec("ray") is None or importlib.util.find_spec("ray.rllib") is None:
-        raise WbsimError('RLlib is not installed: pip install torch==2.13.0, then '
-                         'pip install "wbsim[rllib]"')
+        raise WbsimError(
+            'RLlib is not installed: pip install torch==2.13.0, then pip install "wbsim[rllib]"'
+        )
     import ray
     from ray.rllib.algorithms.ppo import PPOConfig
     from ray.tune.registry import register_env
@@ -75,12 +84,22 @@ def train(iterations: int = 1, out: str | Path | None = None, address: str | Non
         register_env(ENV_NAME, env_creator)
         config = (
             PPOConfig()
-            .environment(ENV_NAME, env_config={
-                "action_mode": "residual", "residual_scale": residual_scale,
-                "frame_skip": FRAME_SKIP, "info_mode": "lean", "max_seconds": seconds})
+            .environment(
+                ENV_NAME,
+                env_config={
+                    "action_mode": "residual",
+                    "residual_scale": residual_scale,
+                    "frame_skip": FRAME_SKIP,
+                    "info_mode": "lean",
+                    "max_seconds": seconds,
+                },
+            )
             .env_runners(num_env_runners=env_runners)
-            .training(train_batch_size_per_learner=train_batch_size,
-                      minibatch_size=minibatch_size, num_epochs=num_epochs)
+            .training(
+                train_batch_size_per_learner=train_batch_size,
+                minibatch_size=minibatch_size,
+                num_epochs=num_epochs,
+            )
             .debugging(seed=seed)
         )
         algo = config.build_algo()
@@ -88,13 +107,19 @@ def train(iterations: int = 1, out: str | Path | None = None, address: str | Non
         for _ in range(iterations):
             result = algo.train()
             runners = result.get("env_runners", {})
-            history.append({
-                "iteration": int(result["training_iteration"]),
-                "episode_return_mean": float(runners.get("episode_return_mean", float("nan"))),
-                "episode_len_mean": float(runners.get("episode_len_mean", float("nan"))),
-                "env_steps": int(result.get("num_env_steps_sampled_lifetime",
-                                            runners.get("num_env_steps_sampled_lifetime", 0))),
-            })
+            history.append(
+                {
+                    "iteration": int(result["training_iteration"]),
+                    "episode_return_mean": float(runners.get("episode_return_mean", float("nan"))),
+                    "episode_len_mean": float(runners.get("episode_len_mean", float("nan"))),
+                    "env_steps": int(
+                        result.get(
+                            "num_env_steps_sampled_lifetime",
+                            runners.get("num_env_steps_sampled_lifetime", 0),
+                        )
+                    ),
+                }
+            )
             print(history[-1], flush=True)
         if out is not None:
             algo.save_to_path(str(Path(out).resolve()))
@@ -109,18 +134,29 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--iterations", type=int, default=1)
     parser.add_argument("--out", help="folder to save the trained algorithm into")
-    parser.add_argument("--address", help="an existing Ray cluster (auto, HOST:6379, "
-                        "ray://HOST:10001); default: a local Ray")
+    parser.add_argument(
+        "--address",
+        help="an existing Ray cluster (auto, HOST:6379, ray://HOST:10001); default: a local Ray",
+    )
     parser.add_argument("--env-runners", type=int, default=1)
-    parser.add_argument("--train-batch-size", type=int, default=1000, help="env steps per iteration")
+    parser.add_argument(
+        "--train-batch-size", type=int, default=1000, help="env steps per iteration"
+    )
     parser.add_argument("--seconds", type=float, default=10.0, help="episode length, s")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     from wbsim.errors import WbsimError
 
     try:
-        train(args.iterations, args.out, args.address, args.env_runners,
-              train_batch_size=args.train_batch_size, seconds=args.seconds, seed=args.seed)
+        train(
+            args.iterations,
+            args.out,
+            args.address,
+            args.env_runners,
+            train_batch_size=args.train_batch_size,
+            seconds=args.seconds,
+            seed=args.seed,
+        )
     except WbsimError as exc:
         parser.exit(2, f"rllib_ppo: error: {exc}\n")
     return 0

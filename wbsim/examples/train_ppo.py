@@ -38,10 +38,17 @@ if TYPE_CHECKING:
 FRAME_SKIP = 10
 
 
-def train(steps: int = 2048, out: str | Path = "runs/ppo_g1_stand", seed: int = 0,
-          env_id: str = "wbsim/G1Stand-v0", residual_scale: float = 0.05,
-          video_seconds: float = 2.0, n_steps: int = 1024, overwrite: bool = False,
-          controller: str = "gravity_qp") -> Path:
+def train(
+    steps: int = 2048,
+    out: str | Path = "runs/ppo_g1_stand",
+    seed: int = 0,
+    env_id: str = "wbsim/G1Stand-v0",
+    residual_scale: float = 0.05,
+    video_seconds: float = 2.0,
+    n_steps: int = 1024,
+    overwrite: bool = False,
+    controller: str = "gravity_qp",
+) -> Path:
     """Train for ``steps`` environment steps on ``env_id`` with ``controller`` in the loop; returns
     the folder with ``model.zip`` and the video.
 
@@ -68,18 +75,36 @@ def train(steps: int = 2048, out: str | Path = "runs/ppo_g1_stand", seed: int = 
         raise WbsimError(f"{out / 'model.zip'} exists; pick another --out, or --overwrite")
     check_video_path(out / "policy.mp4", overwrite)
     out.mkdir(parents=True, exist_ok=True)
-    env = gym.make(env_id, action_mode="residual", residual_scale=residual_scale,
-                   controller=controller, frame_skip=FRAME_SKIP)
-    model = PPO("MlpPolicy", env, n_steps=min(n_steps, steps), batch_size=64, seed=seed,
-                verbose=0, device="cpu")
+    env = gym.make(
+        env_id,
+        action_mode="residual",
+        residual_scale=residual_scale,
+        controller=controller,
+        frame_skip=FRAME_SKIP,
+    )
+    model = PPO(
+        "MlpPolicy",
+        env,
+        n_steps=min(n_steps, steps),
+        batch_size=64,
+        seed=seed,
+        verbose=0,
+        device="cpu",
+    )
     model.learn(total_timesteps=steps)
     model.save(out / "model.zip")
     env.close()
 
     from wbsim.render import VideoWriter
 
-    env = gym.make(env_id, action_mode="residual", residual_scale=residual_scale,
-                   controller=controller, frame_skip=FRAME_SKIP, render_mode="rgb_array")
+    env = gym.make(
+        env_id,
+        action_mode="residual",
+        residual_scale=residual_scale,
+        controller=controller,
+        frame_skip=FRAME_SKIP,
+        render_mode="rgb_array",
+    )
     obs, _ = env.reset(seed=seed)
     fps, dt = 30.0, cast("HumanoidEnv", env.unwrapped).dt
     next_frame = 0.0  # frames by simulated time (as wbsim run): the video plays in real time
@@ -98,24 +123,33 @@ def train(steps: int = 2048, out: str | Path = "runs/ppo_g1_stand", seed: int = 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--env", default="wbsim/G1Stand-v0",
-                        help="env id (wbsim list shows them)")
-    parser.add_argument("--controller", default="gravity_qp",
-                        help="the controller the policy's action is added to (projected_id for "
-                             "wbsim/G1Walk-v0 and G1StepInPlace-v0)")
+    parser.add_argument("--env", default="wbsim/G1Stand-v0", help="env id (wbsim list shows them)")
+    parser.add_argument(
+        "--controller",
+        default="gravity_qp",
+        help="the controller the policy's action is added to (projected_id for "
+        "wbsim/G1Walk-v0 and G1StepInPlace-v0)",
+    )
     parser.add_argument("--steps", type=int, default=2048, help="environment steps to train")
     parser.add_argument("--out", default="runs/ppo_g1_stand")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--residual-scale", type=float, default=0.05)
-    parser.add_argument("--overwrite", action="store_true",
-                        help="replace the model and the video in --out")
+    parser.add_argument(
+        "--overwrite", action="store_true", help="replace the model and the video in --out"
+    )
     args = parser.parse_args(argv)
     from wbsim.errors import WbsimError
 
     try:
-        out = train(args.steps, args.out, args.seed, env_id=args.env,
-                    residual_scale=args.residual_scale, overwrite=args.overwrite,
-                    controller=args.controller)
+        out = train(
+            args.steps,
+            args.out,
+            args.seed,
+            env_id=args.env,
+            residual_scale=args.residual_scale,
+            overwrite=args.overwrite,
+            controller=args.controller,
+        )
     except WbsimError as exc:
         parser.exit(2, f"train_ppo: error: {exc}\n")
     print(f"saved {out / 'model.zip'} and {out / 'policy.mp4'}")

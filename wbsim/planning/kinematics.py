@@ -55,8 +55,9 @@ def adam_urdf_text(urdf_text: str) -> str:
     """The G1 URDF as adam's parser takes it: the ``world`` link and its ``floating`` joint removed
     (the planner's free base is the root link's pose), and every joint without ``<origin>`` given
     the identity origin (adam's parser fails on a missing origin)."""
-    text = re.sub(r"<joint\b[^>]*type=\"floating\"[^>]*>.*?</joint>", "", urdf_text,
-                  flags=re.DOTALL)
+    text = re.sub(
+        r"<joint\b[^>]*type=\"floating\"[^>]*>.*?</joint>", "", urdf_text, flags=re.DOTALL
+    )
     text = re.sub(r"<link\s+name=\"world\"\s*/>", "", text)
     text = re.sub(r"<link\s+name=\"world\"\s*>\s*</link>", "", text)
 
@@ -121,8 +122,9 @@ def load_kinematics(robot=None) -> G1Kinematics:
         import casadi as ca
         from adam.casadi import KinDynComputations
     except ImportError as exc:
-        raise WbsimError(f"wbsim.planning needs the 'plan' extra (pip install 'wbsim[plan]'): "
-                         f"{exc}") from None
+        raise WbsimError(
+            f"wbsim.planning needs the 'plan' extra (pip install 'wbsim[plan]'): {exc}"
+        ) from None
     import wbsim
     from wbsim.robot import _read_description
 
@@ -147,17 +149,36 @@ def load_kinematics(robot=None) -> G1Kinematics:
         for c in foot.points_in_foot:
             pts.append(Hf[:3, 3] + ca.mtimes(Hf[:3, :3], ca.DM(c)))
     opts = {"cse": True}
-    feet_fun = ca.Function("feet", [p_B, rho, s], [ca.horzcat(*pts), rots[0], rots[1]],
-                           ["p_B", "rho", "s"], ["P", "R_left", "R_right"], opts)
-    com_fun = ca.Function("com", [p_B, rho, s], [kd.CoM_position_fun()(H, s)],
-                          ["p_B", "rho", "s"], ["x"], opts)
-    cmm_fun = ca.Function("cmm", [p_B, rho, s], [kd.centroidal_momentum_matrix_fun()(H, s)],
-                          ["p_B", "rho", "s"], ["J_CMM"], opts)
+    feet_fun = ca.Function(
+        "feet",
+        [p_B, rho, s],
+        [ca.horzcat(*pts), rots[0], rots[1]],
+        ["p_B", "rho", "s"],
+        ["P", "R_left", "R_right"],
+        opts,
+    )
+    com_fun = ca.Function(
+        "com", [p_B, rho, s], [kd.CoM_position_fun()(H, s)], ["p_B", "rho", "s"], ["x"], opts
+    )
+    cmm_fun = ca.Function(
+        "cmm",
+        [p_B, rho, s],
+        [kd.centroidal_momentum_matrix_fun()(H, s)],
+        ["p_B", "rho", "s"],
+        ["J_CMM"],
+        opts,
+    )
     return G1Kinematics(
-        joint_names=tuple(robot.joint_names), n_joints=n, mass=float(robot.total_mass),
+        joint_names=tuple(robot.joint_names),
+        n_joints=n,
+        mass=float(robot.total_mass),
         point_names=tuple(robot.contact_point_names),
         points_in_foot=np.array([f.points_in_foot for f in feet]),
-        foot_links=(feet[0].link, feet[1].link), feet=feet_fun, com=com_fun, cmm=cmm_fun)
+        foot_links=(feet[0].link, feet[1].link),
+        feet=feet_fun,
+        com=com_fun,
+        cmm=cmm_fun,
+    )
 
 
 def pinocchio_reference(robot, p_B, rho, s, v_B=None, omega=None, s_dot=None) -> dict[str, Any]:
@@ -181,8 +202,9 @@ def pinocchio_reference(robot, p_B, rho, s, v_B=None, omega=None, s_dot=None) ->
     joints = dict(zip(robot.joint_names, np.asarray(s, float)))
     q = robot.configuration(np.asarray(p_B, float), rho, joints)
     pin.framesForwardKinematics(model, data, q)
-    points = np.array([data.oMf[model.getFrameId(n)].translation
-                       for n in robot.contact_point_names])
+    points = np.array(
+        [data.oMf[model.getFrameId(n)].translation for n in robot.contact_point_names]
+    )
     com = pin.centerOfMass(model, data, q)
     out: dict[str, Any] = {"points": points, "com": np.array(com), "q": q}
     if v_B is not None:

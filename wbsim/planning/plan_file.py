@@ -36,16 +36,24 @@ import numpy as np
 
 from wbsim.errors import WbsimError
 
-__all__ = ["FORMAT", "complementarity_accuracy", "contact_set", "load_plan", "save_plan", "summary",
-           "switches"]
+__all__ = [
+    "FORMAT",
+    "complementarity_accuracy",
+    "contact_set",
+    "load_plan",
+    "save_plan",
+    "summary",
+    "switches",
+]
 
 FORMAT = "wbsim-dcc-plan-1"
 #: Contact thresholds of :func:`contact_set`: height, m; normal force, N.
 CONTACT_HEIGHT, CONTACT_FORCE = 1e-3, 1.0
 
 
-def contact_set(P: np.ndarray, F: np.ndarray, height: float = CONTACT_HEIGHT,
-                force: float = CONTACT_FORCE) -> np.ndarray:
+def contact_set(
+    P: np.ndarray, F: np.ndarray, height: float = CONTACT_HEIGHT, force: float = CONTACT_FORCE
+) -> np.ndarray:
     """``(T, 8)`` bool: a point is in contact when ``h <= height`` (m) and ``f_n >= force`` (N)."""
     return (P[..., 2] <= height) & (F[..., 2] >= force)
 
@@ -75,8 +83,10 @@ def complementarity_accuracy(heights: np.ndarray, normal_forces: np.ndarray) -> 
     h = np.clip(np.asarray(heights, dtype=float), 0.0, None)
     f = np.clip(np.nan_to_num(np.asarray(normal_forces, dtype=float)), 0.0, None)
     if h.shape != f.shape or h.ndim != 2:
-        raise WbsimError(f"complementarity_accuracy: heights {h.shape} and normal_forces "
-                         f"{f.shape} must both be (k, n)")
+        raise WbsimError(
+            f"complementarity_accuracy: heights {h.shape} and normal_forces "
+            f"{f.shape} must both be (k, n)"
+        )
     if not len(h):
         return float("nan")
     return float(np.mean((h * f).sum(axis=1) / h.shape[1]))
@@ -94,35 +104,53 @@ def save_plan(path: str | Path, result, foot_rotations: np.ndarray | None = None
     T = len(result.times)
     P, F = s["P"].reshape(T, 8, 3), s["F"].reshape(T, 8, 3)
     U = c["U_P"].reshape(T, 8, 3)
-    V = np.array([[cc.dcc_planar_velocity(P[t, i, 2], U[t, i], st.k_t) for i in range(8)]
-                  for t in range(T)])
+    V = np.array(
+        [[cc.dcc_planar_velocity(P[t, i, 2], U[t, i], st.k_t) for i in range(8)] for t in range(T)]
+    )
     if foot_rotations is None:
         foot_rotations = result.extra.get("foot_rotations")
     kin = result.extra.get("kin")
     if foot_rotations is None:
         kin = kin or load_kinematics()
-        foot_rotations = np.array([[np.array(r) for r in kin.feet(s["p_B"][t], s["rho"][t],
-                                                                  s["s"][t])[1:]]
-                                   for t in range(T)])
+        foot_rotations = np.array(
+            [
+                [np.array(r) for r in kin.feet(s["p_B"][t], s["rho"][t], s["s"][t])[1:]]
+                for t in range(T)
+            ]
+        )
     contact = contact_set(P, F)
     sw_t, sw_i, sw_k = switches(result.times, contact)
     settings = {k: v for k, v in dataclasses.asdict(st).items() if k != "ipopt"}
     data: dict[str, Any] = {
-        "format": np.array(FORMAT), "robot": np.array("g1"), "times": result.times,
+        "format": np.array(FORMAT),
+        "robot": np.array("g1"),
+        "times": result.times,
         "dt": np.array(st.dt),
-        "base_position": s["p_B"], "base_quaternion_wxyz": s["rho"],
-        "base_linear_velocity": c["v_B"], "base_angular_velocity": c["omega"],
-        "joint_names": np.array(result.extra.get("joint_names", [])), "joint_positions": s["s"],
-        "joint_velocities": c["s_dot"], "com": s["x"], "momentum": s["h"],
-        "point_names": np.array(result.extra.get("point_names", [])), "point_positions": P,
-        "point_forces": F, "point_velocities": V,
+        "base_position": s["p_B"],
+        "base_quaternion_wxyz": s["rho"],
+        "base_linear_velocity": c["v_B"],
+        "base_angular_velocity": c["omega"],
+        "joint_names": np.array(result.extra.get("joint_names", [])),
+        "joint_positions": s["s"],
+        "joint_velocities": c["s_dot"],
+        "com": s["x"],
+        "momentum": s["h"],
+        "point_names": np.array(result.extra.get("point_names", [])),
+        "point_positions": P,
+        "point_forces": F,
+        "point_velocities": V,
         "point_force_rates": c["F_dot"].reshape(T, 8, 3),
-        "foot_names": np.array(["left_foot", "right_foot"]), "foot_rotations": foot_rotations,
+        "foot_names": np.array(["left_foot", "right_foot"]),
+        "foot_rotations": foot_rotations,
         "contact": contact,
         "foot_contact": np.stack([contact[:, :4].any(1), contact[:, 4:].any(1)], 1),
-        "contact_height": np.array(CONTACT_HEIGHT), "contact_force": np.array(CONTACT_FORCE),
-        "switch_times": sw_t, "switch_points": sw_i, "switch_kinds": sw_k,
-        "formulation": np.array(st.formulation), "params_json": np.array(json.dumps(st.params)),
+        "contact_height": np.array(CONTACT_HEIGHT),
+        "contact_force": np.array(CONTACT_FORCE),
+        "switch_times": sw_t,
+        "switch_points": sw_i,
+        "switch_kinds": sw_k,
+        "formulation": np.array(st.formulation),
+        "params_json": np.array(json.dumps(st.params)),
         "settings_json": np.array(json.dumps(settings)),
         "task_json": np.array(json.dumps(dataclasses.asdict(result.task))),
         "solve_status": np.array([x["status"] for x in result.solves]),
@@ -166,20 +194,30 @@ def summary(plan: dict[str, np.ndarray]) -> str:
     base = plan["base_position"]
     times = plan["solve_time_s"]
     lines = [
-        (f"plan {plan['formulation']!s} {plan['params_json']!s}: {t[-1]:.2f} s, "
-         f"{len(times)} solves"),
-        (f"  foot lift (lowest sole point, max over time): left {1000 * lift[0]:.1f} mm, right "
-         f"{1000 * lift[1]:.1f} mm"),
-        (f"  base moved {100 * (base[-1, 0] - base[0, 0]):+.1f} cm in x, "
-         f"{100 * (base[-1, 1] - base[0, 1]):+.1f} cm in y; CoM "
-         f"{100 * (plan['com'][-1, 0] - plan['com'][0, 0]):+.1f} cm in x"),
-        (f"  contact switches: {len(plan['switch_times'])} (foot lift-offs: left "
-         f"{int(np.sum(np.diff(plan['foot_contact'][:, 0].astype(int)) < 0))}, right "
-         f"{int(np.sum(np.diff(plan['foot_contact'][:, 1].astype(int)) < 0))})"),
-        (f"  solves: median {np.median(times):.2f} s wall, max {np.max(times):.2f} s (CPU median "
-         f"{np.nanmedian(plan['solve_cpu_time_s']):.2f} s, max "
-         f"{np.nanmax(plan['solve_cpu_time_s']):.2f} s); statuses "
-         f"{sorted(set(map(str, plan['solve_status'])))}; max violation "
-         f"{np.max(plan['solve_max_violation']):.1e}"),
+        (
+            f"plan {plan['formulation']!s} {plan['params_json']!s}: {t[-1]:.2f} s, "
+            f"{len(times)} solves"
+        ),
+        (
+            f"  foot lift (lowest sole point, max over time): left {1000 * lift[0]:.1f} mm, right "
+            f"{1000 * lift[1]:.1f} mm"
+        ),
+        (
+            f"  base moved {100 * (base[-1, 0] - base[0, 0]):+.1f} cm in x, "
+            f"{100 * (base[-1, 1] - base[0, 1]):+.1f} cm in y; CoM "
+            f"{100 * (plan['com'][-1, 0] - plan['com'][0, 0]):+.1f} cm in x"
+        ),
+        (
+            f"  contact switches: {len(plan['switch_times'])} (foot lift-offs: left "
+            f"{int(np.sum(np.diff(plan['foot_contact'][:, 0].astype(int)) < 0))}, right "
+            f"{int(np.sum(np.diff(plan['foot_contact'][:, 1].astype(int)) < 0))})"
+        ),
+        (
+            f"  solves: median {np.median(times):.2f} s wall, max {np.max(times):.2f} s (CPU median "
+            f"{np.nanmedian(plan['solve_cpu_time_s']):.2f} s, max "
+            f"{np.nanmax(plan['solve_cpu_time_s']):.2f} s); statuses "
+            f"{sorted(set(map(str, plan['solve_status'])))}; max violation "
+            f"{np.max(plan['solve_max_violation']):.1e}"
+        ),
     ]
     return "\n".join(lines)

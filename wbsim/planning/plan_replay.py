@@ -70,8 +70,9 @@ def _corners(robot: str, point_names: Sequence[str]) -> np.ndarray:
         for cname in CORNER_NAMES:
             if f"{foot}_{cname}" not in names:
                 raise WbsimError(f"plan point names {names} lack {foot}_{cname}")
-        out.append([corners[CORNER_NAMES.index(n[len(foot) + 1:])]
-                    for n in names if n.startswith(foot)])
+        out.append(
+            [corners[CORNER_NAMES.index(n[len(foot) + 1 :])] for n in names if n.startswith(foot)]
+        )
     return np.asarray(out, dtype=float).reshape(-1, 3)
 
 
@@ -79,11 +80,16 @@ def _slerp(times: np.ndarray, R: np.ndarray, grid: np.ndarray) -> np.ndarray:
     return Slerp(times, Rotation.from_matrix(R))(np.clip(grid, times[0], times[-1])).as_matrix()
 
 
-def reference_from_plan(plan: Mapping[str, np.ndarray] | str | Path, sample_dt: float = 0.005,
-                        land_time: float = 0.4, touchdown_speed: float = 0.02,
-                        settle_shift: float = 0.8, hold: float = 1.5,
-                        offset: Sequence[float] | None = None,
-                        mass: float | None = None) -> WholeBodyReference:
+def reference_from_plan(
+    plan: Mapping[str, np.ndarray] | str | Path,
+    sample_dt: float = 0.005,
+    land_time: float = 0.4,
+    touchdown_speed: float = 0.02,
+    settle_shift: float = 0.8,
+    hold: float = 1.5,
+    offset: Sequence[float] | None = None,
+    mass: float | None = None,
+) -> WholeBodyReference:
     """The :class:`~wbsim.reference.WholeBodyReference` of a DCC plan (module docstring).
 
     Args:
@@ -107,11 +113,11 @@ def reference_from_plan(plan: Mapping[str, np.ndarray] | str | Path, sample_dt: 
         raise WbsimError("plan: at least two knots are needed")
     d = np.zeros(3) if offset is None else np.asarray(offset, dtype=float)
     robot = str(plan["robot"])
-    P = np.asarray(plan["point_positions"], dtype=float) + d           # (T, 8, 3)
-    F = np.asarray(plan["point_forces"], dtype=float)                  # (T, 8, 3)
-    R_feet = np.asarray(plan["foot_rotations"], dtype=float)           # (T, 2, 3, 3)
+    P = np.asarray(plan["point_positions"], dtype=float) + d  # (T, 8, 3)
+    F = np.asarray(plan["point_forces"], dtype=float)  # (T, 8, 3)
+    R_feet = np.asarray(plan["foot_rotations"], dtype=float)  # (T, 2, 3, 3)
     corners = _corners(robot, [str(n) for n in plan["point_names"]])
-    contact = np.asarray(plan["foot_contact"], dtype=bool)             # (T, 2)
+    contact = np.asarray(plan["foot_contact"], dtype=bool)  # (T, 2)
     com = np.asarray(plan["com"], dtype=float) + d
     momentum = np.asarray(plan["momentum"], dtype=float)
     g = np.array([0.0, 0.0, -9.81])
@@ -122,10 +128,10 @@ def reference_from_plan(plan: Mapping[str, np.ndarray] | str | Path, sample_dt: 
     # -- feet at the knots: the frame origin from the corners ---------------------------------
     origin = np.empty((t.size, 2, 3))
     for k in range(2):
-        pts = P[:, 4 * k:4 * k + 4]                                     # (T, 4, 3)
-        rel = np.einsum("tij,pj->tpi", R_feet[:, k], corners[4 * k:4 * k + 4])
+        pts = P[:, 4 * k : 4 * k + 4]  # (T, 4, 3)
+        rel = np.einsum("tij,pj->tpi", R_feet[:, k], corners[4 * k : 4 * k + 4])
         origin[:, k] = (pts - rel).mean(axis=1)
-    floor = float(np.min(P[0, :, 2]))                                  # the soles at rest
+    floor = float(np.min(P[0, :, 2]))  # the soles at rest
 
     # -- the plan's part, resampled -------------------------------------------------------------
     grid_plan = np.arange(0.0, T_end + 0.5 * sample_dt, sample_dt)
@@ -141,28 +147,32 @@ def reference_from_plan(plan: Mapping[str, np.ndarray] | str | Path, sample_dt: 
     q_wxyz = np.asarray(plan["base_quaternion_wxyz"], dtype=float)
     base_R = Rotation.from_quat(q_wxyz[:, [1, 2, 3, 0]]).as_matrix()
     brot_p = _slerp(t, base_R, grid_plan)
-    post_p = PchipInterpolator(t, np.asarray(plan["joint_positions"], dtype=float),
-                               axis=0)(grid_plan)
+    post_p = PchipInterpolator(t, np.asarray(plan["joint_positions"], dtype=float), axis=0)(
+        grid_plan
+    )
     wr_knots = np.zeros((t.size, 2, 6))
     for k in range(2):
-        f = F[:, 4 * k:4 * k + 4]
+        f = F[:, 4 * k : 4 * k + 4]
         wr_knots[:, k, :3] = f.sum(axis=1)
-        wr_knots[:, k, 3:] = np.cross(P[:, 4 * k:4 * k + 4] - origin[:, k, None], f).sum(axis=1)
-    wr_p = np.stack([[np.interp(grid_plan, t, wr_knots[:, k, i]) for i in range(6)]
-                     for k in range(2)]).transpose(2, 0, 1)
+        wr_knots[:, k, 3:] = np.cross(P[:, 4 * k : 4 * k + 4] - origin[:, k, None], f).sum(axis=1)
+    wr_p = np.stack(
+        [[np.interp(grid_plan, t, wr_knots[:, k, i]) for i in range(6)] for k in range(2)]
+    ).transpose(2, 0, 1)
 
     # -- completion: land a foot in the air, bring the CoM to rest between the soles ------------
     in_air = [k for k in range(2) if not contact[-1, k]]
     z_c = float(com[-1, 2]) - floor
     w = lipm_omega(z_c, 9.81)
     c_end, cd_end, cdd_end = c_p[-1, :2], cd_p[-1, :2], cdd_p[-1, :2]
-    sole_centre = [origin[-1, k, :2] + (R_feet[-1, k] @ corners[4 * k:4 * k + 4].mean(axis=0))[:2]
-                   for k in range(2)]
+    sole_centre = [
+        origin[-1, k, :2] + (R_feet[-1, k] @ corners[4 * k : 4 * k + 4].mean(axis=0))[:2]
+        for k in range(2)
+    ]
     middle = 0.5 * (sole_centre[0] + sole_centre[1])
     t_land = T_end + (land_time if in_air else 0.0)
     p_end = c_end - cdd_end / w**2
     xi_end = c_end + cd_end / w
-    pieces = []                                  # (LipmTrajectory, start offset from T_end)
+    pieces = []  # (LipmTrajectory, start offset from T_end)
     t0 = 0.0
     if in_air:
         # the stance foot alone until the landing: the ZMP stays where the plan left it (on the
@@ -174,26 +184,46 @@ def reference_from_plan(plan: Mapping[str, np.ndarray] | str | Path, sample_dt: 
         t0 = land_time
         # land the swing sole's centre level with the DCM at the landing along the stance foot's
         # heading, and the feet as far apart across it as at the plan's start
-        sole_off = (R_feet[-1, swing] @ corners[4 * swing:4 * swing + 4].mean(axis=0))[:2]
+        sole_off = (R_feet[-1, swing] @ corners[4 * swing : 4 * swing + 4].mean(axis=0))[:2]
         stance_pos = origin[-1, 1 - swing, :2]
         yaw = math.atan2(R_feet[-1, 1 - swing][1, 0], R_feet[-1, 1 - swing][0, 0])
-        fwd, left = np.array([math.cos(yaw), math.sin(yaw)]), np.array([-math.sin(yaw),
-                                                                        math.cos(yaw)])
+        fwd, left = (
+            np.array([math.cos(yaw), math.sin(yaw)]),
+            np.array([-math.sin(yaw), math.cos(yaw)]),
+        )
         width = abs(float(np.dot(origin[0, 0, :2] - origin[0, 1, :2], left)))
         side = 1.0 if swing == 0 else -1.0
-        landing = (stance_pos + float(np.dot(xi_end - sole_off - stance_pos, fwd)) * fwd
-                   + side * width * left)
+        landing = (
+            stance_pos
+            + float(np.dot(xi_end - sole_off - stance_pos, fwd)) * fwd
+            + side * width * left
+        )
         sole_centre[swing] = landing + sole_off
         middle = 0.5 * (sole_centre[0] + sole_centre[1])
     # both soles down: the ZMP from p_end through the free knot to the middle; the free knot's
     # time is the first of a few that keeps it inside the soles' hull (the latest ZMP is the
     # least demanding), else the one that leaves it the least
-    hull = ConvexHull(np.vstack([origin[-1, k, :2] + (R_feet[-1, k] @ corners[4 * k:4 * k + 4].T)
-                                 [:2].T for k in range(2) if k not in in_air]
-                                + ([np.array([landing + (R_feet[-1, in_air[0]] @ c)[:2]
-                                              for c in corners[4 * in_air[0]:
-                                                               4 * in_air[0] + 4]])]
-                                   if in_air else [])))
+    hull = ConvexHull(
+        np.vstack(
+            [
+                origin[-1, k, :2] + (R_feet[-1, k] @ corners[4 * k : 4 * k + 4].T)[:2].T
+                for k in range(2)
+                if k not in in_air
+            ]
+            + (
+                [
+                    np.array(
+                        [
+                            landing + (R_feet[-1, in_air[0]] @ c)[:2]
+                            for c in corners[4 * in_air[0] : 4 * in_air[0] + 4]
+                        ]
+                    )
+                ]
+                if in_air
+                else []
+            )
+        )
+    )
     best = None
     for frac in (0.5, 0.35, 0.25, 0.15, 0.1):
         knots_t = np.array([0.0, frac * settle_shift, settle_shift])
@@ -215,8 +245,10 @@ def reference_from_plan(plan: Mapping[str, np.ndarray] | str | Path, sample_dt: 
     lipm_end = t0 + settle_shift
     t_rest = lipm_end + hold
     tail = np.arange(sample_dt, t_rest + 0.5 * sample_dt, sample_dt)
-    ev = {key: np.empty((tail.size, 2)) for key in ("zmp", "dcm", "com", "com_velocity",
-                                                   "com_acceleration")}
+    ev = {
+        key: np.empty((tail.size, 2))
+        for key in ("zmp", "dcm", "com", "com_velocity", "com_acceleration")
+    }
     for k, (piece, start) in enumerate(pieces):
         end = pieces[k + 1][1] if k + 1 < len(pieces) else np.inf
         sel = (tail > start - 1e-12) & (tail < end - 1e-12) if k else tail < end - 1e-12
@@ -236,7 +268,7 @@ def reference_from_plan(plan: Mapping[str, np.ndarray] | str | Path, sample_dt: 
         # touchdown_speed; horizontal: a cubic from the plan's position and velocity to where the
         # DCM will be at the landing (the capture point), at rest
         z0, v0 = fpos_p[-1, k, 2], fvel_p[-1, k, 2]
-        z1 = float(origin[0, k, 2])                                     # the foot frame at rest
+        z1 = float(origin[0, k, 2])  # the foot frame at rest
         L = land_time
         h = CubicHermiteSpline([0.0, L], [z0, z1], [v0, -touchdown_speed])
         tt = np.minimum(tail, L)
@@ -244,8 +276,9 @@ def reference_from_plan(plan: Mapping[str, np.ndarray] | str | Path, sample_dt: 
         fvel_t[:, k, 2] = np.where(tail < L, h(tt, 1), 0.0)
         facc_t[:, k, 2] = np.where(tail < L, h(tt, 2), 0.0)
         for i in range(2):
-            hx = CubicHermiteSpline([0.0, L], [fpos_p[-1, k, i], landing[i]],
-                                    [fvel_p[-1, k, i], 0.0])
+            hx = CubicHermiteSpline(
+                [0.0, L], [fpos_p[-1, k, i], landing[i]], [fvel_p[-1, k, i], 0.0]
+            )
             fpos_t[:, k, i] = hx(tt)
             fvel_t[:, k, i] = np.where(tail < L, hx(tt, 1), 0.0)
             facc_t[:, k, i] = np.where(tail < L, hx(tt, 2), 0.0)
@@ -269,16 +302,26 @@ def reference_from_plan(plan: Mapping[str, np.ndarray] | str | Path, sample_dt: 
         phases.append(ContactPhase(t_land, frozenset(_FEET), "completion_landed"))
     zmp_p = np.column_stack([c_p[:, :2] - cdd_p[:, :2] / w**2, np.full(grid_plan.size, floor)])
     return WholeBodyReference(
-        times=times, com=np.vstack([c_p, c_t]), com_velocity=np.vstack([cd_p, cd_t]),
-        com_acceleration=np.vstack([cdd_p, cdd_t]), base_rotation=np.vstack([brot_p, brot_t]),
-        foot_names=_FEET, foot_position=np.vstack([fpos_p, fpos_t]),
-        foot_velocity=np.vstack([fvel_p, fvel_t]), foot_acceleration=np.vstack([facc_p, facc_t]),
-        foot_rotation=np.vstack([frot_p, frot_t]), phases=tuple(phases),
+        times=times,
+        com=np.vstack([c_p, c_t]),
+        com_velocity=np.vstack([cd_p, cd_t]),
+        com_acceleration=np.vstack([cdd_p, cdd_t]),
+        base_rotation=np.vstack([brot_p, brot_t]),
+        foot_names=_FEET,
+        foot_position=np.vstack([fpos_p, fpos_t]),
+        foot_velocity=np.vstack([fvel_p, fvel_t]),
+        foot_acceleration=np.vstack([facc_p, facc_t]),
+        foot_rotation=np.vstack([frot_p, frot_t]),
+        phases=tuple(phases),
         joint_names=tuple(str(j) for j in plan["joint_names"]),
-        posture=np.vstack([post_p, post_t]), foot_wrench=np.vstack([wr_p, wr_t]),
+        posture=np.vstack([post_p, post_t]),
+        foot_wrench=np.vstack([wr_p, wr_t]),
         zmp=np.vstack([zmp_p, zmp_t]),
-        source=(f"DCC plan ({plan['formulation']!s} {plan['params_json']!s}, {T_end:g} s, "
-                f"{t.size} knots) + LIPM completion to rest ({t_rest:g} s)"))
+        source=(
+            f"DCC plan ({plan['formulation']!s} {plan['params_json']!s}, {T_end:g} s, "
+            f"{t.size} knots) + LIPM completion to rest ({t_rest:g} s)"
+        ),
+    )
 
 
 def _shares(p: np.ndarray, centres: Sequence[np.ndarray]) -> list[float]:
@@ -298,9 +341,13 @@ def _phases(t: np.ndarray, contact: np.ndarray) -> list[ContactPhase]:
     for k in range(t.size):
         cs = frozenset(f for i, f in enumerate(_FEET) if contact[k, i])
         if cs != prev:
-            name = ("double_support" if len(cs) == 2 else
-                    f"swing_{(set(_FEET) - cs).pop()}" if len(cs) == 1 else "flight")
+            name = (
+                "double_support"
+                if len(cs) == 2
+                else f"swing_{(set(_FEET) - cs).pop()}"
+                if len(cs) == 1
+                else "flight"
+            )
             out.append(ContactPhase(0.0 if not out else float(t[k]), cs, name))
             prev = cs
     return out
-

@@ -81,8 +81,15 @@ def initial_state(kin: G1Kinematics, robot=None) -> dict[str, np.ndarray]:
     P = np.array(kin.feet(p_B, rho, s)[0]).T
     F = np.zeros((8, 3))
     F[:, 2] = kin.mass * 9.81 / 8
-    return {"p_B": p_B, "rho": rho, "s": s, "x": np.array(kin.com(p_B, rho, s)).ravel(),
-            "h": np.zeros(6), "P": P, "F": F}
+    return {
+        "p_B": p_B,
+        "rho": rho,
+        "s": s,
+        "x": np.array(kin.com(p_B, rho, s)).ravel(),
+        "h": np.zeros(6),
+        "P": P,
+        "F": F,
+    }
 
 
 def com_reference(task: Task, t: np.ndarray, start: dict[str, np.ndarray]) -> np.ndarray:
@@ -128,15 +135,24 @@ def _shift(res: SolveResult) -> tuple[dict[str, np.ndarray], dict[str, np.ndarra
 
 def _rest_guess(start: dict[str, np.ndarray], knots: int, n: int):
     states = {k: np.repeat(np.asarray(v, float)[None], knots, axis=0) for k, v in start.items()}
-    controls = {"v_B": np.zeros((knots, 3)), "omega": np.zeros((knots, 3)),
-                "s_dot": np.zeros((knots, n)), "U_P": np.zeros((knots, 8, 3)),
-                "F_dot": np.zeros((knots, 8, 3))}
+    controls = {
+        "v_B": np.zeros((knots, 3)),
+        "omega": np.zeros((knots, 3)),
+        "s_dot": np.zeros((knots, n)),
+        "U_P": np.zeros((knots, 8, 3)),
+        "F_dot": np.zeros((knots, 8, 3)),
+    }
     return states, controls
 
 
-def run_receding(steps: int, settings: PlannerSettings | None = None, task: Task | None = None,
-                 kin: G1Kinematics | None = None, planner: Planner | None = None,
-                 progress: bool = False) -> RecedingResult:
+def run_receding(
+    steps: int,
+    settings: PlannerSettings | None = None,
+    task: Task | None = None,
+    kin: G1Kinematics | None = None,
+    planner: Planner | None = None,
+    progress: bool = False,
+) -> RecedingResult:
     """Solve ``steps`` times, each from the previous solve's knot 1, warm-started from the shifted
     previous solution (primal and multipliers).
 
@@ -167,17 +183,27 @@ def run_receding(steps: int, settings: PlannerSettings | None = None, task: Task
         planner.set_parameters(state, com_reference(task, t, start), s_ref, start["P"])
         planner.set_guess(guess_s, guess_c, lam)
         res = planner.solve()
-        hf = np.clip(res.states["P"][:, :, 2], 0, None) * np.clip(res.states["F"][:, :, 2], 0,
-                                                                    None)
-        solves.append({"status": res.status, "success": res.success,
-                       "iterations": res.iterations, "solve_time_s": res.solve_time_s,
-                       "cpu_time_s": res.cpu_time_s,
-                       "max_violation": res.max_violation,
-                       "accuracy": float(np.mean(hf.sum(axis=1) / 8)), "cost": res.cost})
+        hf = np.clip(res.states["P"][:, :, 2], 0, None) * np.clip(res.states["F"][:, :, 2], 0, None)
+        solves.append(
+            {
+                "status": res.status,
+                "success": res.success,
+                "iterations": res.iterations,
+                "solve_time_s": res.solve_time_s,
+                "cpu_time_s": res.cpu_time_s,
+                "max_violation": res.max_violation,
+                "accuracy": float(np.mean(hf.sum(axis=1) / 8)),
+                "cost": res.cost,
+            }
+        )
         if progress:
-            print(f"  solve {j + 1}/{steps}: {res.status} {res.iterations} it "
-                  f"{res.solve_time_s:.1f} s wall, {res.cpu_time_s:.1f} s CPU, violation "
-                  f"{res.max_violation:.1e}", file=sys.stderr, flush=True)
+            print(
+                f"  solve {j + 1}/{steps}: {res.status} {res.iterations} it "
+                f"{res.solve_time_s:.1f} s wall, {res.cpu_time_s:.1f} s CPU, violation "
+                f"{res.max_violation:.1e}",
+                file=sys.stderr,
+                flush=True,
+            )
         for k in CONTROL_FIELDS:
             rows_c[k].append(res.controls[k][0])
         state = {k: res.states[k][1].copy() for k in STATE_FIELDS}
@@ -189,20 +215,38 @@ def run_receding(steps: int, settings: PlannerSettings | None = None, task: Task
     for k in CONTROL_FIELDS:
         rows_c[k].append(last.controls[k][1])
     states = {k: np.array(v) for k, v in rows_s.items()}
-    rotations = np.array([[np.array(r) for r in kin.feet(states["p_B"][t], states["rho"][t],
-                                                         states["s"][t])[1:]]
-                          for t in range(steps + 1)])
+    rotations = np.array(
+        [
+            [np.array(r) for r in kin.feet(states["p_B"][t], states["rho"][t], states["s"][t])[1:]]
+            for t in range(steps + 1)
+        ]
+    )
     return RecedingResult(
-        times=np.arange(steps + 1) * dt, states=states,
-        controls={k: np.array(v) for k, v in rows_c.items()}, solves=solves, settings=st,
-        task=task, build_time_s=planner.build_time_s,
-        extra={"foot_rotations": rotations, "joint_names": list(kin.joint_names),
-               "point_names": list(kin.point_names)})
+        times=np.arange(steps + 1) * dt,
+        states=states,
+        controls={k: np.array(v) for k, v in rows_c.items()},
+        solves=solves,
+        settings=st,
+        task=task,
+        build_time_s=planner.build_time_s,
+        extra={
+            "foot_rotations": rotations,
+            "joint_names": list(kin.joint_names),
+            "point_names": list(kin.point_names),
+        },
+    )
 
 
-def run_plan(out: str, task: str = "step", formulation: str = "baumgarte",
-             params: dict[str, float] | None = None, seconds: float = 2.5, knots: int = 10,
-             speed: float = 0.1, video: str | None = None) -> int:
+def run_plan(
+    out: str,
+    task: str = "step",
+    formulation: str = "baumgarte",
+    params: dict[str, float] | None = None,
+    seconds: float = 2.5,
+    knots: int = 10,
+    speed: float = 0.1,
+    video: str | None = None,
+) -> int:
     """``wbsim dcc plan``: plan ``seconds`` of motion, write the plan file (and the video).
 
     Returns 0 when every solve succeeded, 1 otherwise (the plan is written either way, its
@@ -216,8 +260,11 @@ def run_plan(out: str, task: str = "step", formulation: str = "baumgarte",
         check_output_file(video, "--video")
     if not (np.isfinite(seconds) and 0 < seconds <= 20):
         raise WbsimError(f"--seconds must be in (0, 20], got {seconds}")
-    settings = PlannerSettings(knots=knots, formulation=formulation,  # given params override
-                               params={**DEFAULT_PARAMS.get(formulation, {}), **(params or {})})
+    settings = PlannerSettings(
+        knots=knots,
+        formulation=formulation,  # given params override
+        params={**DEFAULT_PARAMS.get(formulation, {}), **(params or {})},
+    )
     settings.check()
     steps = round(seconds / settings.dt)
     res = run_receding(steps, settings, Task(task, speed=speed), progress=True)
@@ -234,13 +281,16 @@ def run_plan(out: str, task: str = "step", formulation: str = "baumgarte",
 #: The comparison's formulations and parameters: the issue's pair (relaxed 0.004, Baumgarte
 #: (0.05, 20)) and one more setting of each DCC form (each setting costs minutes on 2 cores).
 COMPARE_GRID: list[tuple[str, dict[str, float]]] = [
-    ("relaxed", {"eps": 0.004}), ("baumgarte", {"eps": 0.05, "K_bs": 20.0}),
-    ("baumgarte", {"eps": 0.1, "K_bs": 10.0}), ("sech", {"k_h": 500.0, "K_fz": 250.0}),
+    ("relaxed", {"eps": 0.004}),
+    ("baumgarte", {"eps": 0.05, "K_bs": 20.0}),
+    ("baumgarte", {"eps": 0.1, "K_bs": 10.0}),
+    ("sech", {"k_h": 500.0, "K_fz": 250.0}),
 ]
 
 
-def run_compare(json_path: str | None = None, task: str = "step", steps: int = 20,
-                knots: int = 10, grid=None) -> int:
+def run_compare(
+    json_path: str | None = None, task: str = "step", steps: int = 20, knots: int = 10, grid=None
+) -> int:
     """``wbsim dcc compare``: the planner in receding horizon for ``steps`` solves per setting of
     :data:`COMPARE_GRID`; a table (median solve time, iterations, accuracy ``mean(sum_i h_i
     f_z,i / 8)``) and the JSON."""
@@ -250,28 +300,36 @@ def run_compare(json_path: str | None = None, task: str = "step", steps: int = 2
         check_output_file(json_path, "--json")
     kin = load_kinematics()
     rows: list[dict[str, Any]] = []
-    print(f"{'formulation':<10} {'params':<20} {'status':<18} {'iter':>5} {'time s':>8} "
-          f"{'mean h f_n/8':>12} {'max viol':>9} {'L lift':>6} {'R lift':>6}   (median over "
-          f"{steps} solves of {knots} knots; accuracy in N m, lifts in mm)", flush=True)
-    for formulation, params in (grid or COMPARE_GRID):
+    print(
+        f"{'formulation':<10} {'params':<20} {'status':<18} {'iter':>5} {'time s':>8} "
+        f"{'mean h f_n/8':>12} {'max viol':>9} {'L lift':>6} {'R lift':>6}   (median over "
+        f"{steps} solves of {knots} knots; accuracy in N m, lifts in mm)",
+        flush=True,
+    )
+    for formulation, params in grid or COMPARE_GRID:
         settings = PlannerSettings(knots=knots, formulation=formulation, params=dict(params))
         res = run_receding(steps, settings, Task(task), kin=kin)
         times = [s["solve_time_s"] for s in res.solves]
-        hf = np.clip(res.states["P"][:, :, 2], 0, None) * np.clip(res.states["F"][:, :, 2], 0,
-                                                                    None)
-        rows.append({
-            "formulation": formulation, "params": params, "steps": steps, "knots": knots,
-            "status": _status_summary(res.solves),
-            "iterations": int(statistics.median(s["iterations"] for s in res.solves)),
-            "solve_time_s": float(statistics.median(times)), "solve_times_s": times,
-            "cpu_time_s": float(statistics.median(s["cpu_time_s"] for s in res.solves)),
-            "max_solve_time_s": float(max(times)),
-            "accuracy": float(np.mean(hf.sum(axis=1) / 8)),
-            "accuracy_per_solve": [s["accuracy"] for s in res.solves],
-            "max_violation": float(max(s["max_violation"] for s in res.solves)),
-            "max_foot_lift_m": _foot_lifts(res.states["P"]),
-            "build_time_s": res.build_time_s,
-        })
+        hf = np.clip(res.states["P"][:, :, 2], 0, None) * np.clip(res.states["F"][:, :, 2], 0, None)
+        rows.append(
+            {
+                "formulation": formulation,
+                "params": params,
+                "steps": steps,
+                "knots": knots,
+                "status": _status_summary(res.solves),
+                "iterations": int(statistics.median(s["iterations"] for s in res.solves)),
+                "solve_time_s": float(statistics.median(times)),
+                "solve_times_s": times,
+                "cpu_time_s": float(statistics.median(s["cpu_time_s"] for s in res.solves)),
+                "max_solve_time_s": float(max(times)),
+                "accuracy": float(np.mean(hf.sum(axis=1) / 8)),
+                "accuracy_per_solve": [s["accuracy"] for s in res.solves],
+                "max_violation": float(max(s["max_violation"] for s in res.solves)),
+                "max_foot_lift_m": _foot_lifts(res.states["P"]),
+                "build_time_s": res.build_time_s,
+            }
+        )
         print(_row(rows[-1]), flush=True)
     if json_path:
         Path(json_path).parent.mkdir(parents=True, exist_ok=True)
@@ -291,6 +349,8 @@ def _foot_lifts(P: np.ndarray) -> list[float]:
 
 def _row(r) -> str:
     params = ", ".join(f"{k}={v:g}" for k, v in r["params"].items())
-    return (f"{r['formulation']:<10} {params:<20} {r['status']:<18} {r['iterations']:>5} "
-            f"{r['solve_time_s']:>8.2f} {r['accuracy']:>12.3e} {r['max_violation']:>9.1e} "
-            f"{1000 * r['max_foot_lift_m'][0]:>6.1f} {1000 * r['max_foot_lift_m'][1]:>6.1f}")
+    return (
+        f"{r['formulation']:<10} {params:<20} {r['status']:<18} {r['iterations']:>5} "
+        f"{r['solve_time_s']:>8.2f} {r['accuracy']:>12.3e} {r['max_violation']:>9.1e} "
+        f"{1000 * r['max_foot_lift_m'][0]:>6.1f} {1000 * r['max_foot_lift_m'][1]:>6.1f}"
+    )

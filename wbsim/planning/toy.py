@@ -33,8 +33,9 @@ __all__ = [
 GRID: dict[str, list[dict[str, float]]] = {
     "relaxed": [{"eps": e} for e in (0.004, 0.008, 0.012, 0.016)],
     "baumgarte": [{"eps": e, "K_bs": k} for e, k in ((0.05, 20), (0.1, 20), (0.05, 10), (0.1, 10))],
-    "sech": [{"k_h": kh, "K_fz": kf}
-             for kh, kf in ((500, 250), (500, 125), (400, 250), (400, 125))],
+    "sech": [
+        {"k_h": kh, "K_fz": kf} for kh, kf in ((500, 250), (500, 125), (400, 250), (400, 125))
+    ],
 }
 
 #: IPOPT options of the toy. What matters (measured, see README):
@@ -68,7 +69,10 @@ IPOPT_OPTIONS: dict[str, Any] = {
 
 #: IPOPT's own defaults for the options above (for the comparison that shows the local minima).
 IPOPT_DEFAULTS: dict[str, Any] = {
-    "mu_init": 0.1, "warm_start_init_point": "no", "bound_push": 1e-2, "bound_frac": 1e-2,
+    "mu_init": 0.1,
+    "warm_start_init_point": "no",
+    "bound_push": 1e-2,
+    "bound_frac": 1e-2,
 }
 
 
@@ -148,8 +152,9 @@ def _check_params(formulation: str, params: dict[str, float]) -> None:
         raise UnknownNameError("formulation", formulation, cc.FORMULATIONS)
     need = set(cc.FORMULATIONS[formulation])
     if set(params) != need:
-        raise WbsimError(f"formulation {formulation!r} takes parameters {sorted(need)}, got "
-                         f"{sorted(params)}")
+        raise WbsimError(
+            f"formulation {formulation!r} takes parameters {sorted(need)}, got {sorted(params)}"
+        )
     for k, v in params.items():
         if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
             raise WbsimError(f"{formulation} parameter {k} must be a positive number, got {v!r}")
@@ -167,8 +172,13 @@ def complementarity_residuals(formulation: str, params: dict[str, float], x, f, 
     return cc.dcc_sech(x, f, fdot, params["k_h"], params["K_fz"], M_f)
 
 
-def solve_toy(formulation: str, params: dict[str, float], problem: ToyProblem = ToyProblem(),
-              repeats: int = 1, ipopt_options: dict[str, Any] | None = None) -> ToyResult:
+def solve_toy(
+    formulation: str,
+    params: dict[str, float],
+    problem: ToyProblem = ToyProblem(),
+    repeats: int = 1,
+    ipopt_options: dict[str, Any] | None = None,
+) -> ToyResult:
     """Solve the toy with one formulation (an ``Opti`` problem, IPOPT with MUMPS).
 
     NLP: states ``x`` (m), ``f`` (N), ``v`` (m/s), controls ``p`` (N), ``fdot`` (N/s) at each
@@ -208,15 +218,19 @@ def solve_toy(formulation: str, params: dict[str, float], problem: ToyProblem = 
     opti.subject_to(f >= 0)
     opti.subject_to(opti.bounded(-pb.M_f, fdot, pb.M_f))
     for k in range(N):
-        opti.subject_to(complementarity_residuals(formulation, params, x[k], f[k], v[k], fdot[k],
-                                                  pb.M_f) <= 0)
+        opti.subject_to(
+            complementarity_residuals(formulation, params, x[k], f[k], v[k], fdot[k], pb.M_f) <= 0
+        )
     cost = ca.sumsqr(p)
     opti.minimize(cost)
     guess = pb.initial_guess()
     for name, var in (("x", x), ("f", f), ("v", v), ("p", p), ("fdot", fdot)):
         opti.set_initial(var, guess[name])
-    opti.solver("ipopt", {"print_time": False, "expand": True, "record_time": True},
-                {**IPOPT_OPTIONS, **(ipopt_options or {})})
+    opti.solver(
+        "ipopt",
+        {"print_time": False, "expand": True, "record_time": True},
+        {**IPOPT_OPTIONS, **(ipopt_options or {})},
+    )
 
     times: list[float] = []
     sol_vals = None
@@ -225,23 +239,35 @@ def solve_toy(formulation: str, params: dict[str, float], problem: ToyProblem = 
         try:
             sol = opti.solve()
             stats = sol.stats()
-            sol_vals = {n: np.asarray(sol.value(e)).ravel() for n, e in
-                        (("x", x), ("f", f), ("v", v), ("p", p), ("fdot", fdot))}
+            sol_vals = {
+                n: np.asarray(sol.value(e)).ravel()
+                for n, e in (("x", x), ("f", f), ("v", v), ("p", p), ("fdot", fdot))
+            }
         except RuntimeError:  # IPOPT did not succeed: keep its last iterate, report the status
             stats = opti.stats()
-            sol_vals = {n: np.asarray(opti.debug.value(e)).ravel() for n, e in
-                        (("x", x), ("f", f), ("v", v), ("p", p), ("fdot", fdot))}
+            sol_vals = {
+                n: np.asarray(opti.debug.value(e)).ravel()
+                for n, e in (("x", x), ("f", f), ("v", v), ("p", p), ("fdot", fdot))
+            }
         times.append(float(stats.get("t_wall_total", stats.get("t_wall_solver", float("nan")))))
     assert sol_vals is not None
     return _result(formulation, params, pb, stats, times, sol_vals)
 
 
 def _result(formulation, params, pb: ToyProblem, stats, times, s) -> ToyResult:
-    res = np.array([np.max(complementarity_residuals(formulation, params, s["x"][k], s["f"][k],
-                                                     s["v"][k], s["fdot"][k], pb.M_f))
-                    for k in range(pb.knots)])
-    violation = float(max(res.max(), (-s["x"]).max(), (-s["f"]).max(),
-                          (np.abs(s["fdot"]) - pb.M_f).max()))
+    res = np.array(
+        [
+            np.max(
+                complementarity_residuals(
+                    formulation, params, s["x"][k], s["f"][k], s["v"][k], s["fdot"][k], pb.M_f
+                )
+            )
+            for k in range(pb.knots)
+        ]
+    )
+    violation = float(
+        max(res.max(), (-s["x"]).max(), (-s["f"]).max(), (np.abs(s["fdot"]) - pb.M_f).max())
+    )
     final_force = float(s["f"][-1])
     weight = pb.mass * pb.g
     tail = slice(pb.knots - max(1, pb.knots // 4), pb.knots)
@@ -249,43 +275,67 @@ def _result(formulation, params, pb: ToyProblem, stats, times, s) -> ToyResult:
     local_min = min(f_tail, final_force) < 0.5 * weight
     cause = ""
     if local_min:
-        cause = (f"the propeller holds the mass: over the last {pb.knots // 4} knots mean p = "
-                 f"{p_tail:.2f} N, mean contact force {f_tail:.2f} N, final {final_force:.2f} N "
-                 f"(weight {weight:.2f} N), "
-                 f"x = {1000 * float(np.mean(s['x'][tail])):.1f} mm")
+        cause = (
+            f"the propeller holds the mass: over the last {pb.knots // 4} knots mean p = "
+            f"{p_tail:.2f} N, mean contact force {f_tail:.2f} N, final {final_force:.2f} N "
+            f"(weight {weight:.2f} N), "
+            f"x = {1000 * float(np.mean(s['x'][tail])):.1f} mm"
+        )
     status = str(stats.get("return_status", "unknown"))
     if local_min and not stats.get("success", False):
-        cause = (f"IPOPT stopped ({status}) at a point that violates the constraints by "
-                 f"{violation:.3g}, on the way to the propeller-holds-the-mass solution; " + cause)
+        cause = (
+            f"IPOPT stopped ({status}) at a point that violates the constraints by "
+            f"{violation:.3g}, on the way to the propeller-holds-the-mass solution; " + cause
+        )
     return ToyResult(
-        formulation=formulation, params=dict(params), status=status,
-        success=bool(stats.get("success", False)), iterations=int(stats.get("iter_count", -1)),
-        solve_time_s=float(statistics.median(times)), accuracy=float(np.mean(s["x"] * s["f"])),
-        final_force=final_force, cost=float(np.sum(s["p"] ** 2)), local_minimum=local_min,
-        cause=cause, max_violation=violation, solve_times_s=times,
-        trajectory={"t": list(np.arange(pb.knots) * pb.dt), **{k: list(map(float, v))
-                                                                for k, v in s.items()}},
+        formulation=formulation,
+        params=dict(params),
+        status=status,
+        success=bool(stats.get("success", False)),
+        iterations=int(stats.get("iter_count", -1)),
+        solve_time_s=float(statistics.median(times)),
+        accuracy=float(np.mean(s["x"] * s["f"])),
+        final_force=final_force,
+        cost=float(np.sum(s["p"] ** 2)),
+        local_minimum=local_min,
+        cause=cause,
+        max_violation=violation,
+        solve_times_s=times,
+        trajectory={
+            "t": list(np.arange(pb.knots) * pb.dt),
+            **{k: list(map(float, v)) for k, v in s.items()},
+        },
     )
 
 
-def sweep(repeats: int = 3, problem: ToyProblem = ToyProblem(),
-          ipopt_options: dict[str, Any] | None = None) -> list[ToyResult]:
+def sweep(
+    repeats: int = 3,
+    problem: ToyProblem = ToyProblem(),
+    ipopt_options: dict[str, Any] | None = None,
+) -> list[ToyResult]:
     """Every setting of :data:`GRID`, in its order."""
-    return [solve_toy(name, params, problem, repeats, ipopt_options)
-            for name, grid in GRID.items() for params in grid]
+    return [
+        solve_toy(name, params, problem, repeats, ipopt_options)
+        for name, grid in GRID.items()
+        for params in grid
+    ]
 
 
 def format_table(results: list[ToyResult]) -> str:
     """A plain-text table, one row per result (the README's toy table)."""
-    head = (f"{'formulation':<11} {'params':<22} {'status':<24} {'iter':>5} {'time ms':>8} "
-            f"{'mean x f (N m)':>15} {'final f (N)':>11} {'cost (N^2)':>11}  note")
+    head = (
+        f"{'formulation':<11} {'params':<22} {'status':<24} {'iter':>5} {'time ms':>8} "
+        f"{'mean x f (N m)':>15} {'final f (N)':>11} {'cost (N^2)':>11}  note"
+    )
     lines = [head, "-" * len(head)]
     for r in results:
         params = ", ".join(f"{k}={v:g}" for k, v in r.params.items())
         note = "LOCAL MINIMUM: " + r.cause if r.local_minimum else ""
-        lines.append(f"{r.formulation:<11} {params:<22} {r.status:<24} {r.iterations:>5} "
-                     f"{1000 * r.solve_time_s:>8.1f} {r.accuracy:>15.3e} {r.final_force:>11.3f} "
-                     f"{r.cost:>11.3f}  {note}")
+        lines.append(
+            f"{r.formulation:<11} {params:<22} {r.status:<24} {r.iterations:>5} "
+            f"{1000 * r.solve_time_s:>8.1f} {r.accuracy:>15.3e} {r.final_force:>11.3f} "
+            f"{r.cost:>11.3f}  {note}"
+        )
     return "\n".join(lines)
 
 
@@ -316,9 +366,13 @@ def run_toy(json_path: str | None = None, repeats: int = 3, ipopt_defaults: bool
     if json_path:
         from pathlib import Path
 
-        doc = {"problem": asdict(ToyProblem()), "ipopt_options": {
-            **IPOPT_OPTIONS, **(IPOPT_DEFAULTS if ipopt_defaults else {})}, "repeats": repeats,
-            "sweep_wall_s": wall, "results": [r.to_dict(trajectory=True) for r in results]}
+        doc = {
+            "problem": asdict(ToyProblem()),
+            "ipopt_options": {**IPOPT_OPTIONS, **(IPOPT_DEFAULTS if ipopt_defaults else {})},
+            "repeats": repeats,
+            "sweep_wall_s": wall,
+            "results": [r.to_dict(trajectory=True) for r in results],
+        }
         Path(json_path).parent.mkdir(parents=True, exist_ok=True)
         Path(json_path).write_text(json.dumps(doc, indent=1))
     failed = [r for r in results if not r.success]

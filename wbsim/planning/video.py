@@ -28,12 +28,16 @@ def plan_qpos(robot, plan: dict, t: float) -> tuple[np.ndarray, dict[str, np.nda
     times = plan["times"]
     quat = _interp(times, plan["base_quaternion_wxyz"], t)
     joints = dict(zip(map(str, plan["joint_names"]), _interp(times, plan["joint_positions"], t)))
-    q = robot.configuration(_interp(times, plan["base_position"], t), quat / np.linalg.norm(quat),
-                            joints)
+    q = robot.configuration(
+        _interp(times, plan["base_position"], t), quat / np.linalg.norm(quat), joints
+    )
     k = int(np.argmin(np.abs(times - t)))
-    extra = {"points": _interp(times, plan["point_positions"], t),
-             "forces": _interp(times, plan["point_forces"], t),
-             "com": _interp(times, plan["com"], t), "contact": plan["contact"][k]}
+    extra = {
+        "points": _interp(times, plan["point_positions"], t),
+        "forces": _interp(times, plan["point_forces"], t),
+        "com": _interp(times, plan["com"], t),
+        "contact": plan["contact"][k],
+    }
     return robot.pin_to_mj(q)[0], extra
 
 
@@ -49,9 +53,15 @@ def _support(points: np.ndarray, contact: np.ndarray) -> np.ndarray:
         return pts
 
 
-def render_plan(plan_path: str | Path, video_path: str | Path, fps: float = 30.0,
-                width: int = 640, height: int = 480, png_every: float | None = None,
-                png_prefix: str | Path | None = None) -> list[Path]:
+def render_plan(
+    plan_path: str | Path,
+    video_path: str | Path,
+    fps: float = 30.0,
+    width: int = 640,
+    height: int = 480,
+    png_every: float | None = None,
+    png_prefix: str | Path | None = None,
+) -> list[Path]:
     """Write the replay of ``plan_path`` to ``video_path`` (MP4, H.264, :class:`wbsim.render.
     VideoWriter`); with ``png_every`` (s) also PNG frames ``{png_prefix}_{t:.2f}s.png``.
 
@@ -67,8 +77,9 @@ def render_plan(plan_path: str | Path, video_path: str | Path, fps: float = 30.0
     plan = load_plan(plan_path)
     robot = wbsim.load_robot(str(plan["robot"]))
     data = mujoco.MjData(robot.mj_model)
-    renderer = FrameRenderer(robot.mj_model, width, height, distance=2.6, azimuth=150.0,
-                             elevation=-12.0)
+    renderer = FrameRenderer(
+        robot.mj_model, width, height, distance=2.6, azimuth=150.0, elevation=-12.0
+    )
     pngs: list[Path] = []
     t_end = float(plan["times"][-1])
     n_frames = int(np.floor(t_end * fps)) + 1
@@ -82,17 +93,25 @@ def render_plan(plan_path: str | Path, video_path: str | Path, fps: float = 30.0
                 data.qpos[:] = qpos
                 mujoco.mj_forward(robot.mj_model, data)
                 n = len(ex["points"])
-                od = OverlayData(points=ex["points"], modes=ex["contact"].astype(int),
-                                 f_cmd=ex["forces"], f_sim=np.zeros((n, 3)),
-                                 violating=np.zeros(n, bool), com=ex["com"],
-                                 support=_support(ex["points"], ex["contact"]))
+                od = OverlayData(
+                    points=ex["points"],
+                    modes=ex["contact"].astype(int),
+                    f_cmd=ex["forces"],
+                    f_sim=np.zeros((n, 3)),
+                    violating=np.zeros(n, bool),
+                    com=ex["com"],
+                    support=_support(ex["points"], ex["contact"]),
+                )
+
                 def overlay(scene, _data, od: OverlayData = od) -> None:
                     draw_geoms(scene, od)
 
                 frame = renderer.render(data, overlay)
-                frame = draw_text(np.ascontiguousarray(frame),
-                                  f"planned (kinematic replay)  t = {t:4.2f} s  {label}\n"
-                                  "blue: planned point forces; green: point in contact")
+                frame = draw_text(
+                    np.ascontiguousarray(frame),
+                    f"planned (kinematic replay)  t = {t:4.2f} s  {label}\n"
+                    "blue: planned point forces; green: point in contact",
+                )
                 writer.append(frame)
                 if png_stride and j % png_stride == 0:
                     from PIL import Image

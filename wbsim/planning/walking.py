@@ -47,8 +47,15 @@ import numpy as np
 from wbsim.errors import UnknownNameError, WbsimError, is_real
 from wbsim.reference import ContactPhase, Footstep, WholeBodyReference
 
-__all__ = ["FEET", "LipmTrajectory", "WalkingParameters", "lipm_omega", "plan_footsteps",
-           "plan_walk", "swing_profile"]
+__all__ = [
+    "FEET",
+    "LipmTrajectory",
+    "WalkingParameters",
+    "lipm_omega",
+    "plan_footsteps",
+    "plan_walk",
+    "swing_profile",
+]
 
 #: The two feet a walking plan knows, left first.
 FEET = ("left_foot", "right_foot")
@@ -61,8 +68,9 @@ def lipm_omega(com_height: float, gravity: float = 9.81) -> float:
         WbsimError: a height or gravity that is not > 0.
     """
     if not (com_height > 0 and gravity > 0):
-        raise WbsimError(f"LIPM: need com_height > 0 and gravity > 0, got {com_height!r}, "
-                         f"{gravity!r}")
+        raise WbsimError(
+            f"LIPM: need com_height > 0 and gravity > 0, got {com_height!r}, {gravity!r}"
+        )
     return math.sqrt(gravity / com_height)
 
 
@@ -119,23 +127,35 @@ class WalkingParameters:
             if value is None and f.name in ("step_width", "com_height"):
                 continue
             if not (is_real(value) and math.isfinite(value)):
-                raise WbsimError(f"WalkingParameters: {f.name} must be a finite number, got "
-                                 f"{value!r}")
-        positive = ("single_support", "double_support", "initial_double_support",
-                    "final_double_support", "sample_dt")
+                raise WbsimError(
+                    f"WalkingParameters: {f.name} must be a finite number, got {value!r}"
+                )
+        positive = (
+            "single_support",
+            "double_support",
+            "initial_double_support",
+            "final_double_support",
+            "sample_dt",
+        )
         for name in positive:
             if not getattr(self, name) > 0:
-                raise WbsimError(f"WalkingParameters: {name} must be > 0 s, got "
-                                 f"{getattr(self, name)!r}")
+                raise WbsimError(
+                    f"WalkingParameters: {name} must be > 0 s, got {getattr(self, name)!r}"
+                )
         if not (isinstance(self.n_steps, (int, np.integer)) and self.n_steps >= 0):
-            raise WbsimError(f"WalkingParameters: n_steps must be an integer >= 0, got "
-                             f"{self.n_steps!r}")
+            raise WbsimError(
+                f"WalkingParameters: n_steps must be an integer >= 0, got {self.n_steps!r}"
+            )
         if self.clearance < 0 or self.touchdown_speed < 0:
             raise WbsimError("WalkingParameters: clearance and touchdown_speed must be >= 0")
         if self.step_width is not None and not self.step_width > 0:
-            raise WbsimError(f"WalkingParameters: step_width must be > 0 m, got {self.step_width!r}")
+            raise WbsimError(
+                f"WalkingParameters: step_width must be > 0 m, got {self.step_width!r}"
+            )
         if self.com_height is not None and not self.com_height > 0:
-            raise WbsimError(f"WalkingParameters: com_height must be > 0 m, got {self.com_height!r}")
+            raise WbsimError(
+                f"WalkingParameters: com_height must be > 0 m, got {self.com_height!r}"
+            )
 
     @property
     def step_period(self) -> float:
@@ -154,8 +174,11 @@ def _yaw(R: np.ndarray) -> float:
     return math.atan2(R[1, 0], R[0, 0])
 
 
-def plan_footsteps(params: WalkingParameters, feet: Mapping[str, tuple[np.ndarray, np.ndarray]],
-                   landing_height: Mapping[str, float] | None = None) -> list[Footstep]:
+def plan_footsteps(
+    params: WalkingParameters,
+    feet: Mapping[str, tuple[np.ndarray, np.ndarray]],
+    landing_height: Mapping[str, float] | None = None,
+) -> list[Footstep]:
     """The steps of ``params`` from the feet's start poses.
 
     Args:
@@ -177,16 +200,20 @@ def plan_footsteps(params: WalkingParameters, feet: Mapping[str, tuple[np.ndarra
     if missing:
         raise UnknownNameError("foot", missing[0], list(feet), context="(walking needs both)")
     pl, pr = (np.asarray(feet[f][0], dtype=float) for f in FEET)
-    yaw = math.atan2(math.sin(_yaw(feet["left_foot"][1])) + math.sin(_yaw(feet["right_foot"][1])),
-                     math.cos(_yaw(feet["left_foot"][1])) + math.cos(_yaw(feet["right_foot"][1])))
+    yaw = math.atan2(
+        math.sin(_yaw(feet["left_foot"][1])) + math.sin(_yaw(feet["right_foot"][1])),
+        math.cos(_yaw(feet["left_foot"][1])) + math.cos(_yaw(feet["right_foot"][1])),
+    )
     fwd = np.array([math.cos(yaw), math.sin(yaw), 0.0])
     left = np.array([-math.sin(yaw), math.cos(yaw), 0.0])
     mid = 0.5 * (pl + pr)
-    width = (float(np.dot(pl - pr, left)) if params.step_width is None
-             else float(params.step_width))
+    width = float(np.dot(pl - pr, left)) if params.step_width is None else float(params.step_width)
     x0 = {"left_foot": float(np.dot(pl - mid, fwd)), "right_foot": float(np.dot(pr - mid, fwd))}
-    z = ({"left_foot": float(pl[2]), "right_foot": float(pr[2])} if landing_height is None
-         else {f: float(landing_height[f]) for f in FEET})
+    z = (
+        {"left_foot": float(pl[2]), "right_foot": float(pr[2])}
+        if landing_height is None
+        else {f: float(landing_height[f]) for f in FEET}
+    )
     side = {"left_foot": 0.5 * width, "right_foot": -0.5 * width}
     steps = []
     foot = params.first_swing
@@ -221,8 +248,14 @@ class LipmTrajectory:
         knot_com: ``(K, 2)`` the CoM at the knots (forward).
     """
 
-    def __init__(self, knot_times: Sequence[float] | np.ndarray, knot_zmp: np.ndarray, omega: float,
-                 com0: np.ndarray, dcm0: np.ndarray | None = None):
+    def __init__(
+        self,
+        knot_times: Sequence[float] | np.ndarray,
+        knot_zmp: np.ndarray,
+        omega: float,
+        com0: np.ndarray,
+        dcm0: np.ndarray | None = None,
+    ):
         t = np.asarray(knot_times, dtype=float)
         p = np.asarray(knot_zmp, dtype=float)
         if t.ndim != 1 or p.shape != (t.size, 2) or t.size < 1 or np.any(np.diff(t) <= 0):
@@ -231,9 +264,9 @@ class LipmTrajectory:
         w = self.omega
         K = t.size
         T = np.diff(t)
-        b = np.diff(p, axis=0) / T[:, None]                      # (K-1, 2) ZMP slopes
+        b = np.diff(p, axis=0) / T[:, None]  # (K-1, 2) ZMP slopes
         xi = np.empty((K, 2))
-        A = np.zeros((K, 2))        # per segment: xi = p + b / w + A exp(w (tau - T_ref))
+        A = np.zeros((K, 2))  # per segment: xi = p + b / w + A exp(w (tau - T_ref))
         T_ref = np.append(T, np.inf)
         if dcm0 is None:
             xi[-1] = p[-1]
@@ -241,7 +274,7 @@ class LipmTrajectory:
                 A[i] = xi[i + 1] - p[i + 1] - b[i] / w
                 xi[i] = p[i] + b[i] / w + A[i] * math.exp(-w * T[i])
         else:
-            T_ref[:] = 0.0                                        # exp(w tau): forward
+            T_ref[:] = 0.0  # exp(w tau): forward
             xi[0] = np.asarray(dcm0, dtype=float)
             for i in range(K - 1):
                 A[i] = xi[i] - p[i] - b[i] / w
@@ -253,8 +286,9 @@ class LipmTrajectory:
         c[0] = np.asarray(com0, dtype=float)
         for i in range(K - 1):
             C[i] = c[i] - p[i] - 0.5 * A[i] * math.exp(-w * T_ref[i])
-            c[i + 1] = p[i + 1] + 0.5 * A[i] * math.exp(w * (T[i] - T_ref[i])) + C[i] * math.exp(
-                -w * T[i])
+            c[i + 1] = (
+                p[i + 1] + 0.5 * A[i] * math.exp(w * (T[i] - T_ref[i])) + C[i] * math.exp(-w * T[i])
+            )
         C[-1] = c[-1] - p[-1] - 0.5 * A[-1] * (1.0 if dcm0 is not None else 0.0)
         self._T = T_ref
         self._b = np.vstack([b, np.zeros((1, 2))])
@@ -270,8 +304,7 @@ class LipmTrajectory:
         tau = (tt - self.t[i])[:, None]
         T = self._T[i][:, None]
         b, A, C = self._b[i], self._A[i], self._C[i]
-        grow = np.where(np.isfinite(T), np.exp(w * (tau - np.where(np.isfinite(T), T, 0.0))),
-                        0.0)
+        grow = np.where(np.isfinite(T), np.exp(w * (tau - np.where(np.isfinite(T), T, 0.0))), 0.0)
         decay = np.exp(-w * tau)
         p = self.p[i] + b * tau
         return {
@@ -283,20 +316,31 @@ class LipmTrajectory:
         }
 
 
-def swing_profile(clearance: float, duration: float, touchdown_speed: float = 0.0
-                  ) -> np.polynomial.Polynomial:
+def swing_profile(
+    clearance: float, duration: float, touchdown_speed: float = 0.0
+) -> np.polynomial.Polynomial:
     """The vertical lift ``z(s)``, m, of a swing over the phase progress ``s`` in [0, 1]: the
     sextic with ``z(0) = z'(0) = z''(0) = 0`` (it leaves the floor without a jump in
     acceleration), ``z(1) = 0``, ``z''(1) = 0`` and a landing speed of ``touchdown_speed`` m/s
     (``z'(1) = -touchdown_speed duration``: it arrives without braking hard at the last moment),
     and its highest point ``clearance`` m (the seventh condition, ``z(1/2)``, is solved for by
     bisection so that the maximum over [0, 1] is ``clearance``)."""
-    V = np.array([[1, 0, 0, 0, 0, 0, 0], [0, 1, 0, 0, 0, 0, 0], [0, 0, 2, 0, 0, 0, 0],
-                  [0.5 ** k for k in range(7)], [1, 1, 1, 1, 1, 1, 1], [0, 1, 2, 3, 4, 5, 6],
-                  [0, 0, 2, 6, 12, 20, 30]], dtype=float)
+    V = np.array(
+        [
+            [1, 0, 0, 0, 0, 0, 0],
+            [0, 1, 0, 0, 0, 0, 0],
+            [0, 0, 2, 0, 0, 0, 0],
+            [0.5**k for k in range(7)],
+            [1, 1, 1, 1, 1, 1, 1],
+            [0, 1, 2, 3, 4, 5, 6],
+            [0, 0, 2, 6, 12, 20, 30],
+        ],
+        dtype=float,
+    )
     shape = np.polynomial.Polynomial(np.linalg.solve(V, [0.0, 0, 0, 1, 0, 0, 0]))
-    landing = np.polynomial.Polynomial(np.linalg.solve(
-        V, [0.0, 0, 0, 0, 0, -touchdown_speed * duration, 0]))
+    landing = np.polynomial.Polynomial(
+        np.linalg.solve(V, [0.0, 0, 0, 0, 0, -touchdown_speed * duration, 0])
+    )
 
     def peak(c: float) -> float:
         p = c * shape + landing
@@ -317,12 +361,18 @@ def swing_profile(clearance: float, duration: float, touchdown_speed: float = 0.
 _QUINTIC = np.polynomial.Polynomial([0, 0, 0, 10, -15, 6])
 
 
-def plan_walk(params: WalkingParameters, com: np.ndarray,
-              feet: Mapping[str, tuple[np.ndarray, np.ndarray]],
-              sole_centres: Mapping[str, np.ndarray], base_rotation: np.ndarray | None = None,
-              mass: float | None = None, gravity: float = 9.81, floor_height: float = 0.0,
-              duration: float | None = None,
-              sole_depth: Mapping[str, float] | None = None) -> WholeBodyReference:
+def plan_walk(
+    params: WalkingParameters,
+    com: np.ndarray,
+    feet: Mapping[str, tuple[np.ndarray, np.ndarray]],
+    sole_centres: Mapping[str, np.ndarray],
+    base_rotation: np.ndarray | None = None,
+    mass: float | None = None,
+    gravity: float = 9.81,
+    floor_height: float = 0.0,
+    duration: float | None = None,
+    sole_depth: Mapping[str, float] | None = None,
+) -> WholeBodyReference:
     """The walk of ``params`` from rest as a :class:`~wbsim.reference.WholeBodyReference`.
 
     Args:
@@ -357,21 +407,30 @@ def plan_walk(params: WalkingParameters, com: np.ndarray,
     com = np.asarray(com, dtype=float)
     z_c = (float(com[2]) - floor_height) if params.com_height is None else params.com_height
     w = lipm_omega(z_c, gravity)
-    steps = plan_footsteps(params, feet, None if sole_depth is None else
-                           {f: floor_height + float(sole_depth[f]) for f in FEET})
-    pose = {f: (np.asarray(feet[f][0], dtype=float), np.asarray(feet[f][1], dtype=float))
-            for f in FEET}
+    steps = plan_footsteps(
+        params,
+        feet,
+        None if sole_depth is None else {f: floor_height + float(sole_depth[f]) for f in FEET},
+    )
+    pose = {
+        f: (np.asarray(feet[f][0], dtype=float), np.asarray(feet[f][1], dtype=float)) for f in FEET
+    }
     # the sole centre's offset from the foot frame, in the foot's yaw frame (kept through the walk)
     sole_off = {}
     for f in FEET:
         sc = np.asarray(sole_centres[f], dtype=float)[:2]
         d = sc - pose[f][0][:2]
         yaw = _yaw(pose[f][1])
-        sole_off[f] = np.array([math.cos(yaw) * d[0] + math.sin(yaw) * d[1],
-                                -math.sin(yaw) * d[0] + math.cos(yaw) * d[1]])
+        sole_off[f] = np.array(
+            [
+                math.cos(yaw) * d[0] + math.sin(yaw) * d[1],
+                -math.sin(yaw) * d[0] + math.cos(yaw) * d[1],
+            ]
+        )
 
-    def zmp_point(foot: str, pos: np.ndarray, yaw: float, other: np.ndarray,
-                  inward: float = params.zmp_inward) -> np.ndarray:
+    def zmp_point(
+        foot: str, pos: np.ndarray, yaw: float, other: np.ndarray, inward: float = params.zmp_inward
+    ) -> np.ndarray:
         c, s = math.cos(yaw), math.sin(yaw)
         off = sole_off[foot] + np.array([params.zmp_forward, 0.0])
         p = pos[:2] + np.array([c * off[0] - s * off[1], s * off[0] + c * off[1]])
@@ -386,7 +445,8 @@ def plan_walk(params: WalkingParameters, com: np.ndarray,
     other = {"left_foot": "right_foot", "right_foot": "left_foot"}
     t0 = params.initial_double_support
     knots_t = [0.0, 0.5 * t0]
-    knots_p = [com[:2].copy(), np.zeros(2)]                       # the free knot: solved below
+    knots_p = [com[:2].copy(), np.zeros(2)]  # the free knot: solved below
+
     def stance_path(foot: str) -> tuple[np.ndarray, np.ndarray]:
         """The ZMP's start and end on ``foot`` in its single support (``zmp_travel``)."""
         pos, yaw = place[foot]
@@ -401,7 +461,7 @@ def plan_walk(params: WalkingParameters, com: np.ndarray,
         for k, st in enumerate(steps):
             place[st.foot] = (st.position.copy(), st.yaw)
             knots_t.append(st.land_time)
-            knots_p.append(end)                                   # along the stance foot
+            knots_p.append(end)  # along the stance foot
             if k + 1 < len(steps):
                 # the foot that just landed is the next stance foot
                 start, end = stance_path(st.foot)
@@ -410,10 +470,14 @@ def plan_walk(params: WalkingParameters, com: np.ndarray,
         t_end = steps[-1].land_time + params.final_double_support
     else:
         t_end = t0
-    centre = 0.5 * (zmp_point("left_foot", place["left_foot"][0], place["left_foot"][1],
-                              place["right_foot"][0], 0.0)
-                    + zmp_point("right_foot", place["right_foot"][0], place["right_foot"][1],
-                                place["left_foot"][0], 0.0))            # between the soles
+    centre = 0.5 * (
+        zmp_point(
+            "left_foot", place["left_foot"][0], place["left_foot"][1], place["right_foot"][0], 0.0
+        )
+        + zmp_point(
+            "right_foot", place["right_foot"][0], place["right_foot"][1], place["left_foot"][0], 0.0
+        )
+    )  # between the soles
     knots_t.append(t_end)
     knots_p.append(centre)
     kt, kp = np.array(knots_t), np.array(knots_p)
@@ -426,8 +490,10 @@ def plan_walk(params: WalkingParameters, com: np.ndarray,
     lo = np.minimum(pose["left_foot"][0][:2], pose["right_foot"][0][:2]) - 0.1
     hi = np.maximum(pose["left_foot"][0][:2], pose["right_foot"][0][:2]) + 0.15
     if np.any(kp[1] < lo) or np.any(kp[1] > hi):
-        raise WbsimError(f"plan_walk: the start's ZMP knot {kp[1].round(3).tolist()} leaves the "
-                         f"feet: lengthen initial_double_support ({t0} s)")
+        raise WbsimError(
+            f"plan_walk: the start's ZMP knot {kp[1].round(3).tolist()} leaves the "
+            f"feet: lengthen initial_double_support ({t0} s)"
+        )
     lipm = LipmTrajectory(kt, kp, w, com[:2])
 
     # -- samples --------------------------------------------------------------------------------
@@ -495,12 +561,26 @@ def plan_walk(params: WalkingParameters, com: np.ndarray,
     if mass is not None:
         wrench = _foot_wrenches(times, phases, fpos, fyaw, zmp, cdd, mass, gravity, zmp_point)
     return WholeBodyReference(
-        times=times, com=c, com_velocity=cd, com_acceleration=cdd, base_rotation=base_rot,
-        foot_names=FEET, foot_position=fpos, foot_velocity=fvel, foot_acceleration=facc,
-        foot_rotation=frot, phases=tuple(phases), foot_wrench=wrench, zmp=zmp, dcm=dcm,
+        times=times,
+        com=c,
+        com_velocity=cd,
+        com_acceleration=cdd,
+        base_rotation=base_rot,
+        foot_names=FEET,
+        foot_position=fpos,
+        foot_velocity=fvel,
+        foot_acceleration=facc,
+        foot_rotation=frot,
+        phases=tuple(phases),
+        foot_wrench=wrench,
+        zmp=zmp,
+        dcm=dcm,
         footsteps=tuple(steps),
-        source=(f"walking pattern generator: {params.n_steps} steps of {params.step_length:g} m, "
-                f"{params.single_support:g} s + {params.double_support:g} s, omega {w:.3f} 1/s"))
+        source=(
+            f"walking pattern generator: {params.n_steps} steps of {params.step_length:g} m, "
+            f"{params.single_support:g} s + {params.double_support:g} s, omega {w:.3f} 1/s"
+        ),
+    )
 
 
 def _rz_many(yaw: np.ndarray) -> np.ndarray:
@@ -515,7 +595,7 @@ def _foot_wrenches(times, phases, fpos, fyaw, zmp, cdd, mass, gravity, zmp_point
     """``(N, 2, 6)`` feed-forward foot wrenches (see :func:`plan_walk`)."""
     N = times.size
     out = np.zeros((N, 2, 6))
-    force = mass * (cdd + np.array([0.0, 0.0, gravity]))            # (N, 3) on the robot
+    force = mass * (cdd + np.array([0.0, 0.0, gravity]))  # (N, 3) on the robot
     starts = np.array([p.start for p in phases])
     idx = np.searchsorted(starts, times, side="right") - 1
     for n in range(N):

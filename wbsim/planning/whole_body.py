@@ -97,10 +97,22 @@ class PlannerSettings:
     com_z_min: float = 0.45
     M_homega: float = 10.0
     swing_height: float = 0.05
-    weights: dict[str, float] = field(default_factory=lambda: {
-        "com": 3000.0, "posture": 1.0, "base_orientation": 100.0, "joint_velocity": 0.1,
-        "base_velocity": 1.0, "point_velocity": 1.0, "force_rate": 1e-5, "tangential_force": 1e-3,
-        "swing": 300.0, "force_spread": 1e-4, "foot_lateral": 100.0, "foot_forward": 100.0})
+    weights: dict[str, float] = field(
+        default_factory=lambda: {
+            "com": 3000.0,
+            "posture": 1.0,
+            "base_orientation": 100.0,
+            "joint_velocity": 0.1,
+            "base_velocity": 1.0,
+            "point_velocity": 1.0,
+            "force_rate": 1e-5,
+            "tangential_force": 1e-3,
+            "swing": 300.0,
+            "force_spread": 1e-4,
+            "foot_lateral": 100.0,
+            "foot_forward": 100.0,
+        }
+    )
     ipopt: dict[str, Any] = field(default_factory=dict)
 
     def check(self) -> None:
@@ -109,8 +121,10 @@ class PlannerSettings:
             raise UnknownNameError("formulation", self.formulation, cc.FORMULATIONS)
         need = set(cc.FORMULATIONS[self.formulation])
         if set(self.params) != need:
-            raise WbsimError(f"formulation {self.formulation!r} takes parameters {sorted(need)}, "
-                             f"got {sorted(self.params)}")
+            raise WbsimError(
+                f"formulation {self.formulation!r} takes parameters {sorted(need)}, "
+                f"got {sorted(self.params)}"
+            )
         for k, v in self.params.items():
             if not (isinstance(v, (int, float)) and np.isfinite(v) and v > 0):
                 raise WbsimError(f"parameter {k} must be a positive number, got {v!r}")
@@ -185,15 +199,19 @@ class Planner:
     ``X`` / ``U`` (field -> list over knots of ``Opti`` variables; ``X[...][0]`` are parameters),
     ``par`` (parameter name -> ``Opti`` parameter)."""
 
-    def __init__(self, settings: PlannerSettings, kin: G1Kinematics, opti, X, U, par, cost,
-                 terms):
+    def __init__(self, settings: PlannerSettings, kin: G1Kinematics, opti, X, U, par, cost, terms):
         self.settings, self.kin, self.opti = settings, kin, opti
         self.X, self.U, self.par, self.cost, self.terms = X, U, par, cost, terms
         self.build_time_s = 0.0
 
     # -- values ------------------------------------------------------------------------------------
-    def set_parameters(self, initial: dict[str, np.ndarray], com_ref: np.ndarray,
-                       s_ref: np.ndarray, P_ref: np.ndarray) -> None:
+    def set_parameters(
+        self,
+        initial: dict[str, np.ndarray],
+        com_ref: np.ndarray,
+        s_ref: np.ndarray,
+        P_ref: np.ndarray,
+    ) -> None:
         """Initial state (:data:`STATE_FIELDS`, ``P``/``F`` as ``(8, 3)``), CoM reference
         ``(knots, 3)`` m, posture reference ``(n,)`` rad, sole point reference ``(8, 3)`` m (its
         x and y enter the ``foot_forward`` and ``foot_lateral`` terms)."""
@@ -203,8 +221,12 @@ class Planner:
         self.opti.set_value(self.par["s_ref"], np.asarray(s_ref, float))
         self.opti.set_value(self.par["P_ref"], _col(P_ref))
 
-    def set_guess(self, states: dict[str, np.ndarray], controls: dict[str, np.ndarray],
-                  lam_g: np.ndarray | None = None) -> None:
+    def set_guess(
+        self,
+        states: dict[str, np.ndarray],
+        controls: dict[str, np.ndarray],
+        lam_g: np.ndarray | None = None,
+    ) -> None:
         """Initial guess: ``(knots, ...)`` arrays per field (knot 0 of the states is ignored)."""
         N = self.settings.knots
         for name in STATE_FIELDS:
@@ -228,10 +250,14 @@ class Planner:
             value, stats = opti.debug.value, opti.stats()
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
         N = self.settings.knots
-        states = {n: np.array([np.asarray(value(self.X[n][k])).ravel() for k in range(N)])
-                  for n in STATE_FIELDS}
-        controls = {n: np.array([np.asarray(value(self.U[n][k])).ravel() for k in range(N)])
-                    for n in CONTROL_FIELDS}
+        states = {
+            n: np.array([np.asarray(value(self.X[n][k])).ravel() for k in range(N)])
+            for n in STATE_FIELDS
+        }
+        controls = {
+            n: np.array([np.asarray(value(self.U[n][k])).ravel() for k in range(N)])
+            for n in CONTROL_FIELDS
+        }
         for d in (states, controls):
             for n in ("P", "F", "U_P", "F_dot"):
                 if n in d:
@@ -242,10 +268,18 @@ class Planner:
         lam = np.asarray(value(opti.lam_g)).ravel()
         status = str(stats.get("return_status", "unknown"))
         ok = bool(stats.get("success", False)) or status == "Solved_To_Acceptable_Level"
-        return SolveResult(status=status, success=ok, iterations=int(stats.get("iter_count", -1)),
-                           solve_time_s=float(stats.get("t_wall_total", wall)), states=states,
-                           controls=controls, cost=float(value(self.cost)),
-                           max_violation=viol, lam_g=lam, cpu_time_s=cpu)
+        return SolveResult(
+            status=status,
+            success=ok,
+            iterations=int(stats.get("iter_count", -1)),
+            solve_time_s=float(stats.get("t_wall_total", wall)),
+            states=states,
+            controls=controls,
+            cost=float(value(self.cost)),
+            max_violation=viol,
+            lam_g=lam,
+            cpu_time_s=cpu,
+        )
 
 
 def _col(a) -> np.ndarray:
@@ -268,29 +302,52 @@ def build_planner(kin: G1Kinematics, settings: PlannerSettings | None = None) ->
     N, dt, n = st.knots, st.dt, kin.n_joints
     m = kin.mass
     opti = ca.Opti()
-    sizes = {"p_B": 3, "rho": 4, "s": n, "x": 3, "h": 6, "P": 24, "F": 24,
-             "v_B": 3, "omega": 3, "s_dot": n, "U_P": 24, "F_dot": 24}
+    sizes = {
+        "p_B": 3,
+        "rho": 4,
+        "s": n,
+        "x": 3,
+        "h": 6,
+        "P": 24,
+        "F": 24,
+        "v_B": 3,
+        "omega": 3,
+        "s_dot": n,
+        "U_P": 24,
+        "F_dot": 24,
+    }
     par = {name: opti.parameter(sizes[name]) for name in STATE_FIELDS}
     par["com_ref"] = opti.parameter(3, N)
     par["s_ref"] = opti.parameter(n)
     par["P_ref"] = opti.parameter(24)
-    X = {name: [par[name]] + [opti.variable(sizes[name]) for _ in range(1, N)]
-         for name in STATE_FIELDS}
+    X = {
+        name: [par[name]] + [opti.variable(sizes[name]) for _ in range(1, N)]
+        for name in STATE_FIELDS
+    }
     U = {name: [opti.variable(sizes[name]) for _ in range(N)] for name in CONTROL_FIELDS}
 
     def point_velocity(P, U_P):
-        return ca.vertcat(*[cc.dcc_planar_velocity(P[3 * i + 2], U_P[3 * i:3 * i + 3], st.k_t)
-                            for i in range(8)])
+        return ca.vertcat(
+            *[
+                cc.dcc_planar_velocity(P[3 * i + 2], U_P[3 * i : 3 * i + 3], st.k_t)
+                for i in range(8)
+            ]
+        )
 
     def momentum_rate(x, P, F):
-        lin = sum(F[3 * i:3 * i + 3] for i in range(8)) + ca.vertcat(0, 0, -m * GRAVITY)
-        ang = sum(ca.cross(P[3 * i:3 * i + 3] - x, F[3 * i:3 * i + 3]) for i in range(8))
+        lin = sum(F[3 * i : 3 * i + 3] for i in range(8)) + ca.vertcat(0, 0, -m * GRAVITY)
+        ang = sum(ca.cross(P[3 * i : 3 * i + 3] - x, F[3 * i : 3 * i + 3]) for i in range(8))
         return ca.vertcat(lin, ang)
 
     def rates(k):
-        return {"p_B": U["v_B"][k], "rho": quat_rate(X["rho"][k], U["omega"][k]),
-                "s": U["s_dot"][k], "h": momentum_rate(X["x"][k], X["P"][k], X["F"][k]),
-                "P": point_velocity(X["P"][k], U["U_P"][k]), "F": U["F_dot"][k]}
+        return {
+            "p_B": U["v_B"][k],
+            "rho": quat_rate(X["rho"][k], U["omega"][k]),
+            "s": U["s_dot"][k],
+            "h": momentum_rate(X["x"][k], X["P"][k], X["F"][k]),
+            "P": point_velocity(X["P"][k], U["U_P"][k]),
+            "F": U["F_dot"][k],
+        }
 
     r_prev = rates(0)
     for k in range(1, N):
@@ -312,8 +369,8 @@ def build_planner(kin: G1Kinematics, settings: PlannerSettings | None = None) ->
         opti.subject_to(X["x"][k] == kin.com(p_B, rho, s))
         opti.subject_to(opti.bounded(lo, s, hi))
         P, F = X["P"][k], X["F"][k]
-        c_l: Any = sum(P[3 * i:3 * i + 3] for i in range(4)) / 4
-        c_r: Any = sum(P[3 * i:3 * i + 3] for i in range(4, 8)) / 4
+        c_l: Any = sum(P[3 * i : 3 * i + 3] for i in range(4)) / 4
+        c_r: Any = sum(P[3 * i : 3 * i + 3] for i in range(4, 8)) / 4
         opti.subject_to(ca.mtimes(R_r[:, 1].T, c_l - c_r) >= st.d_min)
         opti.subject_to(opti.bounded(-st.M_hf, c_l[2] - c_r[2], st.M_hf))
         opti.subject_to(X["x"][k][2] >= st.com_z_min)
@@ -340,29 +397,39 @@ def build_planner(kin: G1Kinematics, settings: PlannerSettings | None = None) ->
     terms["posture"] = sum(ca.sumsqr(X["s"][k] - s_ref) for k in range(1, N))
     terms["base_orientation"] = sum(ca.sumsqr(X["rho"][k][1:4]) for k in range(1, N))
     terms["joint_velocity"] = sum(ca.sumsqr(U["s_dot"][k]) for k in range(N))
-    terms["base_velocity"] = sum(ca.sumsqr(U["v_B"][k]) + ca.sumsqr(U["omega"][k])
-                                 for k in range(N))
+    terms["base_velocity"] = sum(
+        ca.sumsqr(U["v_B"][k]) + ca.sumsqr(U["omega"][k]) for k in range(N)
+    )
     terms["point_velocity"] = sum(ca.sumsqr(U["U_P"][k]) for k in range(N))
     terms["force_rate"] = sum(ca.sumsqr(U["F_dot"][k]) for k in range(N))
     terms["tangential_force"] = sum(
-        X["F"][k][3 * i] ** 2 + X["F"][k][3 * i + 1] ** 2 for k in range(1, N) for i in range(8))
-    terms["swing"] = sum((X["P"][k][3 * i + 2] - st.swing_height) ** 2
-                         for k in range(1, N) for i in range(8))
+        X["F"][k][3 * i] ** 2 + X["F"][k][3 * i + 1] ** 2 for k in range(1, N) for i in range(8)
+    )
+    terms["swing"] = sum(
+        (X["P"][k][3 * i + 2] - st.swing_height) ** 2 for k in range(1, N) for i in range(8)
+    )
     P_ref = par["P_ref"]
-    terms["foot_lateral"] = sum((X["P"][k][3 * i + 1] - P_ref[3 * i + 1]) ** 2
-                                for k in range(1, N) for i in range(8))
-    terms["foot_forward"] = sum((X["P"][k][3 * i] - P_ref[3 * i]) ** 2
-                                for k in range(1, N) for i in range(8))
+    terms["foot_lateral"] = sum(
+        (X["P"][k][3 * i + 1] - P_ref[3 * i + 1]) ** 2 for k in range(1, N) for i in range(8)
+    )
+    terms["foot_forward"] = sum(
+        (X["P"][k][3 * i] - P_ref[3 * i]) ** 2 for k in range(1, N) for i in range(8)
+    )
     terms["force_spread"] = sum(
         (X["F"][k][3 * i + 2] - X["F"][k][3 * (i // 4 * 4) + 2]) ** 2
-        for k in range(1, N) for i in range(8))
+        for k in range(1, N)
+        for i in range(8)
+    )
     unknown = set(w) - set(terms)
     if unknown:
         raise UnknownNameError("cost term", min(unknown), terms)
     cost = sum(dt * w.get(name, 0.0) * expr for name, expr in terms.items())
     opti.minimize(cost)
-    opti.solver("ipopt", {"expand": True, "print_time": False, "record_time": True},
-                {**IPOPT_OPTIONS, **st.ipopt})
+    opti.solver(
+        "ipopt",
+        {"expand": True, "print_time": False, "record_time": True},
+        {**IPOPT_OPTIONS, **st.ipopt},
+    )
     planner = Planner(st, kin, opti, X, U, par, cost, terms)
     planner.build_time_s = time.perf_counter() - t0
     return planner
