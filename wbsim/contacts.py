@@ -812,15 +812,20 @@ class ContactSensor:
         applies to the model's current values (the higher ``geom_priority``'s friction, else the
         larger of the two), so a friction changed at run time is the one read."""
         surfaces = self.surface_geom_ids
-        mu = pair_friction(self.model, self.point_geom_ids, surfaces)
-        if data.ncon:
-            con = data.contact
-            geom = con.geom
-            point = np.maximum(self._point_of_geom[geom[:, 0]], self._point_of_geom[geom[:, 1]])
-            surface = surfaces[point]  # (point -1: the last one's, dropped below)
-            pair = (geom[:, 0] == surface) | (geom[:, 1] == surface)
-            rows = np.flatnonzero(pair & (point >= 0))
-            mu[point[rows]] = con.friction[rows, 0]
+        if not data.ncon:
+            return pair_friction(self.model, self.point_geom_ids, surfaces)
+        con = data.contact
+        geom = con.geom
+        point = np.maximum(self._point_of_geom[geom[:, 0]], self._point_of_geom[geom[:, 1]])
+        surface = surfaces[point]  # (point -1: the last one's, dropped below)
+        pair = (geom[:, 0] == surface) | (geom[:, 1] == surface)
+        rows = np.flatnonzero(pair & (point >= 0))
+        listed = point[rows]
+        mu = np.full(len(surfaces), np.nan)
+        mu[listed] = con.friction[rows, 0]
+        if len(listed) < len(surfaces) or np.isnan(mu).any():  # a point without its contact
+            rule = pair_friction(self.model, self.point_geom_ids, surfaces)
+            mu = np.where(np.isnan(mu), rule, mu)
         return mu
 
     def non_sole_contacts(self, data: mujoco.MjData) -> dict[str, float]:

@@ -64,6 +64,10 @@ def base_tilt(w, x, y, z):
     entry or a zero quaternion gives NaN. ``tests/test_conventions.py`` checks it against
     ``mju_quat2Mat``."""
     n2 = w * w + x * x + y * y + z * z
+    if isinstance(n2, float):  # one quaternion (numpy's float64 is a float): fewer numpy calls
+        if not n2 > 0.0:
+            return math.nan
+        return float(np.arccos(min(max(1.0 - 2.0 * (x * x + y * y) / n2, -1.0), 1.0)))
     zz = 1.0 - 2.0 * (x * x + y * y) / np.where(n2 > 0.0, n2, np.nan)
     return np.arccos(np.minimum(np.maximum(zz, -1.0), 1.0))  # NaN kept
 

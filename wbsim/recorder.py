@@ -197,7 +197,8 @@ class StepRecorder:
         a["qpos"][i], a["qvel"][i], a["t_after"][i] = d.qpos, d.qvel, d.time
         a["tau"][i], a["push"][i] = self.sim.tau, self.sim.push_force
         a["tau_applied"][i] = d.actuator_force
-        a["friction"][i], a["cone"][i] = self.sim.sensor.friction(d), self.sim.model.opt.cone
+        # the sensing of the state after the step: read once, the next step's state reuses it
+        a["friction"][i], a["cone"][i] = self.sim.sensing().friction, self.sim.model.opt.cone
         a["push_point"][i] = d.xipos[self.sim.push_body]
         a["controller_time"][i] = controller_time
         a["point_forces"][i] = math.nan if command.point_forces is None else command.point_forces
