@@ -248,3 +248,39 @@ def test_walking_stance_heel_does_not_slide_after_lift_off(tmp_path):
     slips = [e["magnitude"] for e in events if e["kind"] == "planar_complementarity"]
     assert slips and max(slips) < 1.0
     assert not [e for e in events if e["kind"] == "solver_failure" and e["t"] > 0.1]
+    _assert_simulated_zmp_inside_the_planned_support(tmp_path / "run")
+
+
+def _assert_simulated_zmp_inside_the_planned_support(run_dir):
+    """The ZMP of the simulated contact forces (the centre of pressure of their normal
+    components, from the sole points MuJoCo puts at each logged state) lies inside the support
+    polygon of the feet planned in contact (scipy's convex hull of their sole points), at every
+    step after the reset's first 0.1 s."""
+    import mujoco
+    from scipy.spatial import ConvexHull
+
+    import wbsim
+    from wbsim.episode_log import load_run
+
+    run = load_run(run_dir)
+    robot = wbsim.load_robot("g1")
+    m, d = robot.mj_model, mujoco.MjData(robot.mj_model)
+    _, qpos = run.prefixed("qpos/")
+    points = robot.contact_point_names
+    sites = [s for f in robot.foot_names for s in robot.contact(f).mj_site_ids]
+    fz = np.stack([run[f"f_sim/{p}/z"] for p in points], axis=1)
+    foot_of = {p: f for f in robot.foot_names for p in robot.foot(f).point_names}
+    checked = 0
+    for k in np.flatnonzero(run["t"] > 0.1):
+        planned = [f for f in robot.foot_names if run[f"planned_{f}"][k] > 0.5]
+        if not planned or fz[k].sum() < 1.0:
+            continue
+        d.qpos[:] = qpos[k - 1]  # the state the step began at: its contacts are the step's forces
+        mujoco.mj_kinematics(m, d)
+        xy = np.array([d.site_xpos[s][:2] for s in sites])
+        zmp = fz[k] @ xy / fz[k].sum()
+        support = np.array([xy[i] for i, p in enumerate(points) if foot_of[p] in planned])
+        hull = ConvexHull(support)
+        assert (hull.equations[:, :2] @ zmp + hull.equations[:, 2] <= 1e-3).all(), (k, zmp)
+        checked += 1
+    assert checked > 1000

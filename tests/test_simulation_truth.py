@@ -160,3 +160,39 @@ def test_gravity_qp_stands_with_its_torque_late_by_a_control_period(frame_skip):
         )
     )
     assert held["fell"]
+
+
+def test_friction_of_an_explicit_contact_pair_is_the_contact_s(tmp_path):
+    """A scene with a ``<pair>`` between the floor and one sole point gives that contact its own
+    friction (0.123), which no geom carries: the sensing reads it from ``d.contact.friction``,
+    the other points keep the geoms' rule (the floor's 1.0)."""
+    import dataclasses
+
+    import wbsim
+    from wbsim.assets import SCENE_XML
+    from wbsim.contacts import ContactSensor
+    from wbsim.robot_config import ROBOTS
+
+    scene = tmp_path / "scene_pair.xml"
+    scene.write_text(
+        SCENE_XML.read_text().replace(
+            "</worldbody>",
+            '</worldbody>\n  <contact><pair geom1="floor" geom2="left_foot_front_left" '
+            'friction="0.123 0.123 0.005 0.0001 0.0001"/></contact>',
+        )
+    )
+    robot = wbsim.load_robot(dataclasses.replace(ROBOTS["g1"], scene=str(scene)))
+    m, d = robot.mj_model, mujoco.MjData(robot.mj_model)
+    d.qpos[:] = robot.pin_to_mj(robot.pose_q("stand"))[0]
+    mujoco.mj_forward(m, d)
+    rows = [
+        i
+        for i in range(d.ncon)
+        if "left_foot_front_left" in {m.geom(g).name for g in d.contact.geom[i]}
+    ]
+    assert rows and d.contact.friction[rows[0], 0] == pytest.approx(0.123)
+    mu = ContactSensor.for_robot(robot).read(d).friction
+    names = list(robot.contact_point_names)
+    assert mu[names.index("left_foot_front_left")] == pytest.approx(0.123)
+    others = [mu[i] for i, n in enumerate(names) if n != "left_foot_front_left"]
+    assert others == pytest.approx([1.0] * len(others))

@@ -812,7 +812,8 @@ class ContactSensor:
         applies to the model's current values (the higher ``geom_priority``'s friction, else the
         larger of the two), so a friction changed at run time is the one read."""
         surfaces = self.surface_geom_ids
-        if not data.ncon:
+        if not data.ncon or not self.model.npair:
+            # without <pair> elements every contact's friction is the rule's, listed or not
             return pair_friction(self.model, self.point_geom_ids, surfaces)
         con = data.contact
         geom = con.geom
