@@ -138,20 +138,29 @@ def track_distance(base_height: float) -> float:
 def _signals_deferred():
     """Hold Ctrl-C and ``SIGTERM`` back while a frame goes down ffmpeg's pipe (or ffmpeg is told
     to finish): an interrupt raised halfway through imageio's write leaves its writer unable to
-    finish the file, so the MP4 would have no index. The signal is delivered (and its handler
-    raises) as soon as the block ends. Outside the main thread (where signals are not handled)
-    this does nothing."""
+    finish the file, so the MP4 would have no index. A signal that arrives meanwhile is noted by
+    a handler of ours and raised again, to the handler it would have met, when the block ends.
+    (A signal mask would not do: the kernel hands a process's signal to any thread that does not
+    block it, and Python then interrupts the main thread all the same.) Outside the main thread,
+    where Python runs no signal handler, this does nothing."""
     import threading
 
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    held = {signal.SIGINT, signal.SIGTERM}
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    held: list[int] = []
+    previous = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        handler = signal.getsignal(sig)
+        if handler is not None:  # (None: set from C, not ours to swap)
+            previous[sig] = signal.signal(sig, lambda signum, _frame: held.append(signum))
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if held:
+            signal.raise_signal(held[0])
 
 
 def even_frame(frame: np.ndarray) -> np.ndarray:
