@@ -218,3 +218,22 @@ def test_entry_point_plugins_are_found_and_listed(plugin_dir, g1, capsys):
     assert main(["list"]) == 0
     out = capsys.readouterr().out
     assert re.search(r"^  mine +my-plugin \(my_controllers:PostureGravityPD\)$", out, re.MULTILINE)
+
+
+def test_a_text_option_that_reaches_the_pd_stops_the_run_with_a_clear_reason(plugin_dir, tmp_path):
+    """`-c kp=abc` reaches the README's controller as text (its options are not typed for it);
+    its PD gains are then not numbers: the loop stops at the first step with an
+    ``invalid_command`` event naming them, not a numpy traceback from inside the simulation."""
+    from wbsim.rollout import EpisodeConfig, run_episode
+
+    s = run_episode(
+        EpisodeConfig(
+            controller="my_controllers:PostureGravityPD",
+            controller_options={"kp": "abc"},
+            seconds=0.1,
+            progress=False,
+            log=tmp_path / "run",
+        )
+    )
+    assert s["status"] == "stopped" and "non-numeric PD kp" in s["stopped_reason"]
+    assert s["events"]["invalid_command"] == 1

@@ -88,8 +88,8 @@ def check_run_dir(run_dir: str | Path, overwrite: bool = False) -> Path:
     if not overwrite and path.is_dir() and any(path.iterdir()):
         raise WbsimError(
             f"log folder {path} is not empty (it holds a run or other files); expected a "
-            "new or empty folder: pick another one, or overwrite it (overwrite=True; "
-            "wbsim run --overwrite)"
+            "new or empty folder: pick another one, or overwrite it (--overwrite on "
+            "the command line, overwrite=True in Python)"
         )
     return path
 

@@ -201,8 +201,8 @@ def check_video_path(path: str | Path, overwrite: bool = False) -> Path:
         raise WbsimError(f"video {p}: is a folder; expected an .mp4 file path")
     if p.exists() and not overwrite:
         raise WbsimError(
-            f"video {p} exists; pick another path, or overwrite it (overwrite=True; "
-            "wbsim run --overwrite)"
+            f"video {p} exists; pick another path, or overwrite it (--overwrite on "
+            "the command line, overwrite=True in Python)"
         )
     check_output_file(p, "video")
     return p

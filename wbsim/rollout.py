@@ -371,20 +371,21 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
             c0 = time.perf_counter()
             cmd = controller.compute(state, schedule)
             c_time = time.perf_counter() - c0
-            bad = nonfinite_joints(cmd.tau, robot.joint_names)
-            if bad:
+            invalid = _invalid_command(cmd, robot.joint_names)
+            if invalid:
+                what, bad = invalid
                 process()
                 own_event(
                     "invalid_command",
                     step,
                     state.t,
                     where=",".join(bad),
-                    status="non-finite torque",
+                    status=what,
                 )
                 summary["status"], summary["stopped_reason"] = (
                     "stopped",
                     (
-                        f"controller returned a non-finite torque at step {step} "
+                        f"controller returned a {what} at step {step} "
                         f"(t = {state.t:.3f} s) on {joint_list(bad)}"
                     ),
                 )
@@ -482,6 +483,29 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
             scene.close()
         _close(summary, pending, video, bar, log, env, cfg, detector, own_events)
     return summary
+
+
+def _invalid_command(cmd, joint_names) -> tuple[str, list[str]] | None:
+    """What is wrong with a command the simulation cannot apply, and on which joints: a torque or
+    a joint-PD array (``q``, ``v``, ``kp``, ``kd``) that is not numbers of shape ``(n_joints,)``
+    (e.g. an option given as text), or not finite; ``None`` if nothing is."""
+    arrays = {"torque": cmd.tau}
+    if cmd.joint_targets is not None:
+        jt = cmd.joint_targets
+        arrays.update(
+            {"joint target": jt.q, "joint target velocity": jt.v, "PD kp": jt.kp, "PD kd": jt.kd}
+        )
+    for what, values in arrays.items():
+        try:
+            a = np.asarray(values, dtype=float)
+        except (TypeError, ValueError):
+            return f"non-numeric {what}", list(joint_names)
+        if a.shape != (len(joint_names),):
+            return f"{what} of shape {a.shape} (expected ({len(joint_names)},))", list(joint_names)
+        bad = nonfinite_joints(a, joint_names)
+        if bad:
+            return f"non-finite {what}", bad
+    return None
 
 
 def _feet_middle(robot, data) -> np.ndarray:
