@@ -1041,18 +1041,9 @@ class ContactProjectedID:
         ``cone``; the robot's model where it has none, or for ``None``): ``mu`` if given (a cap),
         else the simulator's times ``friction_margin``
         (:func:`~wbsim.controllers.friction.simulator_friction`)."""
-        if state is None:
-            return simulator_friction(
-                None,
-                None,
-                self.robot.contact_names,
-                self.model_friction,
-                self.mu,
-                self.friction_margin,
-            )
         return simulator_friction(
-            state.friction,
-            state.cone,
+            None if state is None else state.friction,
+            None if state is None else state.cone,
             self.robot.contact_names,
             self.model_friction,
             self.mu,

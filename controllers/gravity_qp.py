@@ -600,18 +600,9 @@ class GravityCompensationQP:
         (:func:`~wbsim.controllers.friction.simulator_friction`)."""
         if not self.floating:
             return self.model_friction
-        if state is None:
-            return simulator_friction(
-                None,
-                None,
-                self.robot.contact_names,
-                self.model_friction,
-                self.mu,
-                self.friction_margin,
-            )
         return simulator_friction(
-            state.friction,
-            state.cone,
+            None if state is None else state.friction,
+            None if state is None else state.cone,
             self.robot.contact_names,
             self.model_friction,
             self.mu,
