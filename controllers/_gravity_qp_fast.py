@@ -118,7 +118,7 @@ class StaticsKernel:
         )
         nl = len(reached)
         self.cols = np.array(list(range(6)) + reached, dtype=np.intp)  # base + reached v-rows
-        contiguous = np.array_equal(self.cols, np.arange(6 + nl))
+        self.contiguous = contiguous = np.array_equal(self.cols, np.arange(6 + nl))
         actuated_v = np.asarray(actuated_v, dtype=np.intp)
         self.vidx = actuated_v
         # the joints (joint_names order) whose torques are unknowns, in the order of cols[6:]
@@ -161,7 +161,6 @@ class StaticsKernel:
             writeable=True,
         )
         self.cone = np.array(cone, dtype=float)
-        self.cone_R = np.zeros((nf, kr, 3))
         self.A[ne + 6 :, m:] = np.eye(nl)
         self.JT = self.A[ne:, :m]  # (J^T) rows base + reached (a view)
         self.H = np.diag(np.concatenate([np.full(m, eps), np.ones(nl)]))
@@ -195,7 +194,9 @@ class StaticsKernel:
         if not all(np.shares_memory(v, data.oMi[j].rotation) for v, j in zip(views, joints)):
             raise RuntimeError("pinocchio's oMi rotations are not views of its data")
         self.rot_pairs = tuple(zip(blocks, views))
-        self.cone_parts = tuple(zip(cone_blocks, self.cone, self.cone_R, views))
+        # each foot's cone rows, repeated for each of its points (C R in one product per foot)
+        tiled = np.repeat(self.cone[:, None], npf, axis=1)  # (nf, npf, kr, 3)
+        self.cone_parts = tuple(zip(cone_blocks, tiled, views))
         self.nc = nc
         self.solver: Any = None  # daqp.Model, set up on the first call
         self.tau: np.ndarray = np.full(len(actuated_v), np.nan)
@@ -213,12 +214,14 @@ class StaticsKernel:
         # one pass for the CoM Jacobian and every joint Jacobian (jacobianCenterOfMass computes
         # the latter as computeJointJacobians does); g(q) = -M J_com^T g_0
         np.dot(self.mg, pin.jacobianCenterOfMass(model, data, q, False), out=self.gq)
-        np.take(self.gq, self.cols, out=self.g_eq)
+        if self.contiguous:
+            self.g_eq[:] = self.gq[: len(self.g_eq)]
+        else:
+            np.take(self.gq, self.cols, out=self.g_eq)
         for block, rot in self.rot_pairs:
             block[...] = rot
-        for block, C, CR, rot in self.cone_parts:
-            np.matmul(C, rot, out=CR)
-            block[...] = CR
+        for block, C, rot in self.cone_parts:  # C R, the cone rows of every point of a foot
+            np.matmul(C, rot, out=block)
         gfj, local, ids = pin.getFrameJacobian, pin.LOCAL, self.foot_frame_ids
         if len(ids) == 2:
             np.concatenate(

@@ -530,6 +530,7 @@ class GravityCompensationQP:
         self.n = len(self.joint_names)
         self.vidx = np.asarray(robot.converter.pin_vidx, dtype=int)
         self.effort = np.asarray(robot.effort_limits, dtype=float)
+        self._effort_active = self.effort - _ACTIVE_TOL  # a limit counts as active from here
         self.floating = (
             self.model.njoints > 1 and self.model.joints[1].shortname() == "JointModelFreeFlyer"
         )
@@ -834,12 +835,13 @@ class GravityCompensationQP:
             else []
         )
         limits_hit = False
-        if self.torque_limits:
-            hi = np.flatnonzero(tau >= self.effort - _ACTIVE_TOL)
-            lo = np.flatnonzero(tau <= _ACTIVE_TOL - self.effort)
+        # a torque within _ACTIVE_TOL of its limit (one comparison in the common case: none)
+        if self.torque_limits and (np.abs(tau) >= self._effort_active).any():
+            hi = np.flatnonzero(tau >= self._effort_active)
+            lo = np.flatnonzero(tau <= -self._effort_active)
             active += [f"{self.joint_names[i]}:torque_max" for i in hi]
             active += [f"{self.joint_names[i]}:torque_min" for i in lo]
-            limits_hit = bool(hi.size or lo.size)
+            limits_hit = True
         # every inequality strictly holds: the pyramid lies inside the cone, so every physical
         # condition holds too; otherwise check them one by one
         if limits_hit or not slack_max <= 0.5 * self.feasibility_tol:

@@ -154,11 +154,10 @@ def reward_terms(
     return {
         "alive": np.where(fell, 0.0, weights["alive"]),
         "upright": -weights["upright"] * tilt**2,
-        "posture": -weights["posture"] * (np.einsum("...i,...i", joint_error, joint_error) / n),
-        "torque": -weights["torque"]
-        * (np.einsum("...i,...i", torque_normalised, torque_normalised) / n),
+        "posture": -weights["posture"] * (np.vecdot(joint_error, joint_error) / n),
+        "torque": -weights["torque"] * (np.vecdot(torque_normalised, torque_normalised) / n),
         "base_velocity": -weights["base_velocity"]
-        * np.einsum("...i,...i", base_velocity_world, base_velocity_world),
+        * np.vecdot(base_velocity_world, base_velocity_world),
     }
 
 

@@ -23,7 +23,6 @@ was computed for.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -32,6 +31,7 @@ from typing import Any
 import mujoco
 import numpy as np
 
+from wbsim._cached import cached_property
 from wbsim.errors import UnknownNameError, WbsimError, check_keys
 
 __all__ = [
@@ -345,19 +345,19 @@ class SensorLayout:
     surface_tangents: np.ndarray
     surface_offset: np.ndarray
 
-    @functools.cached_property
+    @cached_property
     def foot_names(self) -> tuple[str, ...]:
         """The feet, in the order they first appear in :attr:`point_foot`."""
         return tuple(dict.fromkeys(f for f in self.point_foot if f))
 
-    @functools.cached_property
+    @cached_property
     def foot_index(self) -> tuple[tuple[int, ...], ...]:
         """The point indices of each foot of :attr:`foot_names`."""
         return tuple(
             tuple(i for i, f in enumerate(self.point_foot) if f == foot) for foot in self.foot_names
         )
 
-    @functools.cached_property
+    @cached_property
     def foot_points(self) -> np.ndarray:
         """``(n, m)`` 0/1 matrix: point ``i`` belongs to foot ``j`` of :attr:`foot_names`."""
         return np.array([[float(f == foot) for foot in self.foot_names] for f in self.point_foot])
@@ -427,21 +427,21 @@ class ContactSensing:
         """``(n,)`` foot of each point."""
         return self.layout.point_foot
 
-    @functools.cached_property
+    @cached_property
     def _contact(self) -> np.ndarray:
         return self.sensordata[..., self.layout.contact]  # (..., n, 14)
 
-    @functools.cached_property
+    @cached_property
     def found(self) -> np.ndarray:
         """``(n,)`` bool: the point's sphere touches the floor (within the contact margin)."""
         return self._contact[..., 0] > 0
 
-    @functools.cached_property
+    @cached_property
     def position_world(self) -> np.ndarray:
         """``(n, 3)`` point positions (the sites), m."""
         return self.sensordata[..., self.layout.site]
 
-    @functools.cached_property
+    @cached_property
     def gap(self) -> np.ndarray:
         """``(n,)`` distance ``h`` to the point's surface (the floor, a wall), m: the contact's
         distance where the sphere touches, else the point's height above the surface (along its
@@ -464,31 +464,31 @@ class ContactSensing:
         contact)."""
         return self._contact[..., 1]
 
-    @functools.cached_property
+    @cached_property
     def tangential_force(self) -> np.ndarray:
         """``(n,)`` norm of the friction force (across the contact normal), N."""
         return np.hypot(self._contact[..., 2], self._contact[..., 3])
 
-    @functools.cached_property
+    @cached_property
     def slip_velocity(self) -> np.ndarray:
         """``(n,)`` tangential speed of the point relative to the floor at the contact, m/s (0
         without contact)."""
         return np.hypot(self._contact[..., 12], self._contact[..., 13])
 
-    @functools.cached_property
+    @cached_property
     def _frame(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         c = self._contact
         normal, tangent = c[..., 5:8], c[..., 8:11]  # the sensor frame's first two axes
         return normal, tangent, np.cross(normal, tangent)
 
-    @functools.cached_property
+    @cached_property
     def force_world(self) -> np.ndarray:
         """``(n, 3)`` contact force on the robot at the point, world frame, N."""
         c, (normal, tangent, binormal) = self._contact, self._frame
         # the sensor gives the force of the point's sphere on the floor: minus it on the robot
         return -(c[..., 1:2] * normal + c[..., 2:3] * tangent + c[..., 3:4] * binormal)
 
-    @functools.cached_property
+    @cached_property
     def tangential_velocity_world(self) -> np.ndarray:
         """``(n, 3)`` velocity of the point relative to the floor across the contact normal,
         world frame, m/s (0 without contact)."""
@@ -496,7 +496,7 @@ class ContactSensing:
         # the sensor gives the floor's velocity relative to the sphere: minus it
         return -(c[..., 12:13] * tangent + c[..., 13:14] * binormal)
 
-    @functools.cached_property
+    @cached_property
     def friction(self) -> np.ndarray:
         """``(n,)`` friction coefficient ``mu`` of each point-floor pair, as MuJoCo used it at the
         step (:meth:`ContactSensor.friction`); the model's at the sensor's making if not given."""
@@ -504,7 +504,7 @@ class ContactSensing:
             return self._friction
         return np.broadcast_to(self.layout.friction, self.normal_force.shape)
 
-    @functools.cached_property
+    @cached_property
     def tangents(self) -> np.ndarray:
         """``(n, 2, 3)`` the two tangent axes (world) of each point's contact frame, MuJoCo's for a
         touching point (the friction pyramid's axes), its surface's (:attr:`SensorLayout.
@@ -518,7 +518,7 @@ class ContactSensing:
         """``(n, 2)`` the friction force along :attr:`tangents`, N (up to sign)."""
         return self._contact[..., 2:4]
 
-    @functools.cached_property
+    @cached_property
     def mode(self) -> np.ndarray:
         """``(n,)`` int8 :data:`OPEN`, :data:`STICKING` or :data:`SLIDING`: ``open`` unless
         ``normal_force > thresholds.normal_force``; then ``sliding`` if ``slip_velocity >
@@ -526,12 +526,12 @@ class ContactSensing:
         sliding = self.slip_velocity > self.layout.thresholds.slip_speed
         return np.where(self.loaded, np.where(sliding, SLIDING, STICKING), OPEN).astype(np.int8)
 
-    @functools.cached_property
+    @cached_property
     def loaded(self) -> np.ndarray:
         """``(n,)`` bool: the point is not ``open`` (``normal_force > thresholds.normal_force``)."""
         return self.normal_force > self.layout.thresholds.normal_force
 
-    @functools.cached_property
+    @cached_property
     def _external(self) -> np.ndarray:
         return self.sensordata[..., self.layout.external]
 
@@ -569,12 +569,12 @@ class ContactSensing:
         """``(3,)`` the robot's centre of mass, world, m."""
         return self.sensordata[..., self.layout.com]
 
-    @functools.cached_property
+    @cached_property
     def feet_loaded(self) -> np.ndarray:
         """``(m,)`` bool: each foot of ``layout.foot_names`` has a loaded point."""
         return (self.loaded @ self.layout.foot_points) > 0
 
-    @functools.cached_property
+    @cached_property
     def foot_friction(self) -> dict[str, float]:
         """Foot -> the least ``mu`` over its points (one step): what a controller may assume for
         the foot's contacts (:attr:`friction`)."""
@@ -750,6 +750,8 @@ class ContactSensor:
         self._point_of_geom = np.full(m.ngeom, -1)
         self._point_of_geom[ids] = np.arange(len(ids))
         self._found = self.layout.contact[:, 0]
+        self._rule_key: tuple[bytes, bytes] | None = None  # model values of _rule_mu
+        self._rule_mu = friction
         self._geom_names = []
         for g in range(m.ngeom):
             name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_GEOM, g)
@@ -814,7 +816,7 @@ class ContactSensor:
         surfaces = self.surface_geom_ids
         if not data.ncon or not self.model.npair:
             # without <pair> elements every contact's friction is the rule's, listed or not
-            return pair_friction(self.model, self.point_geom_ids, surfaces)
+            return self._rule_friction()
         con = data.contact
         geom = con.geom
         point = np.maximum(self._point_of_geom[geom[:, 0]], self._point_of_geom[geom[:, 1]])
@@ -825,9 +827,20 @@ class ContactSensor:
         mu = np.full(len(surfaces), np.nan)
         mu[listed] = con.friction[rows, 0]
         if len(listed) < len(surfaces) or np.isnan(mu).any():  # a point without its contact
-            rule = pair_friction(self.model, self.point_geom_ids, surfaces)
-            mu = np.where(np.isnan(mu), rule, mu)
+            mu = np.where(np.isnan(mu), self._rule_friction(), mu)
         return mu
+
+    def _rule_friction(self) -> np.ndarray:
+        """:func:`pair_friction` of the points with their surfaces under the model's current
+        ``geom_friction`` and ``geom_priority`` (read-only; computed again only when those
+        values changed since the last call)."""
+        m = self.model
+        key = (m.geom_friction.tobytes(), m.geom_priority.tobytes())
+        if key != self._rule_key:
+            mu = pair_friction(m, self.point_geom_ids, self.surface_geom_ids)
+            mu.setflags(write=False)
+            self._rule_key, self._rule_mu = key, mu
+        return self._rule_mu
 
     def non_sole_contacts(self, data: mujoco.MjData) -> dict[str, float]:
         """Name -> normal force (N, on the robot, along the contact's normal) of every robot geom

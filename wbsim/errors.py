@@ -6,6 +6,7 @@ there is one (``UnknownNameError.known``, ``NoFeetError.robot``).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 
 __all__ = [
@@ -120,7 +121,11 @@ def nonfinite_joints(values, joint_names) -> list[str] | None:
     (``joint_names`` order) whose entries are NaN or infinite."""
     import numpy as np
 
-    bad = ~np.isfinite(values)
+    a = np.asarray(values)
+    # the sum is finite iff every entry is (or it overflowed: then look closer)
+    if a.ndim == 1 and a.dtype.kind == "f" and math.isfinite(a.sum()):
+        return None
+    bad = ~np.isfinite(a)
     if not bad.any():
         return None
     return [joint_names[i] for i in np.flatnonzero(bad)]

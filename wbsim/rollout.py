@@ -489,6 +489,15 @@ def _invalid_command(cmd, joint_names) -> tuple[str, list[str]] | None:
     """What is wrong with a command the simulation cannot apply, and on which joints: a torque or
     a joint-PD array (``q``, ``v``, ``kp``, ``kd``) that is not numbers of shape ``(n_joints,)``
     (e.g. an option given as text), or not finite; ``None`` if nothing is."""
+    n = len(joint_names)
+    tau, jt = cmd.tau, cmd.joint_targets
+    # the common case in a few calls: float arrays of the right shape whose entries sum to a
+    # finite number (a NaN or an infinity makes the sum non-finite; an overflow looks closer)
+    arrays_in = (tau,) if jt is None else (tau, jt.q, jt.v, jt.kp, jt.kd)
+    if all(
+        type(a) is np.ndarray and a.dtype == np.float64 and a.shape == (n,) for a in arrays_in
+    ) and math.isfinite(sum(float(a.sum()) for a in arrays_in)):
+        return None
     arrays = {"torque": cmd.tau}
     if cmd.joint_targets is not None:
         jt = cmd.joint_targets

@@ -165,6 +165,7 @@ class Simulation:
         #: every :class:`SimulatorWarning` of the episode, in order
         self.warnings: list[SimulatorWarning] = []
         self._warning_counts = self.data.warning.number.copy()
+        self._warning_bytes = self._warning_counts.tobytes()
 
     # -- episode -----------------------------------------------------------------------------------
     def reset(self, q: np.ndarray, rng: np.random.Generator) -> None:
@@ -182,6 +183,7 @@ class Simulation:
         self._sensing = None
         self.warnings = []
         self._warning_counts = self.data.warning.number.copy()
+        self._warning_bytes = self._warning_counts.tobytes()
 
     @property
     def failed(self) -> SimulatorWarning | None:
@@ -260,7 +262,7 @@ class Simulation:
         mujoco.mj_step(self.model, d)
         self._sensing = None
         counts = d.warning.number
-        if not np.array_equal(counts, self._warning_counts):  # MuJoCo raised a warning
+        if counts.tobytes() != self._warning_bytes:  # MuJoCo raised a warning
             for i in np.flatnonzero(counts != self._warning_counts).tolist():
                 name = _WARNING_NAMES.get(i, f"warning {i}")
                 self.warnings.append(
@@ -269,6 +271,7 @@ class Simulation:
                     )
                 )
             self._warning_counts = counts.copy()
+            self._warning_bytes = counts.tobytes()
 
     def apply_push(self) -> None:
         """Start, hold or end the push on the torso (``xfrc_applied``) at the current time, per
