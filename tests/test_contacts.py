@@ -265,6 +265,30 @@ def test_g1_standing_sensing(g1):
     np.testing.assert_allclose(s.com, d.subtree_com[1], atol=1e-12)
 
 
+def test_feet_and_their_friction_follow_each_steps_values(g1):
+    """The per-foot answers of one step (memoised by the values) match the points' own values,
+    step after step, whatever was seen before; the friction dicts are fresh."""
+    layout = ContactSensor.for_robot(g1).layout
+    left = [f == "left_foot" for f in layout.point_foot]
+    patterns = [
+        (np.array(left), {"left_foot"}),
+        (~np.array(left), {"right_foot"}),
+        (np.zeros(8, dtype=bool), set()),
+        (np.eye(8, dtype=bool)[5], {"right_foot"}),
+        (np.array(left), {"left_foot"}),  # seen before: the memo's answer
+    ]
+    for loaded, feet in patterns:
+        assert layout.feet_with(loaded) == feet
+    mu = np.array([0.9, 0.8, 0.7, 0.95, 1.0, 1.0, 0.5, 1.0])
+    first = layout.least_friction(mu)
+    assert first == {"left_foot": 0.7, "right_foot": 0.5}
+    first["left_foot"] = 0.0  # a caller's change stays its own
+    assert layout.least_friction(mu) == {"left_foot": 0.7, "right_foot": 0.5}
+    assert layout.least_friction(np.ones(8)) == {"left_foot": 1.0, "right_foot": 1.0}
+    with pytest.raises(WbsimError, match="one step"):
+        layout.feet_with(np.zeros((2, 8), dtype=bool))
+
+
 @pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
 def test_g1_landing_external_force_is_newton(g1, cone):
     """G1 dropped 2 cm with zero torque, sampled through the impact: the sensed external force

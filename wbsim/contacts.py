@@ -362,6 +362,54 @@ class SensorLayout:
         """``(n, m)`` 0/1 matrix: point ``i`` belongs to foot ``j`` of :attr:`foot_names`."""
         return np.array([[float(f == foot) for foot in self.foot_names] for f in self.point_foot])
 
+    def feet_with(self, loaded: np.ndarray) -> frozenset[str]:
+        """The feet with at least one point set in ``loaded`` ``(n,)`` bool (one step);
+        memoised by the pattern, which repeats from step to step."""
+        if loaded.shape != (len(self.names),):
+            raise WbsimError(f"feet_with takes one step's ({len(self.names)},) bools")
+        key = loaded.tobytes()
+        feet = self._feet_memo.get(key)
+        if feet is None:
+            on = loaded.tolist()
+            feet = frozenset(
+                foot
+                for foot, idx in zip(self.foot_names, self.foot_index)
+                if any(on[i] for i in idx)
+            )
+            _remember(self._feet_memo, key, feet)
+        return feet
+
+    def least_friction(self, mu: np.ndarray) -> dict[str, float]:
+        """Foot -> the least of ``mu`` ``(n,)`` over its points (one step; a fresh dict),
+        memoised by the values, which repeat from step to step."""
+        if mu.shape != (len(self.names),):
+            raise WbsimError(f"least_friction takes one step's ({len(self.names)},) values")
+        key = mu.tobytes()
+        least = self._friction_memo.get(key)
+        if least is None:
+            values = mu.tolist()
+            least = {
+                foot: min(values[i] for i in idx)
+                for foot, idx in zip(self.foot_names, self.foot_index)
+            }
+            _remember(self._friction_memo, key, least)
+        return dict(least)
+
+    @cached_property
+    def _feet_memo(self) -> dict[bytes, frozenset[str]]:
+        return {}
+
+    @cached_property
+    def _friction_memo(self) -> dict[bytes, dict[str, float]]:
+        return {}
+
+
+def _remember(memo: dict, key, value) -> None:
+    """``memo[key] = value``, forgetting everything first when the memo holds 4096 entries."""
+    if len(memo) >= 4096:
+        memo.clear()
+    memo[key] = value
+
 
 def _sensor_indices(model: mujoco.MjModel, name: str, dim: int) -> np.ndarray:
     """The sensordata indices ``(dim,)`` of wbsim's sensor ``name``; raises :class:`WbsimError`."""
@@ -578,11 +626,7 @@ class ContactSensing:
     def foot_friction(self) -> dict[str, float]:
         """Foot -> the least ``mu`` over its points (one step): what a controller may assume for
         the foot's contacts (:attr:`friction`)."""
-        mu = self.friction.tolist()  # (n,): plain floats are quicker for a few points
-        return {
-            foot: min(mu[i] for i in idx)
-            for foot, idx in zip(self.layout.foot_names, self.layout.foot_index)
-        }
+        return self.layout.least_friction(np.ascontiguousarray(self.friction, dtype=float))
 
     @property
     def cone_name(self) -> str:
@@ -592,9 +636,7 @@ class ContactSensing:
     @property
     def feet_in_contact(self) -> frozenset[str]:
         """Feet with at least one loaded point (one step)."""
-        return frozenset(
-            f for f, on in zip(self.layout.foot_names, self.feet_loaded.tolist()) if on
-        )
+        return self.layout.feet_with(self.loaded)
 
     def mode_names(self) -> tuple[str, ...]:
         """``(n,)`` mode of each point as text (one step)."""
