@@ -37,17 +37,25 @@ def _parse_options(pairs: Sequence[str]) -> dict:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    import warnings
+
     from wbsim.controllers import available_controllers
     from wbsim.envs import ENV_IDS
 
     print(f"{'robot':<8} {'joints':>6} {'mass kg':>8}  feet (contact points); description")
+    notes = []
     for name in wbsim.ROBOTS:
-        robot = wbsim.load_robot(name)
+        with warnings.catch_warnings(record=True) as caught:  # the loader's notes, listed below
+            warnings.simplefilter("always")
+            robot = wbsim.load_robot(name)
+        notes += [str(w.message) for w in caught]
         feet = ", ".join(f"{f.name} ({f.link}, {len(f.point_names)})" for f in robot.feet.values())
         print(
             f"{name:<8} {robot.n_joints:>6} {robot.total_mass:>8.2f}  {feet}; "
             f"{wbsim.ROBOTS[name].description}"
         )
+    for note in dict.fromkeys(notes):
+        print(f"  note: {note}")
     print("\nenvs:        " + ", ".join(ENV_IDS))
     print("\ncontrollers (name: from where; or any package.module:Class):")
     for name, origin in available_controllers().items():
