@@ -397,6 +397,11 @@ class HumanoidEnv(gym.Env):
         self._torque_hook: Callable[[HumanoidEnv], np.ndarray | Command] | None = None
         conv = self.robot.converter
         self._pin_qidx, self._pin_vidx = conv.pin_qidx, conv.pin_vidx
+        nq = self.robot.pin_model.nq
+        #: where the observation's state part comes from in ``[q; v]`` (Pinocchio's)
+        self._obs_state_index = np.concatenate(
+            ([2, 6, 3, 4, 5], nq + np.arange(6), self._pin_qidx, nq + np.asarray(self._pin_vidx))
+        ).astype(np.intp)
         self._weights: dict[frozenset[str], np.ndarray] = {}
 
     # -- per-substep torque hook -------------------------------------------------------------------
@@ -751,21 +756,16 @@ class HumanoidEnv(gym.Env):
         )
         com = self.data.subtree_com[1]
         duration = sched.phase_duration
-        obs = np.concatenate(
-            [
-                q[2:3],
-                q[6:7],
-                q[3:6],
-                v[0:6],
-                q[self._pin_qidx],
-                v[self._pin_vidx],
-                com[0:2] - centre,
-                com[2:3],
-                [float(f in sensed) for f in FEET],
-                [float(f in planned) for f in FEET],
-                [sched.phase_time / duration if math.isfinite(duration) else 0.0],
-            ]
-        ).astype(np.float32)
+        # base height, quaternion w then x y z, base velocity, joint angles, joint velocities
+        # (one gather from [q; v]); CoM over the support centre, CoM height; contact flags; phase
+        state_part = np.concatenate((q, v)).take(self._obs_state_index)
+        k = len(state_part)
+        obs = np.empty(k + 8, dtype=np.float32)
+        obs[:k] = state_part
+        obs[k : k + 2] = com[0:2] - centre
+        obs[k + 2] = com[2]
+        obs[k + 3 : k + 7] = [f in sensed for f in FEET] + [f in planned for f in FEET]
+        obs[k + 7] = sched.phase_time / duration if math.isfinite(duration) else 0.0
         if self.info_mode == "lean":
             return obs, {"t": t, "fell": fell, "reward_terms": reward_terms}
         info = {
