@@ -175,8 +175,17 @@ class ProjectedIDKernel:
         self.augmented = np.zeros((nv, nv + 1))
         self.Nc, self.particular = self.augmented[:, :nv], self.augmented[:, nv]
         self.Jc_pinv = np.zeros((nv, 0))
-        self._placement = _placement_map(self.points_in_foot)
+        # the feet's placements: the top 3 rows of each homogeneous matrix, then a constant 1
+        # (the bottom rows of H are constant: B's rows of them, but the 1 of H[0], are dropped)
+        self._hvec = np.zeros(12 * nf + 1)
+        self._hvec[-1] = 1.0
+        self._hviews = tuple(self._hvec[12 * k : 12 * k + 12].reshape(3, 4) for k in range(nf))
+        H = self._hvec[: 12 * nf].reshape(nf, 3, 4)
+        self.foot_positions, self.foot_rotations = H[:, :, 3], H[:, :, 0:3]
+        keep = [16 * k + r for k in range(nf) for r in range(12)] + ([15] if nf else [])
+        self._placement = _placement_map(self.points_in_foot)[keep]
         self._ng = nc * 3 * n_pts
+        self._frames: dict[int, tuple] = {}
         # the task stack: rows laid out once, the posture's constant rows written on a weight change
         self.tasks = tuple(tasks)
         dims = [len(t.v_index) if t.kind == "posture" else 3 for t in self.tasks]
@@ -207,6 +216,7 @@ class ProjectedIDKernel:
             for a, e, sel, i in runs
         ]
         self.error_norms: list[float] = [0.0] * len(self.tasks)
+        self._ones_H = np.ones((nv + 1) * nv)  # finiteness tests as one dot product
         self.qp = friction is not None and nf > 0
         if self.qp:
             self._qp_layout(
@@ -230,7 +240,6 @@ class ProjectedIDKernel:
         self.n_eq = len(unact_v)
         self.n_t = len(rows_t)
         self.lim_unreached = tau_limit[unreached]
-        self.lim_unreached_list = self.lim_unreached.tolist()
         self.unreached_v = _as_slice(act_v[unreached]) if len(unreached) else None
         self.unreached_idx = unreached
         # the rows of the cost: the reached joints (their torques depend on f)
@@ -258,6 +267,7 @@ class ProjectedIDKernel:
             self.C[ne : ne + nt],
         )
         self.eps_I: dict[float, np.ndarray] = {}
+        self._ones_f = np.ones(self.n3)
 
     # -- stage 1 ------------------------------------------------------------------------------
     def kinematics(self, q: np.ndarray, v: np.ndarray) -> None:
@@ -275,24 +285,19 @@ class ProjectedIDKernel:
             h = np.multiply(self.damping_v, v)  # D qdot on the actuated rows
             h += data.nle
             self.h = h
-        self._frames: dict[int, tuple] = {}
+        self._frames.clear()
         nf = self.nf
         if nf == 0:
-            self.foot_positions, self.points = np.zeros((0, 3)), np.zeros((0, 3))
-            self.grasp, self.foot_rotations = np.zeros((0, 0)), np.zeros((0, 3, 3))
+            self.points, self.grasp = np.zeros((0, 3)), np.zeros((0, 0))
             return
         place, jac = pin.updateFramePlacement, pin.getFrameJacobian
         acc = pin.getFrameClassicalAcceleration
-        JcA, nv = self.JcA, self.nv
-        Hs = []
+        JcA, nv, hviews = self.JcA, self.nv, self._hviews
         for k, f in enumerate(self.frame_ids):
-            Hs.append(place(model, data, f).homogeneous)
+            hviews[k][...] = place(model, data, f).homogeneous[0:3]
             JcA[6 * k : 6 * k + 6, :nv] = jac(model, data, f, _LWA)
             JcA[6 * k : 6 * k + 6, nv] = acc(model, data, f, _LWA).vector
-        H = np.array(Hs)
-        self.foot_positions = H[:, 0:3, 3]
-        self.foot_rotations = H[:, 0:3, 0:3]
-        y = H.reshape(-1).dot(self._placement)  # [G (flat) | sole points (flat)]
+        y = self._hvec.dot(self._placement)  # [G (flat) | sole points (flat)]
         ng = self._ng
         self.grasp = y[:ng].reshape(6 * nf, 12 * nf)
         self.points = y[ng:].reshape(-1, 3)
@@ -312,16 +317,16 @@ class ProjectedIDKernel:
         return self._M
 
     def frame(self, frame_id: int) -> tuple[Any, ...]:
-        """``(position (3,), rotation (3, 3), jacobian (6, nv), drift, velocity)`` of a frame at
-        the last :meth:`kinematics` (LOCAL_WORLD_ALIGNED, as ``DynamicsSnapshot.frame``; drift
-        and velocity as lists of 6 floats)."""
+        """``(placement (pin.SE3), jacobian (6, nv), drift, velocity)`` of a frame at the last
+        :meth:`kinematics` (LOCAL_WORLD_ALIGNED, as ``DynamicsSnapshot.frame``; drift and
+        velocity as lists of 6 floats; a task reads the placement's translation or rotation)."""
         fk = self._frames.get(frame_id)
         if fk is None:
             model, data = self.model, self.data
-            H = pin.updateFramePlacement(model, data, frame_id).homogeneous
+            oMf = pin.updateFramePlacement(model, data, frame_id)
             J = pin.getFrameJacobian(model, data, frame_id, _LWA)
             drift = pin.getFrameClassicalAcceleration(model, data, frame_id, _LWA).vector.tolist()
-            fk = self._frames[frame_id] = (H[0:3, 3], H[0:3, 0:3], J, drift, J.dot(self.v).tolist())
+            fk = self._frames[frame_id] = (oMf, J, drift, J.dot(self.v).tolist())
         return fk
 
     # -- stage 2 ------------------------------------------------------------------------------
@@ -388,13 +393,13 @@ class ProjectedIDKernel:
                 np.multiply(self.data.Jcom, sw, out=A)
                 vel, drift = self.com_velocity, self.com_drift
             else:
-                pos, rot, J, drift6, vel6 = self.frame(spec.frame_id)
+                oMf, J, drift6, vel6 = self.frame(spec.frame_id)
                 if kind == "position":
-                    e0, e1, e2 = (target - pos).tolist()
+                    e0, e1, e2 = (target - oMf.translation).tolist()
                     np.multiply(J[0:3], sw, out=A)
                     vel, drift = vel6[0:3], drift6[0:3]
                 else:
-                    e0, e1, e2 = pin.log3(target.dot(rot.T)).tolist()
+                    e0, e1, e2 = pin.log3(target.dot(oMf.rotation.T)).tolist()
                     np.multiply(J[3:6], sw, out=A)
                     vel, drift = vel6[3:6], drift6[3:6]
             r0, r1, r2 = (0.0, 0.0, 0.0) if target_vel is None else target_vel.tolist()
@@ -417,7 +422,7 @@ class ProjectedIDKernel:
             HrT = ANb.T.dot(ANb[:, :nv])  # [(A N)^T (A N); (b - A qdd_p)^T (A N)]
             H = HrT[:nv]
             H += self.reg_I
-            if not math.isfinite(_sum(HrT, axis=None)):
+            if not math.isfinite(HrT.reshape(-1).dot(self._ones_H)):  # a NaN or inf anywhere
                 raise KernelError(
                     "non-finite task Jacobian or acceleration in the task stack", False
                 )
@@ -468,7 +473,7 @@ class ProjectedIDKernel:
             eps_I = self.eps_I[force_weight] = np.eye(self.n3) * force_weight
         P = Ac.T.dot(Ac)
         P += eps_I
-        qv = -Ac.T.dot(bc)
+        qv = (-bc).dot(Ac)  # -Ac^T bc
         if force_reference is not None:
             qv -= force_weight * force_reference
         if force_limits is not None:
@@ -478,12 +483,7 @@ class ProjectedIDKernel:
             upper = np.concatenate([upper, h_f])
             sense = np.concatenate([sense, np.zeros(len(h_f), dtype=np.intc)])
         unreached = self.unreached_v
-        if (
-            unreached is not None
-            and max(map(float.__sub__, map(abs, b[unreached].tolist()), self.lim_unreached_list))
-            > 0.0
-        ):
-            over = np.abs(b[unreached]) > self.lim_unreached
+        if unreached is not None and (over := np.abs(b[unreached]) > self.lim_unreached).any():
             rows_v = np.arange(self.nv)[self.act][self.unreached_idx[over]]
             return (
                 False,
@@ -495,7 +495,7 @@ class ProjectedIDKernel:
             x, _, exitflag, _ = daqp.solve(P, qv, C, upper, lower, sense)
         except Exception as exc:  # noqa: BLE001  a solver may raise on a degenerate problem
             return False, None, None, f"daqp error: {exc}"
-        if not (exitflag > 0 and math.isfinite(_sum(x))):
+        if not (exitflag > 0 and math.isfinite(x.dot(self._ones_f))):  # a NaN or inf in x
             return False, None, None, "daqp: no solution (infeasible)"
         # tau = (M qdd* + h - J_c^T G f)_a; the rows no force reaches are b_a themselves
         tau = b[self.act]

@@ -14,9 +14,10 @@ in each contact's frame (the floor's is the world's; a wall's normal is horizont
 
 from __future__ import annotations
 
+import functools
 import math
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, NamedTuple
 
@@ -113,7 +114,7 @@ class ContactLayout:
     friction_rhs: np.ndarray
     distribution: np.ndarray
 
-    @property
+    @functools.cached_property
     def feet_set(self) -> frozenset[str]:
         """The feet in contact, as a set."""
         return frozenset(self.feet)
@@ -611,6 +612,7 @@ class ProjectedIDGains:
 
 _ZERO3 = np.zeros(3)
 _ZERO3.setflags(write=False)  # shared "no feed-forward" value: never written to
+_BUILT_KEPT = 8  # contact layouts and kernels a controller keeps (ContactProjectedID._built)
 
 
 def _target3(value: Any, key: str) -> np.ndarray:
@@ -892,6 +894,9 @@ class ContactProjectedID:
         self._reset_done = False
         self._contact_set: frozenset[str] | None = None
         self._layout: ContactLayout = build_contact_layout(robot, ())
+        self._friction_of: tuple = (0, 0)  # (state.friction, state.cone) self._friction is of
+        self._built_for: dict[tuple, Any] = {}  # layouts and kernels by contact set (_built)
+        self._wrench_keys: tuple[str, ...] = ()  # "<foot>_wrench" of the feet in contact
         self._hull_cache: tuple | None = None
         self._last_feasible_tau: np.ndarray | None = None
         self.fast = bool(fast)
@@ -1081,14 +1086,27 @@ class ContactProjectedID:
         """Rebuild the contact structures for a new contact set (seed, Problem 5) at the snapshot
         ``s`` of this step."""
         preload = max(self.min_normal_force, self.transition_force)  # a hand is kept pressed
-        layout = build_contact_layout(
-            self.robot,
+        friction = self._friction
+        # the layout and the kernel are functions of these (and of the controller's options):
+        # kept for the next switch to the same set (a gait's few sets; a reset keeps them)
+        key = (
             contact_set,
-            self._friction,
-            {
-                f: preload if f in self.robot.hands else self.min_normal_force
-                for f in self.robot.contacts
-            },
+            tuple(sorted(friction.mu.items())),
+            friction.cone,
+            preload,
+            self.min_normal_force,
+        )
+        layout = self._built(
+            ("layout", key),
+            lambda: build_contact_layout(
+                self.robot,
+                contact_set,
+                friction,
+                {
+                    f: preload if f in self.robot.hands else self.min_normal_force
+                    for f in self.robot.contacts
+                },
+            ),
         )
         if self._contact_set is not None and contact_set != self._contact_set:
             info["mode_switch"] = {"from": sorted(self._contact_set), "to": sorted(contact_set)}
@@ -1108,6 +1126,7 @@ class ContactProjectedID:
                     self.foot_orientation_tasks[f].set_target(_level_rotation(fk.rotation))
         self._contact_set = contact_set
         self._layout = layout
+        self._wrench_keys = tuple(f"{f}_wrench" for f in layout.feet)
         self._all_points = layout.point_names == tuple(self.robot.contact_point_names)
         self._hull_cache = None
         n = layout.n_points
@@ -1124,20 +1143,42 @@ class ContactProjectedID:
             reached = (contact_kinematics(s, layout).Jc != 0.0).any(axis=0)[self._act]
             specs = tuple(_task_spec(task) for task in self._stack_tasks)
             qp = self.variant == "qp" and self.solver == "daqp"
-            self._kernel = ProjectedIDKernel(
-                self.model,
-                layout.frame_ids,
-                layout.points_in_foot,
-                specs,
-                self._act,
-                self._W_factor,
-                self.task_space == "nullspace",
-                self.regularization,
-                self._damping_v if self._damped else None,
-                layout.friction if qp else None,
-                reached,
-                self.tau_limit,
+            self._kernel = self._built(
+                (
+                    "kernel",
+                    key,
+                    reached.tobytes(),
+                    self.tau_limit.tobytes(),
+                    self.regularization,
+                    self.task_space,
+                    qp,
+                ),
+                lambda: ProjectedIDKernel(
+                    self.model,
+                    layout.frame_ids,
+                    layout.points_in_foot,
+                    specs,
+                    self._act,
+                    self._W_factor,
+                    self.task_space == "nullspace",
+                    self.regularization,
+                    self._damping_v if self._damped else None,
+                    layout.friction if qp else None,
+                    reached,
+                    self.tau_limit,
+                ),
             )
+
+    def _built(self, key: tuple, build: Callable[[], Any]) -> Any:
+        """``build()``, or what it returned for ``key`` at an earlier mode switch (the last
+        :data:`_BUILT_KEPT` kept: a gait switches between a few contact sets; a state whose
+        friction changes every step would otherwise grow the store)."""
+        built = self._built_for.get(key)
+        if built is None:
+            if len(self._built_for) >= _BUILT_KEPT:
+                del self._built_for[next(iter(self._built_for))]
+            built = self._built_for[key] = build()
+        return built
 
     def _task_targets(self) -> list[tuple]:
         """Per task of the stack, what the kernel reads each step: ``(kp, kd, weight, target,
@@ -1250,7 +1291,7 @@ class ContactProjectedID:
         (least-norm over each foot's sole points, :func:`distribute_wrench`), or ``None`` when no
         foot in contact has one (a foot without one gets 0)."""
         layout = self._layout
-        if not layout.feet or not any(f"{f}_wrench" in targets for f in layout.feet):
+        if not targets or not any(key in targets for key in self._wrench_keys):
             return None
         out = np.zeros((layout.n_points, 3))
         for k, f in enumerate(layout.feet):
@@ -1318,7 +1359,17 @@ class ContactProjectedID:
             self.reset(state)
         contact_set = self._contact_set_of(state, schedule)
         info: dict[str, Any] = {"variant": self.variant}
-        friction = self.friction(state)
+        # the friction of the step: re-derived only when the state's mu or cone changed (the env
+        # hands a new, equal dict each step)
+        friction_of = (state.friction, state.cone)
+        if friction_of == self._friction_of:
+            friction = self._friction  # equal to self.friction(state)
+        else:
+            friction = self.friction(state)
+            self._friction_of = (
+                None if state.friction is None else dict(state.friction),
+                state.cone,
+            )
         if contact_set != self._contact_set or friction != self._friction:
             self._friction = friction
             self._switch_mode(

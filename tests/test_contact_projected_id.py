@@ -809,6 +809,41 @@ def test_kernel_equals_the_readable_path(g1, options):
     assert n_feasible >= 3 and (n_other >= 1 or options["variant"] == "pinv")  # exact, relaxed
 
 
+@pytest.mark.parametrize("variant", ["qp", "pinv"])
+def test_layouts_and_kernels_are_kept_across_switches_and_resets(g1, variant):
+    """A switch back to a contact set (and the first step after a reset) reuses the layout and
+    kernel built for it before: the commands are those of a new controller, bit for bit."""
+    rng = np.random.default_rng(5)
+    q0 = g1.pose_q("stand")
+    states = [
+        (
+            q0 + np.r_[np.zeros(7), rng.normal(scale=0.005, size=g1.n_joints)],
+            rng.normal(scale=0.02, size=g1.pin_model.nv),
+        )
+        for _ in range(8)
+    ]
+    schedules = [ContactSchedule(s) for s in (BOTH, BOTH, LEFT, LEFT, BOTH, RIGHT, BOTH, LEFT)]
+
+    def run(ctrl):
+        ctrl.reset(RobotState(0.0, q0, np.zeros(g1.pin_model.nv)))
+        return [
+            ctrl.compute(RobotState(0.002 * t, q, v), sched)
+            for t, ((q, v), sched) in enumerate(zip(states, schedules))
+        ]
+
+    kept = ContactProjectedID(g1, variant=variant)
+    first = run(kept)
+    kernels = {id(k) for k in kept._built_for.values()}
+    assert len(kept._built_for) == 6  # 3 sets: a layout and a kernel each
+    again = run(kept)
+    assert {id(k) for k in kept._built_for.values()} == kernels
+    for commands in (first, again):
+        for a, b in zip(commands, run(ContactProjectedID(g1, variant=variant))):
+            assert np.array_equal(a.tau, b.tau)
+            assert np.array_equal(a.point_forces, b.point_forces, equal_nan=True)
+            assert (a.status, a.fallback) == (b.status, b.fallback)
+
+
 # ------------------------------------------------------------------------------------------------
 # contact-mode changes
 # ------------------------------------------------------------------------------------------------
