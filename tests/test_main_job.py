@@ -199,9 +199,12 @@ def test_nan_torque_stops_cleanly(tmp_path, capsys, monkeypatch):
     assert len(frames) >= 2
 
 
-def test_list_prints_robots(capsys):
+def test_list_prints_robots(capsys, monkeypatch):
     import warnings
 
+    import wbsim.robot
+
+    monkeypatch.setattr(wbsim.robot, "_BUILD_CACHE", {})  # each robot built (and noted) again
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         assert main(["list"]) == 0
