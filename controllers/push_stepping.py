@@ -174,7 +174,7 @@ class PushStepping:
         recovery_time: float = 1.0,
         next_single_support: float = 0.25,
         next_step_height: float = 0.06,
-        max_step_back: float = 0.3,
+        max_step_back: float = 0.4,
         touchdown_wait: float = 0.0,
         passthrough: bool = False,
         com_priority: float = 10.0,
