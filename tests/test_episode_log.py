@@ -108,6 +108,32 @@ def test_kill_during_a_run_leaves_log_and_video_readable(tmp_path, sig):
     assert len(frames) >= 1 and frames[0].shape == (120, 160, 3)
 
 
+def test_a_signal_while_a_chunk_is_processed_keeps_log_and_summary_equal(tmp_path, monkeypatch):
+    """Ctrl-C arriving while recorded steps are turned into metrics and log rows (here: between
+    the two) is raised after that work: the summary counts exactly the rows the log holds."""
+    from wbsim.episode_log import StepTable
+    from wbsim.rollout import EpisodeConfig, run_episode
+
+    rows = StepTable.rows
+    calls = []
+
+    def rows_then_ctrl_c(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:  # the second chunk: its metrics are counted, its rows not yet logged
+            os.kill(os.getpid(), signal.SIGINT)
+        return rows(self, *args, **kwargs)
+
+    monkeypatch.setattr(StepTable, "rows", rows_then_ctrl_c)
+    monkeypatch.setattr("wbsim.rollout.CHUNK", 20)
+    with pytest.raises(KeyboardInterrupt):
+        run_episode(
+            EpisodeConfig(env="wbsim/G1Stand-v0", seconds=1.0, log=tmp_path / "run", progress=False)
+        )
+    run = load_run(tmp_path / "run")
+    assert run.summary["status"] == "interrupted"
+    assert run.summary["steps"] == run.steps.shape[0] == 40
+
+
 def test_rows_of_the_wrong_width_are_refused(tmp_path):
     """A block of rows of the wrong width is a clear error and stores nothing."""
     with EpisodeLog(tmp_path, ["a", "b", "c"]) as log:

@@ -9,9 +9,11 @@ the end) it hands them to the event detector, the momentum balance, the metrics 
 
 from __future__ import annotations
 
+import contextlib
 import math
 import signal
 import sys
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -271,7 +273,12 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
             log.add_event(own_events[-1].to_dict())
 
     def process(fell: bool = False) -> None:
-        """Everything derived from the steps recorded since the last call."""
+        """Everything derived from the steps recorded since the last call (a Ctrl-C or SIGTERM
+        arriving meanwhile is raised after it: the metrics and the log count the same steps)."""
+        with _signals_deferred():
+            _process(fell)
+
+    def _process(fell: bool) -> None:
         nonlocal last_row, last_step
         steps = recorder.take()
         if not len(steps):
@@ -648,6 +655,29 @@ def _check_env_options(options: dict[str, Any]) -> None:
             f"env option plan must be a callable returning a PhasePlan (Python API), "
             f"got {options['plan']!r}; the env id picks the plan"
         )
+
+
+@contextlib.contextmanager
+def _signals_deferred():
+    """Hold SIGINT and SIGTERM for the duration of the block, then deliver the first that came to
+    the handler in place before (e.g. ``KeyboardInterrupt``). In the main thread only (Python runs
+    signal handlers there); a handler not set from Python is left alone."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    came: list[int] = []
+    held = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        before = signal.getsignal(sig)
+        if before is not None:
+            held[sig] = signal.signal(sig, lambda signum, frame: came.append(signum))
+    try:
+        yield
+    finally:
+        for sig, handler in held.items():
+            signal.signal(sig, handler)
+    if came:
+        signal.raise_signal(came[0])
 
 
 def _install_sigint_as_keyboard_interrupt() -> None:
