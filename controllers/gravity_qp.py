@@ -557,6 +557,10 @@ class GravityCompensationQP:
             and kernel_applies(self.model, robot.contacts.values())
         )
         self._supports: dict[tuple, _Support] = {}
+        # the last state's (friction, cone) and the ContactFriction derived from them
+        self._friction_of: tuple[dict[str, float] | None, str | None] | None = None
+        self._last_support: tuple[tuple[str, ...], ContactFriction, _Support] | None = None
+        self._friction = self.model_friction
         self._kernels: dict[tuple, StaticsKernel] = {}
         self._support_cache: dict[Any, tuple[str, ...]] = {}
         self.pd = JointPD(robot, PDGains(frequency_hz, damping_ratio))
@@ -611,12 +615,16 @@ class GravityCompensationQP:
         )
 
     def _contacts(self, feet: tuple[str, ...], friction: ContactFriction) -> _Support:
+        last = self._last_support
+        if last is not None and last[0] == feet and last[1] is friction:  # as the last call
+            return last[2]
         key = (feet, tuple(friction.mu[f] for f in feet), friction.cone)
         sup = self._supports.get(key)
         if sup is None:
             sup = self._supports[key] = _Support(
                 self.robot, feet, self.contact_model, friction, self.f_min, self._soles
             )
+        self._last_support = (feet, friction, sup)
         return sup
 
     def _kernel(self, feet: tuple[str, ...], sup: _Support) -> StaticsKernel:
@@ -991,8 +999,13 @@ class GravityCompensationQP:
         wanted = schedule.contact_set if self.floating else ()
         try:
             q, feet = self._inputs(state.q, wanted)
-            friction = self.friction(state)
-            st = self._statics(q, feet, self.method, friction)
+            # the friction of the step: re-derived only when the state's mu or cone changed (the
+            # env hands a new, equal dict each step)
+            if (state.friction, state.cone) != self._friction_of:
+                self._friction = self.friction(state)
+                friction_dict = None if state.friction is None else dict(state.friction)
+                self._friction_of = (friction_dict, state.cone)
+            st = self._statics(q, feet, self.method, self._friction)
             error = None
         except (WbsimError, np.linalg.LinAlgError, ValueError) as exc:  # e.g. a non-finite state
             st, error = None, f"error: {type(exc).__name__}: {exc}"
