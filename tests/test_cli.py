@@ -129,3 +129,14 @@ def test_baseline_json(tmp_path, capsys):
     assert data["return_std"] >= 0 and len(data["per_episode"]) == 2
     # seeded reset noise: two episodes differ
     assert data["per_episode"][0]["return"] != data["per_episode"][1]["return"]
+
+
+def test_run_without_env_picks_the_robots_stand_env():
+    """``wbsim run --robot icub`` runs iCub's registered stand env (the summary names it); a robot
+    without one gets G1Stand-v0's scene with the robot swapped in."""
+    from wbsim.cli import _default_env
+
+    assert _default_env(None) == "wbsim/G1Stand-v0"
+    assert _default_env("icub") == "wbsim/ICubStand-v0"
+    assert _default_env("talos") == "wbsim/TalosStand-v0"
+    assert _default_env("g1_hands") == "wbsim/G1Stand-v0"

@@ -63,6 +63,17 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _default_env(robot: str | None) -> str:
+    """The env ``wbsim run`` runs without ``--env``: the stand env registered for ``robot`` (a
+    name), else ``wbsim/G1Stand-v0`` (with the robot swapped in, if one is given)."""
+    from wbsim.envs import ENV_IDS
+
+    for env_id, kwargs in ENV_IDS.items():
+        if robot is not None and kwargs.get("robot") == robot and env_id.endswith("Stand-v0"):
+            return env_id
+    return "wbsim/G1Stand-v0"
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from wbsim.rollout import EpisodeConfig, _install_sigint_as_keyboard_interrupt
 
@@ -82,7 +93,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             else resolve_config(args.robot_config)
         )
     cfg = EpisodeConfig(
-        env=args.env,
+        env=args.env or _default_env(args.robot),
         controller=args.controller,
         seconds=args.seconds,
         video=args.video,
@@ -466,7 +477,11 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
         help="run one episode headless, write a video and a log",
     )
-    p.add_argument("--env", default="wbsim/G1Stand-v0", help="env id (wbsim list shows them)")
+    p.add_argument(
+        "--env",
+        help="env id (wbsim list shows them); default: wbsim/G1Stand-v0, or the stand env "
+        "registered for --robot (e.g. wbsim/ICubStand-v0 for icub)",
+    )
     p.add_argument(
         "--controller", default="gravity_qp", help="controller name (wbsim list shows them)"
     )
