@@ -364,7 +364,11 @@ class SensorLayout:
 
     def feet_with(self, loaded: np.ndarray) -> frozenset[str]:
         """The feet with at least one point set in ``loaded`` ``(n,)`` bool (one step);
-        memoised by the pattern, which repeats from step to step."""
+        memoised by the pattern, which repeats from step to step.
+
+        Raises:
+            WbsimError: ``loaded`` is not of shape ``(n,)`` (e.g. several steps).
+        """
         if loaded.shape != (len(self.names),):
             raise WbsimError(f"feet_with takes one step's ({len(self.names)},) bools")
         key = loaded.tobytes()
@@ -380,8 +384,12 @@ class SensorLayout:
         return feet
 
     def least_friction(self, mu: np.ndarray) -> dict[str, float]:
-        """Foot -> the least of ``mu`` ``(n,)`` over its points (one step; a fresh dict),
-        memoised by the values, which repeat from step to step."""
+        """Foot -> the least of ``mu`` ``(n,)`` (friction coefficients) over its points (one
+        step; a fresh dict), memoised by the values, which repeat from step to step.
+
+        Raises:
+            WbsimError: ``mu`` is not of shape ``(n,)`` (e.g. several steps).
+        """
         if mu.shape != (len(self.names),):
             raise WbsimError(f"least_friction takes one step's ({len(self.names)},) values")
         key = mu.tobytes()
