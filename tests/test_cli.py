@@ -140,3 +140,15 @@ def test_run_without_env_picks_the_robots_stand_env():
     assert _default_env("icub") == "wbsim/ICubStand-v0"
     assert _default_env("talos") == "wbsim/TalosStand-v0"
     assert _default_env("g1_hands") == "wbsim/G1Stand-v0"
+
+
+def test_the_loaders_notes_are_lines_not_python_warnings(capsys, monkeypatch):
+    """A run of iCub prints its loader's note (inertias made physical) as one ``note:`` line on
+    stderr, not a Python warning with a source line."""
+    import wbsim.robot
+
+    monkeypatch.setattr(wbsim.robot, "_BUILD_CACHE", {})  # built (and noted) again
+    assert main(["run", "--robot", "icub", "--seconds", "0.01", "--no-progress"]) == 0
+    err = capsys.readouterr().err
+    assert "wbsim run: note: icub: the inertia tensors" in err
+    assert "UserWarning" not in err and "read_description(" not in err

@@ -749,9 +749,45 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _from_wbsim(filename: str) -> bool:
+    """Whether ``filename`` is a module of wbsim (its core, controllers or envs)."""
+    path = Path(filename)
+    roots = [
+        Path(str(sys.modules[name].__file__)).parent
+        for name in ("wbsim", "wbsim.controllers", "wbsim.envs")
+        if getattr(sys.modules.get(name), "__file__", None)
+    ]
+    return any(path.is_relative_to(root) for root in roots)
+
+
+def _notes_as_lines(command: str):
+    """A ``warnings.showwarning`` that prints wbsim's own ``UserWarning``s (e.g. inertias made
+    physical at load) as ``wbsim COMMAND: note: ...`` lines on stderr, without a source line;
+    any other warning as Python shows it."""
+    import warnings
+
+    show = warnings.showwarning
+
+    def showwarning(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, UserWarning) and _from_wbsim(filename):
+            print(f"wbsim {command}: note: {message}", file=sys.stderr)
+        else:
+            show(message, category, filename, lineno, file, line)
+
+    return showwarning
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    import warnings
+
     parser = build_parser()
     args = parser.parse_args(argv)
+    with warnings.catch_warnings():
+        warnings.showwarning = _notes_as_lines(args.command)
+        return _run_command(args)
+
+
+def _run_command(args: argparse.Namespace) -> int:
     try:
         return args.func(args)
     except WbsimError as exc:
