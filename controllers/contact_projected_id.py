@@ -31,6 +31,7 @@ from wbsim.controllers.base import _as_slice, scatter_rows, solve_qp
 from wbsim.controllers.friction import (
     FRICTION_MARGIN,
     ContactFriction,
+    StepFriction,
     check_friction_option,
     model_friction,
     simulator_friction,
@@ -894,7 +895,7 @@ class ContactProjectedID:
         self._reset_done = False
         self._contact_set: frozenset[str] | None = None
         self._layout: ContactLayout = build_contact_layout(robot, ())
-        self._friction_of: tuple = (0, 0)  # (state.friction, state.cone) self._friction is of
+        self._step_friction = StepFriction(self.friction)
         self._built_for: dict[tuple, Any] = {}  # layouts and kernels by contact set (_built)
         self._wrench_keys: tuple[str, ...] = ()  # "<foot>_wrench" of the feet in contact
         self._hull_cache: tuple | None = None
@@ -1359,17 +1360,7 @@ class ContactProjectedID:
             self.reset(state)
         contact_set = self._contact_set_of(state, schedule)
         info: dict[str, Any] = {"variant": self.variant}
-        # the friction of the step: re-derived only when the state's mu or cone changed (the env
-        # hands a new, equal dict each step)
-        friction_of = (state.friction, state.cone)
-        if friction_of == self._friction_of:
-            friction = self._friction  # equal to self.friction(state)
-        else:
-            friction = self.friction(state)
-            self._friction_of = (
-                None if state.friction is None else dict(state.friction),
-                state.cone,
-            )
+        friction = self._step_friction(state)
         if contact_set != self._contact_set or friction != self._friction:
             self._friction = friction
             self._switch_mode(

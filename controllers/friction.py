@@ -24,8 +24,8 @@ MuJoCo's cone (:data:`SIMULATOR_CONES`). docs/controllers.md, "Friction".
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from typing import NamedTuple
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -38,6 +38,7 @@ __all__ = [
     "FRICTION_MARGIN",
     "SIMULATOR_CONES",
     "ContactFriction",
+    "StepFriction",
     "check_friction_option",
     "cone_rows",
     "model_friction",
@@ -176,6 +177,31 @@ def simulator_friction(
     return ContactFriction(
         {foot: min(cap, margin * float(source[foot])) for foot in feet}, SIMULATOR_CONES[cone_name]
     )
+
+
+class StepFriction:
+    """The friction a controller uses at a state, derived again only when the state's friction
+    or cone changed (an env hands a new, equal dict each step).
+
+    Args:
+        derive: ``RobotState -> ContactFriction`` (a controller's ``friction`` method,
+            :func:`simulator_friction` with its options); called with the first state and with
+            each state whose ``friction`` or ``cone`` differs from the last derived one's.
+    """
+
+    def __init__(self, derive: Callable[[Any], ContactFriction]):
+        self._derive = derive
+        self._of: tuple[Any, Any] | None = None
+        self._value: ContactFriction | None = None
+
+    def __call__(self, state) -> ContactFriction:
+        """``derive(state)``, or the last value when ``(state.friction, state.cone)`` equals the
+        last derived state's."""
+        if self._value is None or (state.friction, state.cone) != self._of:
+            self._value = self._derive(state)
+            friction = None if state.friction is None else dict(state.friction)
+            self._of = (friction, state.cone)
+        return self._value
 
 
 def check_friction_option(mu: float | None, margin: float, model: ContactFriction) -> None:

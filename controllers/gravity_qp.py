@@ -34,6 +34,7 @@ from wbsim.controllers.friction import (
     CONE_ROWS,
     FRICTION_MARGIN,
     ContactFriction,
+    StepFriction,
     check_friction_option,
     cone_rows,
     model_friction,
@@ -558,9 +559,8 @@ class GravityCompensationQP:
         )
         self._supports: dict[tuple, _Support] = {}
         # the last state's (friction, cone) and the ContactFriction derived from them
-        self._friction_of: tuple[dict[str, float] | None, str | None] | None = None
+        self._step_friction = StepFriction(self.friction)
         self._last_support: tuple[tuple[str, ...], ContactFriction, _Support] | None = None
-        self._friction = self.model_friction
         self._kernels: dict[tuple, StaticsKernel] = {}
         self._support_cache: dict[Any, tuple[str, ...]] = {}
         self.pd = JointPD(robot, PDGains(frequency_hz, damping_ratio))
@@ -999,13 +999,7 @@ class GravityCompensationQP:
         wanted = schedule.contact_set if self.floating else ()
         try:
             q, feet = self._inputs(state.q, wanted)
-            # the friction of the step: re-derived only when the state's mu or cone changed (the
-            # env hands a new, equal dict each step)
-            if (state.friction, state.cone) != self._friction_of:
-                self._friction = self.friction(state)
-                friction_dict = None if state.friction is None else dict(state.friction)
-                self._friction_of = (friction_dict, state.cone)
-            st = self._statics(q, feet, self.method, self._friction)
+            st = self._statics(q, feet, self.method, self._step_friction(state))
             error = None
         except (WbsimError, np.linalg.LinAlgError, ValueError) as exc:  # e.g. a non-finite state
             st, error = None, f"error: {type(exc).__name__}: {exc}"
