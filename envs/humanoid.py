@@ -464,8 +464,8 @@ class HumanoidEnv(gym.Env):
         return self.sim.sensing()
 
     @property
-    def pushes(self) -> list[tuple[float, np.ndarray]]:
-        """``(start time s, force (3,) N world)`` of every push of the episode."""
+    def pushes(self) -> list[tuple[float, np.ndarray, float]]:
+        """``(start time s, force (3,) N world, duration s)`` of every push of the episode."""
         return self.sim.pushes_done
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):

@@ -49,6 +49,9 @@ def test_push_spans_are_the_pushes_of_the_summary(pushed):
     assert len(spans) == 3
     # 0.1 s each, the last one cut by the end of the run at 0.5 s
     np.testing.assert_allclose([b - a for a, b in spans], [0.1, 0.1, 0.05], atol=1e-9)
+    # the summary: the scheduled durations, the impulses that acted (40 N)
+    assert [p["duration"] for p in summary["pushes"]] == [0.1] * 3
+    np.testing.assert_allclose([p["impulse"] for p in summary["pushes"]], [4.0, 4.0, 2.0])
 
 
 def test_report_writes_the_normal_force_and_overview_plots(pushed, capsys):

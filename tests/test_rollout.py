@@ -331,6 +331,7 @@ def test_standing_with_pushes_matches_the_reference(monkeypatch, tmp_path):
     assert [p["t"] for p in summary["pushes"]] == pytest.approx([0.1, 0.2, 0.3, 0.4], abs=1e-9)
     for p in summary["pushes"]:
         assert np.linalg.norm(p["force"]) == pytest.approx(30.0) and p["force"][2] == 0.0
+        assert p["duration"] == 0.1 and p["impulse"] == pytest.approx(3.0)
     pushing = np.hypot(run["push_x"], run["push_y"])
     assert set(np.round(pushing, 9)) == {0.0, 30.0}
 

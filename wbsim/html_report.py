@@ -127,7 +127,13 @@ def write_html(
         (
             "<p>"
             + "; ".join(
-                f"{p['t']:.3f} s: ({', '.join(f'{f:.1f}' for f in p['force'])}) N" for p in pushes
+                f"{p['t']:.3f} s: ({', '.join(f'{f:.1f}' for f in p['force'])}) N"
+                + (
+                    f" for {p['duration']:.3f} s ({p['impulse']:.2f} N s)"
+                    if "duration" in p  # logs written before durations were recorded lack it
+                    else ""
+                )
+                for p in pushes
             )
             + "</p>"
         )

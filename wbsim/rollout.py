@@ -102,9 +102,11 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
     The summary (also ``summary.json``) holds :data:`SUMMARY_KEYS` and more: ``steps``,
     ``wall_seconds``, ``realtime_factor``, ``base_height_drop_m``, ``stopped_reason``, ``return``,
     ``diagnostics`` (worst magnitudes and first times per event kind), ``momentum_residual_max``
-    (relative to m g), ``pushes``, ``base_displacement_m`` (the base's last position minus its
-    first, world, m), ``feet_displacement_m`` (the same for the mean of the sole points: where
-    the feet stand, without the body's sway), ``gait`` when the plan has contact switches
+    (relative to m g), ``pushes`` (each push's start ``t`` s, ``force`` (3,) N world, scheduled
+    ``duration`` s, and ``impulse`` N s: what acted before the episode ended),
+    ``base_displacement_m`` (the base's last position minus its first, world, m),
+    ``feet_displacement_m`` (the same for the mean of the sole points: where the feet stand,
+    without the body's sway), ``gait`` when the plan has contact switches
     (:func:`wbsim.gait.gait_summary`: planned switches sensed within 20 ms, touch-downs, slips at
     impacts or elsewhere), and, where the schedule has a CoM target,
     ``com_tracking_rms_m``, ``swing_clearance_max_m`` (highest lowest-sole-point of a foot planned
@@ -470,7 +472,13 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
         summary["events"] = counts
         summary["diagnostics"] = {k: v for k, v in detector.summary().items() if k != "counts"}
         summary["pushes"] = [
-            {"t": float(t_push), "force": np.asarray(f).tolist()} for t_push, f in sim.pushes_done
+            {
+                "t": float(t_push),
+                "force": np.asarray(f).tolist(),
+                "duration": duration,
+                "impulse": float(np.linalg.norm(f)) * min(duration, t_reached - t_push),
+            }
+            for t_push, f, duration in sim.pushes_done
         ]
         if metrics is not None and metrics.steps:
             summary["base_displacement_m"] = (

@@ -128,7 +128,8 @@ class Simulation:
         tau: ``(n_joints,)`` torque applied at the last physics step, N·m (``robot.joint_names``
             order), before MuJoCo clips it to the actuators' control range.
         push_force: ``(3,)`` the push acting now (world, N; zero between pushes).
-        pushes_done: ``(start time s, force (3,) N)`` of every push of the episode.
+        pushes_done: ``(start time s, force (3,) N world, duration s)`` of every push of the
+            episode.
     """
 
     def __init__(
@@ -151,7 +152,7 @@ class Simulation:
         )
         self.tau = np.zeros(robot.n_joints)
         self.push_force = np.zeros(3)
-        self.pushes_done: list[tuple[float, np.ndarray]] = []
+        self.pushes_done: list[tuple[float, np.ndarray, float]] = []
         self._periodic: list[tuple[float, np.ndarray]] = []  # the periodic pushes done
         self._scripted_done: set[int] = set()  # the scripted pushes started
         self._rng = np.random.default_rng(0)
@@ -287,13 +288,13 @@ class Simulation:
                 angle = self._rng.uniform(-np.pi, np.pi)
                 push = (float(t), p.magnitude * np.array([np.cos(angle), np.sin(angle), 0.0]))
                 periodic.append(push)
-                self.pushes_done.append(push)
+                self.pushes_done.append((*push, float(p.duration)))
             if periodic and t < periodic[-1][0] + p.duration:
                 force += periodic[-1][1]
         for k, (start, f, duration) in enumerate(p.script):
             if t + 1e-9 >= start and k not in self._scripted_done:  # it starts
                 self._scripted_done.add(k)
-                self.pushes_done.append((float(t), np.array(f)))
+                self.pushes_done.append((float(t), np.array(f), float(duration)))
             if start - 1e-9 <= t < start + duration - 1e-9:
                 force += f
         self.push_force = force
