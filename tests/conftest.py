@@ -16,10 +16,17 @@ if os.environ.get("ROBOT_DESCRIPTIONS_CACHE"):
     os.environ.setdefault("WBSIM_TEST_RD_SOURCE", os.environ["ROBOT_DESCRIPTIONS_CACHE"])
 os.environ["ROBOT_DESCRIPTIONS_CACHE"] = os.path.join(_TMP, "robot_descriptions")
 
+import mujoco
 import numpy as np
 import pytest
 
 import wbsim
+
+# MuJoCo appends its warnings to MUJOCO_LOG.TXT in the working folder (the clone's root): the
+# tests that provoke an unstable simulation write theirs into the temporary folder instead.
+_log_config = mujoco.MjLogConfig.get()
+_log_config.logfile = os.path.join(_TMP, "MUJOCO_LOG.TXT")
+_log_config.set()
 
 
 @pytest.fixture(scope="session")
