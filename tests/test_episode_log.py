@@ -134,6 +134,52 @@ def test_a_signal_while_a_chunk_is_processed_keeps_log_and_summary_equal(tmp_pat
     assert run.summary["steps"] == run.steps.shape[0] == 40
 
 
+def test_a_second_ctrl_c_while_closing_is_held_until_the_log_is_closed(
+    tmp_path, monkeypatch, capsys
+):
+    """An impatient user's second Ctrl-C lands while the log and the video are being closed: it
+    is held (a note says so) and raised after them, so the summary and steps.parquet exist."""
+    import imageio
+
+    from wbsim import rollout
+    from wbsim.recorder import StepRecorder
+    from wbsim.rollout import EpisodeConfig, run_episode
+
+    record, close = StepRecorder.record, rollout._close
+    n = []
+
+    def record_then_ctrl_c(self, *args, **kwargs):
+        n.append(1)
+        if len(n) == 30:  # the first Ctrl-C, in the loop, before the 30th step is recorded
+            os.kill(os.getpid(), signal.SIGINT)
+        return record(self, *args, **kwargs)
+
+    def ctrl_c_then_close(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGINT)  # the second, while closing
+        return close(*args, **kwargs)
+
+    monkeypatch.setattr(StepRecorder, "record", record_then_ctrl_c)
+    monkeypatch.setattr(rollout, "_close", ctrl_c_then_close)
+    with pytest.raises(KeyboardInterrupt):
+        run_episode(
+            EpisodeConfig(
+                env="wbsim/G1Stand-v0",
+                seconds=1.0,
+                log=tmp_path / "run",
+                video=tmp_path / "run.mp4",
+                width=160,
+                height=120,
+                progress=False,
+            )
+        )
+    assert "closing the log and the video first" in capsys.readouterr().err
+    assert (tmp_path / "run" / "steps.parquet").is_file()
+    run = load_run(tmp_path / "run")
+    assert run.summary["status"] == "interrupted"
+    assert run.summary["steps"] == run.steps.shape[0] == 29  # the 30th step was cut short
+    assert len(imageio.get_reader(str(tmp_path / "run.mp4")).get_data(0)) == 120
+
+
 def test_rows_of_the_wrong_width_are_refused(tmp_path):
     """A block of rows of the wrong width is a clear error and stores nothing."""
     with EpisodeLog(tmp_path, ["a", "b", "c"]) as log:

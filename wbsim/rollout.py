@@ -455,48 +455,53 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
         pending = exc
         raise
     finally:
-        wall = time.perf_counter() - wall0
-        try:  # what was recorded before an exception still counts
-            process()
-        except Exception as exc:  # noqa: BLE001  reported with the first error below
-            if pending is not None:
-                pending.add_note(f"(while processing the last steps: {exc})")
-        if metrics is not None:
-            summary.update(metrics.summary())
-        detector.finish()
-        counts = dict.fromkeys(EVENT_KINDS, 0)
-        counts.update(detector.counts())
-        for e in own_events:
-            counts[e.kind] = counts.get(e.kind, 0) + 1
-        summary["seconds"] = round(t_reached, 9)
-        summary["events"] = counts
-        summary["diagnostics"] = {k: v for k, v in detector.summary().items() if k != "counts"}
-        summary["pushes"] = [
-            {
-                "t": float(t_push),
-                "force": np.asarray(f).tolist(),
-                "duration": duration,
-                "impulse": float(np.linalg.norm(f)) * min(duration, t_reached - t_push),
-            }
-            for t_push, f, duration in sim.pushes_done
-        ]
-        if metrics is not None and metrics.steps:
-            summary["base_displacement_m"] = (
-                np.asarray(sim.data.qpos[0:3]) - metrics.base0
-            ).tolist()
-            summary["feet_displacement_m"] = (_feet_middle(robot, sim.data) - feet_middle0).tolist()
-        planned = env.plan.switch_times(t_reached) if hasattr(env.plan, "switch_times") else []
-        if planned:
-            from wbsim.gait import gait_summary
+        # a second Ctrl-C (or SIGTERM) is held until the log and the video are closed: an
+        # impatient user would otherwise cut the summary and the log's table short
+        with _signals_deferred("wbsim: closing the log and the video first"):
+            wall = time.perf_counter() - wall0
+            try:  # what was recorded before an exception still counts
+                process()
+            except Exception as exc:  # noqa: BLE001  reported with the first error below
+                if pending is not None:
+                    pending.add_note(f"(while processing the last steps: {exc})")
+            if metrics is not None:
+                summary.update(metrics.summary())
+            detector.finish()
+            counts = dict.fromkeys(EVENT_KINDS, 0)
+            counts.update(detector.counts())
+            for e in own_events:
+                counts[e.kind] = counts.get(e.kind, 0) + 1
+            summary["seconds"] = round(t_reached, 9)
+            summary["events"] = counts
+            summary["diagnostics"] = {k: v for k, v in detector.summary().items() if k != "counts"}
+            summary["pushes"] = [
+                {
+                    "t": float(t_push),
+                    "force": np.asarray(f).tolist(),
+                    "duration": duration,
+                    "impulse": float(np.linalg.norm(f)) * min(duration, t_reached - t_push),
+                }
+                for t_push, f, duration in sim.pushes_done
+            ]
+            if metrics is not None and metrics.steps:
+                summary["base_displacement_m"] = (
+                    np.asarray(sim.data.qpos[0:3]) - metrics.base0
+                ).tolist()
+                summary["feet_displacement_m"] = (
+                    _feet_middle(robot, sim.data) - feet_middle0
+                ).tolist()
+            planned = env.plan.switch_times(t_reached) if hasattr(env.plan, "switch_times") else []
+            if planned:
+                from wbsim.gait import gait_summary
 
-            summary["gait"] = gait_summary(
-                planned, [e.to_dict() for e in detector.events], robot.foot_names, t_reached
-            )
-        summary["wall_seconds"] = wall
-        summary["realtime_factor"] = summary["seconds"] / wall if wall > 0 else float("nan")
-        if scene is not None:
-            scene.close()
-        _close(summary, pending, video, bar, log, env, cfg, detector, own_events)
+                summary["gait"] = gait_summary(
+                    planned, [e.to_dict() for e in detector.events], robot.foot_names, t_reached
+                )
+            summary["wall_seconds"] = wall
+            summary["realtime_factor"] = summary["seconds"] / wall if wall > 0 else float("nan")
+            if scene is not None:
+                scene.close()
+            _close(summary, pending, video, bar, log, env, cfg, detector, own_events)
     return summary
 
 
@@ -666,19 +671,26 @@ def _check_env_options(options: dict[str, Any]) -> None:
 
 
 @contextlib.contextmanager
-def _signals_deferred():
+def _signals_deferred(note: str | None = None):
     """Hold SIGINT and SIGTERM for the duration of the block, then deliver the first that came to
-    the handler in place before (e.g. ``KeyboardInterrupt``). In the main thread only (Python runs
-    signal handlers there); a handler not set from Python is left alone."""
+    the handler in place before (e.g. ``KeyboardInterrupt``); ``note`` is printed to stderr when
+    the first one is held. In the main thread only (Python runs signal handlers there); a handler
+    not set from Python is left alone."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     came: list[int] = []
     held = {}
+
+    def hold(signum, frame):
+        if note is not None and not came:
+            print(note, file=sys.stderr, flush=True)
+        came.append(signum)
+
     for sig in (signal.SIGINT, signal.SIGTERM):
         before = signal.getsignal(sig)
         if before is not None:
-            held[sig] = signal.signal(sig, lambda signum, frame: came.append(signum))
+            held[sig] = signal.signal(sig, hold)
     try:
         yield
     finally:
