@@ -336,6 +336,27 @@ def test_robot_descriptions_not_cached_says_how_to_fill_it(tmp_path, monkeypatch
         wbsim.load_robot("no_such_description")
 
 
+def test_a_partial_robot_descriptions_cache_is_refused_not_fetched(tmp_path, monkeypatch):
+    """robot_descriptions re-clones a cached folder that is not a git repository and fetches a
+    commit its repository lacks: wbsim refuses both before robot_descriptions runs, saying what
+    is wrong, and leaves the folder as it was (git is allowed local files only, as a guard)."""
+    import subprocess
+
+    monkeypatch.setenv("ROBOT_DESCRIPTIONS_CACHE", str(tmp_path / "rd"))
+    monkeypatch.setenv("GIT_ALLOW_PROTOCOL", "file")
+    folder = tmp_path / "rd" / "mujoco_menagerie"
+    folder.mkdir(parents=True)
+    with pytest.raises(RobotLoadError, match="is not a git repository") as exc:
+        wbsim.load_robot("h1_mj_description")
+    assert "does not download" in str(exc.value)
+    assert list(folder.iterdir()) == []
+    subprocess.run(["git", "init", "-q", str(folder)], check=True)
+    with pytest.raises(RobotLoadError, match="lacks commit") as exc:
+        wbsim.load_robot("h1_mj_description")
+    assert "does not download" in str(exc.value)
+    assert sorted(p.name for p in folder.iterdir()) == [".git"]
+
+
 MENAGERIE = {  # robot_descriptions module -> feet links
     "g1_mj_description": ("left_ankle_roll_link", "right_ankle_roll_link"),
     "h1_mj_description": ("left_ankle_link", "right_ankle_link"),

@@ -838,6 +838,28 @@ def resolve_config(
     return dataclasses.replace(config, description=description) if description else config
 
 
+def _cache_unusable(path: Path, commit: str) -> str | None:
+    """Why ``robot_descriptions`` would go to the network for the repository cached at ``path``
+    (it re-clones a folder that is not a git repository and fetches a commit it lacks), or
+    ``None`` when the commit is there to check out offline."""
+    if not path.is_dir():
+        return "is missing"
+    try:  # GitPython, robot_descriptions' own dependency (it needs the git program)
+        from git import Repo
+        from git.exc import GitCommandError, InvalidGitRepositoryError, NoSuchPathError
+    except ImportError as exc:
+        return f"cannot be read: {str(exc).splitlines()[0]}"
+    try:
+        repo = Repo(path)
+    except (InvalidGitRepositoryError, NoSuchPathError):
+        return "is not a git repository"
+    try:
+        repo.git.rev_parse("--verify", "--quiet", f"{commit}^{{commit}}")
+    except GitCommandError:
+        return f"lacks commit {commit[:12]}"
+    return None
+
+
 def _robot_descriptions_path(name: str) -> str:
     """The URDF or MJCF file of a ``robot_descriptions`` module (``"g1_description"``,
     ``"h1_mj_description"``), from ``robot_descriptions``' cache only: wbsim never clones.
@@ -866,10 +888,11 @@ def _robot_descriptions_path(name: str) -> str:
         cache = Path(
             os.environ.get("ROBOT_DESCRIPTIONS_CACHE", "~/.cache/robot_descriptions")
         ).expanduser()
-        if not (cache / repo.cache_path).is_dir():
+        why = _cache_unusable(cache / repo.cache_path, repo.commit)
+        if why is not None:
             raise RobotLoadError(
-                f"{name!r} is not in robot_descriptions' cache ({cache / repo.cache_path} is "
-                "missing) and wbsim does not download it. Fill the cache on a machine with "
+                f"{name!r} is not in robot_descriptions' cache ({cache / repo.cache_path} {why}) "
+                "and wbsim does not download it. Fill the cache on a machine with "
                 f'network access: `ROBOT_DESCRIPTIONS_CACHE={cache} python -c "import '
                 f'robot_descriptions.{name}"` (it clones {repo.url} at {repo.commit[:12]}), or '
                 f"`git clone {repo.url} {cache / repo.cache_path}` and check out that commit; "
