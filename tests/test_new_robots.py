@@ -287,6 +287,25 @@ def test_robot_config_toml_errors(tmp_path):
         wbsim.load_robot(bad)
 
 
+def test_the_readmes_robot_config_loads_as_written(tmp_path):
+    """The README's TOML example, copied as it is, builds the robot it names (a user's first
+    config starts from it): its locked joints gone, its posture joints known."""
+    import re
+
+    readme = Path(__file__).resolve().parents[1] / "README.md"
+    if not readme.exists():
+        pytest.skip("README.md is not beside tests/ (an installed copy of the tests)")
+    blocks = re.findall(r"```toml\n(.*?)```", readme.read_text(), re.DOTALL)
+    configs = [b for b in blocks if "description =" in b]
+    assert configs, "the README has no robot-config TOML example"
+    text = textwrap.dedent(configs[0])
+    (tmp_path / "mine.toml").write_text(text)
+    robot = wbsim.load_robot(tmp_path / "mine.toml")
+    cfg = RobotConfig.from_toml(tmp_path / "mine.toml")
+    assert robot.n_joints > 0 and not set(cfg.locked_joints) & set(robot.joint_names)
+    assert set(cfg.stand_posture) <= set(robot.joint_names) and cfg.stand_posture
+
+
 def test_robot_config_pickles_and_round_trips():
     cfg = wbsim.load_robot("romeo").config  # the completed config: corners, stand pose
     assert pickle.loads(pickle.dumps(cfg)) == cfg
