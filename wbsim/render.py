@@ -31,6 +31,7 @@ from typing import Self
 import mujoco
 import numpy as np
 
+from wbsim._signals import signals_deferred
 from wbsim.errors import WbsimError, check_output_file
 
 __all__ = ["FrameRenderer", "VideoWriter", "check_video_path", "even_frame", "track_distance"]
@@ -132,35 +133,6 @@ def track_distance(base_height: float) -> float:
     ``base_height`` m above the floor: about 3.3 times that, within [1.5, 4] m. Without an explicit
     ``distance``, :class:`FrameRenderer` takes it from the base in its first frame."""
     return float(np.clip(3.3 * base_height, 1.5, 4.0))
-
-
-@contextlib.contextmanager
-def _signals_deferred():
-    """Hold Ctrl-C and ``SIGTERM`` back while a frame goes down ffmpeg's pipe (or ffmpeg is told
-    to finish): an interrupt raised halfway through imageio's write leaves its writer unable to
-    finish the file, so the MP4 would have no index. A signal that arrives meanwhile is noted by
-    a handler of ours and raised again, to the handler it would have met, when the block ends.
-    (A signal mask would not do: the kernel hands a process's signal to any thread that does not
-    block it, and Python then interrupts the main thread all the same.) Outside the main thread,
-    where Python runs no signal handler, this does nothing."""
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    held: list[int] = []
-    previous = {}
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        handler = signal.getsignal(sig)
-        if handler is not None:  # (None: set from C, not ours to swap)
-            previous[sig] = signal.signal(sig, lambda signum, _frame: held.append(signum))
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        if held:
-            signal.raise_signal(held[0])
 
 
 def even_frame(frame: np.ndarray) -> np.ndarray:
@@ -379,7 +351,7 @@ class VideoWriter:
                 + (f" after an error: {self._error}" if self._error else "")
             )
         try:
-            with _signals_deferred():  # the frame and its count, before an interrupt raises
+            with signals_deferred():  # the frame and its count, before an interrupt raises
                 self._writer.append_data(even_frame(frame))
                 if self._proc is None:
                     self._proc = _ffmpeg_process(self._writer)
@@ -405,7 +377,7 @@ class VideoWriter:
         if writer is None:
             return
         try:
-            with _signals_deferred():
+            with signals_deferred():
                 writer.close()
         except Exception as exc:
             raise self._failure(f"closing ffmpeg failed ({_first_line(exc)})") from exc

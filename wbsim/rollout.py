@@ -9,11 +9,9 @@ the end) it hands them to the event detector, the momentum balance, the metrics 
 
 from __future__ import annotations
 
-import contextlib
 import math
 import signal
 import sys
-import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -22,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from wbsim._signals import signals_deferred
 from wbsim.controllers import make_controller
 from wbsim.errors import WbsimError, joint_list, nonfinite_joints
 
@@ -277,7 +276,7 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
     def process(fell: bool = False) -> None:
         """Everything derived from the steps recorded since the last call (a Ctrl-C or SIGTERM
         arriving meanwhile is raised after it: the metrics and the log count the same steps)."""
-        with _signals_deferred():
+        with signals_deferred():
             _process(fell)
 
     def _process(fell: bool) -> None:
@@ -457,7 +456,7 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
     finally:
         # a second Ctrl-C (or SIGTERM) is held until the log and the video are closed: an
         # impatient user would otherwise cut the summary and the log's table short
-        with _signals_deferred("wbsim: closing the log and the video first"):
+        with signals_deferred("wbsim: closing the log and the video first"):
             wall = time.perf_counter() - wall0
             try:  # what was recorded before an exception still counts
                 process()
@@ -668,36 +667,6 @@ def _check_env_options(options: dict[str, Any]) -> None:
             f"env option plan must be a callable returning a PhasePlan (Python API), "
             f"got {options['plan']!r}; the env id picks the plan"
         )
-
-
-@contextlib.contextmanager
-def _signals_deferred(note: str | None = None):
-    """Hold SIGINT and SIGTERM for the duration of the block, then deliver the first that came to
-    the handler in place before (e.g. ``KeyboardInterrupt``); ``note`` is printed to stderr when
-    the first one is held. In the main thread only (Python runs signal handlers there); a handler
-    not set from Python is left alone."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    came: list[int] = []
-    held = {}
-
-    def hold(signum, frame):
-        if note is not None and not came:
-            print(note, file=sys.stderr, flush=True)
-        came.append(signum)
-
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        before = signal.getsignal(sig)
-        if before is not None:
-            held[sig] = signal.signal(sig, hold)
-    try:
-        yield
-    finally:
-        for sig, handler in held.items():
-            signal.signal(sig, handler)
-    if came:
-        signal.raise_signal(came[0])
 
 
 def _install_sigint_as_keyboard_interrupt() -> None:
