@@ -680,6 +680,12 @@ class GravityCompensationQP:
         t_start = time.perf_counter()
         q, feet = self._inputs(q, support)
         st = self._statics(q, feet, self.method, friction or self.friction())
+        if not st.feasible and st.possible is None:  # no solution: say why when it is plain
+            why = self._com_outside_support(q, feet)
+            if why is not None:
+                st = st._replace(
+                    status=f"infeasible: {why}", possible=False, reasons=(why, *st.reasons)
+                )
         tau = np.array(st.tau, dtype=float)
         tau.flags.writeable = False
         return StaticsResult(
@@ -698,6 +704,29 @@ class GravityCompensationQP:
             physically_possible=st.possible,
             reasons=st.reasons,
             total_time=time.perf_counter() - t_start,
+        )
+
+    def _com_outside_support(self, q: np.ndarray, feet: tuple[str, ...]) -> str | None:
+        """Why no static balance exists at ``q`` on ``feet`` when the reason is the plainest one:
+        the CoM's ground projection outside the support polygon (the convex hull of the feet's
+        contact points, :func:`wbsim.contacts.convex_hull`); ``None`` otherwise, or when a
+        contact is not on the floor (a hand on a wall can hold the CoM outside it)."""
+        from wbsim.contacts import convex_hull, point_in_polygon
+
+        objs = [self.robot.contacts[f] for f in feet]
+        if not objs or any(not np.array_equal(c.surface_rotation, np.eye(3)) for c in objs):
+            return None
+        com = pin.centerOfMass(self.model, self.data, q)
+        pin.updateFramePlacements(self.model, self.data)
+        points = np.array(
+            [self.data.oMf[int(i)].translation[:2] for c in objs for i in c.pin_point_frame_ids]
+        )
+        polygon = convex_hull(points)
+        if point_in_polygon(polygon, com[:2]):
+            return None
+        return (
+            f"the CoM's ground projection ({com[0]:.3f}, {com[1]:.3f}) m is outside the support "
+            f"polygon of {', '.join(feet)}: no static balance on this support"
         )
 
     def _inputs(self, q: np.ndarray, support: Iterable[str]) -> tuple[np.ndarray, tuple[str, ...]]:

@@ -161,6 +161,27 @@ def reward_terms(
     }
 
 
+def _check_robot_fits(env_id: str, robot: wbsim.Robot, plan: Any) -> None:
+    """Raise :class:`WbsimError` if ``robot`` lacks a contact the env's ``plan`` puts on the scene
+    (e.g. a hand on the wall): the env was given another robot than its own."""
+    phases = getattr(plan, "phases", ())
+    needed = set().union(*(p.contact_set for p in phases)) if phases else set()
+    missing = sorted(needed - set(robot.contact_names))
+    if missing:
+        with_them = [
+            name for name, c in wbsim.ROBOTS.items() if set(missing) <= {*c.feet, *c.hands}
+        ]
+        raise WbsimError(
+            f"{env_id} needs a robot with the contacts {', '.join(missing)} (its plan puts them "
+            f"on the scene); robot {robot.name} has {', '.join(robot.contact_names) or 'none'}; "
+            + (
+                f"built-in robots that have them: {', '.join(with_them)}"
+                if with_them
+                else "no built-in robot has them: run the env with its own robot (no --robot)"
+            )
+        )
+
+
 class HumanoidEnv(gym.Env):
     """A humanoid on the floor under a contact schedule (see the module docstring for the spaces).
 
@@ -345,6 +366,7 @@ class HumanoidEnv(gym.Env):
                         "option", key, known, context=f"of the plan of env {env_id}"
                     )
         self.plan = plan(**self.plan_options)
+        _check_robot_fits(env_id, self.robot, self.plan)
         self.pose_name = pose
         self.frame_skip = int(frame_skip)
         self.max_seconds = float(max_seconds)
@@ -358,7 +380,7 @@ class HumanoidEnv(gym.Env):
         self.info_mode = info_mode
         self.sim = Simulation(
             self.robot,
-            Pushes(push_magnitude, push_interval, push_duration, tuple(push_script or ())),
+            Pushes(push_magnitude, push_interval, push_duration, push_script or ()),  # checks it
         )
         self.model, self.data = self.sim.model, self.sim.data
         self._camera = _camera_options(

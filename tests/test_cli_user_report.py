@@ -545,3 +545,195 @@ def test_a_log_that_fails_at_its_last_write_fails_the_run(tmp_path, monkeypatch)
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["status"] == "error" and "steps.f64" in summary["stopped_reason"]
     assert summary["steps"] == 100 and summary["logged_rows"] == 0 and closed
+
+
+# -- a new user's error paths: each a one-line error (or note) that names the real cause ----------
+
+
+def test_missing_plan_file_is_the_error_shown(capsys):
+    """The plan file's own error, not a second one from summarising a run that never reset."""
+    code = main(
+        [
+            "run",
+            "--env",
+            "wbsim/G1PlanReplay-v0",
+            "--controller",
+            "projected_id",
+            "-e",
+            "plan_file=nope",
+            "--seconds",
+            "0.02",
+            "--no-progress",
+        ]
+    )
+    err = _one_line_error(capsys, code, "plan file not found: nope")
+    assert "no reference yet" not in err
+
+
+def _cli_subprocess(args, **env):
+    import os
+    import subprocess
+    import sys
+
+    return subprocess.run(
+        [sys.executable, "-m", "wbsim.cli", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+        check=False,
+        timeout=300,
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "args", "why"),
+    [
+        ("bogus", ["list"], "is not a value MuJoCo knows"),
+        ("osmesa", ["run", "--seconds", "0.02", "--no-progress"], "OSMesa library"),
+    ],
+)
+def test_an_unusable_mujoco_gl_is_a_one_line_error(value, args, why):
+    import ctypes.util
+
+    if value == "osmesa" and ctypes.util.find_library("OSMesa"):
+        pytest.skip("OSMesa is installed here: MUJOCO_GL=osmesa works")
+    out = _cli_subprocess(args, MUJOCO_GL=value)
+    err = out.stderr.strip()
+    assert out.returncode == 2 and err.count("\n") == 0, err
+    assert err.startswith(f"wbsim {args[0]}: error:") and f"MUJOCO_GL={value!r}" in err
+    assert why in err and "values that work here: egl" in err
+
+
+def test_a_failed_gl_context_says_how_mujoco_gl_was_set(g1, monkeypatch):
+    """MUJOCO_GL set but empty (MuJoCo then uses glfw): the message says so, not that wbsim set
+    egl."""
+    import mujoco
+
+    from wbsim.render import FrameRenderer
+
+    def no_context(*args, **kwargs):
+        raise RuntimeError("no display")
+
+    monkeypatch.setenv("MUJOCO_GL", "")
+    monkeypatch.setattr(mujoco, "Renderer", no_context)
+    with pytest.raises(WbsimError) as info:
+        _ = FrameRenderer(g1.mj_model, 64, 48).renderer
+    assert "MUJOCO_GL is set but empty" in str(info.value)
+    assert "set by wbsim" not in str(info.value)
+
+
+def test_pushtest_compare_refuses_other_files(tmp_path, capsys):
+    (tmp_path / "summary.json").write_text(json.dumps({"status": "completed"}))
+    (tmp_path / "notes.md").write_text("# not JSON\n")
+    for path in ("summary.json", "notes.md"):
+        args = ["pushtest", "--compare", str(tmp_path / path), "--plot", str(tmp_path / "p.png")]
+        _one_line_error(capsys, main(args), f"{tmp_path / path} is not a push-test JSON")
+    assert not (tmp_path / "p.png").exists()
+
+
+def test_pushtest_limit_below_start_names_limit(capsys):
+    err = _one_line_error(capsys, main(["pushtest", "--limit", "1"]), "invalid limit = 1.0")
+    assert ">= start = 4.0" in err
+
+
+def test_missing_robot_config_alone_is_named_as_a_config(tmp_path, capsys):
+    missing = tmp_path / "nope.toml"
+    _one_line_error(
+        capsys, _run("--robot-config", str(missing)), f"robot config file not found: {missing}"
+    )
+
+
+def test_log_folder_that_cannot_be_created_names_the_option(capsys):
+    _one_line_error(
+        capsys,
+        _run("--log", "/proc/wbsim-no-such-folder"),
+        "log folder (--log) /proc/wbsim-no-such-folder: cannot be created",
+        "cannot write in /proc",
+    )
+
+
+def test_push_script_that_is_not_a_list(capsys):
+    _one_line_error(
+        capsys,
+        _run("-e", "push_script=garbage"),
+        "push_script must be a list of [start s >= 0, [fx, fy, fz] N, duration s > 0]",
+        "got 'garbage'",
+    )
+
+
+def test_a_scripted_push_after_the_end_is_a_note(capsys):
+    assert _run("-e", "push_script=[[100,[150,0,0],0.1]]", "--seconds", "0.02") == 0
+    err = capsys.readouterr().err
+    assert "wbsim run: note: the scripted push at 100 s falls after the run's end" in err
+
+
+def test_hand_wall_env_with_a_robot_without_hands(capsys):
+    _one_line_error(
+        capsys,
+        _run("--robot", "talos", "--env", "wbsim/G1HandWall-v0"),
+        "wbsim/G1HandWall-v0 needs a robot with the contacts right_hand",
+        "robot talos has left_foot, right_foot",
+    )
+
+
+def test_replay_of_a_file_says_the_run_folder_is_not_a_folder(tmp_path, capsys):
+    f = tmp_path / "README.md"
+    f.write_text("# a file\n")
+    err = _one_line_error(
+        capsys, main(["replay", str(f)]), f"run folder {f} is not a folder", "run log folder"
+    )
+    assert "replay.mp4" not in err
+
+
+def test_id_variant_needs_projected_id(capsys):
+    _one_line_error(
+        capsys, _run("--id-variant", "pinv"), "--id-variant applies to projected_id only"
+    )
+
+
+def test_statics_says_the_com_is_outside_the_support_polygon(capsys):
+    code = main(["statics", "--support", "left_foot", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 1 and data["physically_possible"] is False
+    assert "outside the support polygon of left_foot" in data["reasons"][0]
+    assert "outside the support polygon" in data["status"]
+
+
+@pytest.mark.parametrize("command", ["baseline", "pushtest"])
+def test_baseline_and_pushtest_refuse_an_existing_json(command, tmp_path, capsys, monkeypatch):
+    """As run, replay and train_ppo: an existing result is replaced only with --overwrite (the
+    refusal comes before any episode)."""
+    import wbsim.baseline
+    import wbsim.pushtest
+
+    out = tmp_path / "result.json"
+    out.write_text('{"an": "earlier result"}')
+
+    def no_episode(*args, **kwargs):
+        raise AssertionError("an episode ran")
+
+    monkeypatch.setattr(wbsim.baseline, "_episode", no_episode)
+    monkeypatch.setattr(wbsim.pushtest, "_trial", no_episode)
+    args = [command, "--json", str(out), "--no-progress"]
+    if command == "pushtest":
+        args += ["--plot", str(tmp_path / "p.png")]
+    _one_line_error(capsys, main(args), f"{out} exists", "--overwrite")
+    assert out.read_text() == '{"an": "earlier result"}'
+
+
+def test_baseline_overwrite_replaces_the_json(tmp_path, capsys):
+    out = tmp_path / "b.json"
+    out.write_text("{}")
+    args = ["baseline", "--controller", "zero", "--episodes", "1", "--seconds", "0.05"]
+    assert main([*args, "--json", str(out), "--no-progress", "--overwrite"]) == 0
+    assert json.loads(out.read_text())["episodes"] == 1
+
+
+def test_help_texts_name_one_default_and_the_readme_section():
+    parser = build_parser()
+    run = next(
+        a.choices["run"] for a in parser._actions if isinstance(a, argparse._SubParsersAction)
+    )
+    helps = {a.dest: a.help for a in run._actions}
+    assert "default" not in helps["web_host"]
+    assert "README: Use your own robot" in helps["robot_config"]

@@ -84,6 +84,7 @@ def run_baseline(
     progress: bool = True,
     workers: int | None = None,
     address: str | None = None,
+    overwrite: bool = False,
 ) -> dict[str, Any]:
     """Run ``episodes`` episodes (seeds ``seed``, ``seed + 1``, ...) and aggregate.
 
@@ -94,10 +95,12 @@ def run_baseline(
 
     ``workers``: run the episodes as Ray tasks, ``workers`` at a time, on a local Ray or on the
     cluster at ``address`` (:func:`wbsim.scaleout.map_calls`); the result is the sequential one.
+    An existing ``json_path`` is replaced only with ``overwrite``.
 
     Raises:
         WbsimError: ``episodes`` < 1, a negative or non-integer ``seed``, ``seconds`` not a
-            positive number, a ``json_path`` that cannot be written, an unknown env or
+            positive number, a ``json_path`` that cannot be written (or exists, without
+            ``overwrite``), an unknown env or
             controller, bad ``workers`` (:func:`wbsim.scaleout.check_workers`; all checked before
             the first episode); what :func:`wbsim.rollout.run_episode` raises.
     """
@@ -116,7 +119,7 @@ def run_baseline(
     if json_path:  # before the episodes, not after them
         from wbsim.errors import check_output_file
 
-        check_output_file(json_path, "baseline JSON")
+        check_output_file(json_path, "baseline JSON", overwrite)
     if seconds is not None and not (np.isfinite(seconds) and seconds > 0):
         raise WbsimError(f"seconds must be a positive number, got {seconds}")
     env_kwargs = {"reset_noise_scale": reset_noise_scale, **dict(env_options or {})}

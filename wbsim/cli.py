@@ -80,6 +80,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     _install_sigint_as_keyboard_interrupt()
     controller_options = _parse_options(args.controller_option)
     if args.id_variant:
+        if args.controller != "projected_id":
+            raise WbsimError(
+                f"--id-variant applies to projected_id only (the controller is "
+                f"{args.controller}; add --controller projected_id)"
+            )
         controller_options["variant"] = args.id_variant
     env_options = _parse_options(args.env_option)
     if args.robot or args.robot_config:
@@ -87,6 +92,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise WbsimError("give the robot once: --robot (and --robot-config) or -e robot=...")
         from wbsim.robot import resolve_config
 
+        if not args.robot and not Path(args.robot_config).expanduser().is_file():
+            # alone, the config file is the robot (it names its description): say which file
+            raise WbsimError(f"robot config file not found: {Path(args.robot_config).expanduser()}")
         env_options["robot"] = (
             resolve_config(args.robot, args.robot_config)
             if args.robot
@@ -292,7 +300,8 @@ def _add_web_options(p: argparse.ArgumentParser, what: str) -> None:
     p.add_argument(
         "--web-host",
         default="127.0.0.1",
-        help="interface the web viewer listens on (default: this machine only)",
+        help="interface the web viewer listens on (127.0.0.1: this machine only; 0.0.0.0: "
+        "every interface)",
     )
     p.add_argument("--web-port", type=int, default=8080, help="the web viewer's port")
 
@@ -343,6 +352,7 @@ def cmd_baseline(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
         workers=args.workers,
         address=args.address,
+        overwrite=args.overwrite,
     )
     print(f"{out['env']} {out['controller']}: {out['episodes']} episodes of {out['seconds']:g} s")
     print(f"  return        {out['return_mean']:.2f} ± {out['return_std']:.2f}")
@@ -384,15 +394,10 @@ def cmd_soak(args: argparse.Namespace) -> int:
 
 def cmd_pushtest(args: argparse.Namespace) -> int:
     """``wbsim pushtest``: the push-recovery protocol (wbsim.pushtest)."""
-    from wbsim.pushtest import PushTestConfig, plot_push_test, run_push_test
+    from wbsim.pushtest import PushTestConfig, load_push_test, plot_push_test, run_push_test
 
     if args.compare:
-        results = []
-        for path in args.compare:
-            p = Path(path)
-            if not p.is_file():
-                raise WbsimError(f"push-test JSON not found: {p}")
-            results.append(json.loads(p.read_text()))
+        results = [load_push_test(path) for path in args.compare]
         out = plot_push_test(results, args.plot or "pushtest.png")
         print(f"wbsim pushtest: plot {out}")
         return 0
@@ -420,6 +425,7 @@ def cmd_pushtest(args: argparse.Namespace) -> int:
         json_path,
         plot_path,
         progress=None if args.no_progress else (lambda line: print(line, file=sys.stderr)),
+        overwrite=args.overwrite,
     )
     print(
         f"{cfg.env} {cfg.controller}: push at {cfg.at:g} s ({res['phase']['name']}, "
@@ -493,7 +499,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--robot-config",
         metavar="CFG.toml",
-        help="robot config (feet links, ...; README: Robots and models)",
+        help="robot config (feet links, ...; README: Use your own robot)",
     )
     p.add_argument("--seconds", type=float, default=10.0, help="simulated time, s")
     p.add_argument("--video", help="MP4 path (H.264), new (see --overwrite)")
@@ -599,6 +605,7 @@ def build_parser() -> argparse.ArgumentParser:
         "-key=value for each -c option that is not the controller's default)",
     )
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing JSON")
     p.add_argument(
         "--workers",
         type=int,
@@ -667,6 +674,9 @@ def build_parser() -> argparse.ArgumentParser:
         nargs="+",
         metavar="JSON",
         help="only plot these results together into --plot (no episodes)",
+    )
+    p.add_argument(
+        "--overwrite", action="store_true", help="replace an existing JSON (and its plot)"
     )
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=cmd_pushtest)
@@ -788,7 +798,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run_command(args: argparse.Namespace) -> int:
+    from wbsim._headless import check_gl_backend
+
     try:
+        check_gl_backend()  # a MUJOCO_GL that cannot work fails every command the same way
         return args.func(args)
     except WbsimError as exc:
         print(f"wbsim {args.command}: error: {exc}", file=sys.stderr)

@@ -46,7 +46,7 @@ from typing import Any, Self
 
 import numpy as np
 
-from wbsim.errors import WbsimError
+from wbsim.errors import WbsimError, check_writable_folder
 
 __all__ = ["EpisodeLog", "RunData", "load_run", "state_columns", "write_parquet"]
 
@@ -80,7 +80,8 @@ def check_run_dir(run_dir: str | Path, overwrite: bool = False) -> Path:
 
     Raises:
         WbsimError: ``run_dir`` is a file; or a folder that is not empty (it holds a run or other
-            files) and ``overwrite`` is false: a logged run is never replaced silently.
+            files) and ``overwrite`` is false: a logged run is never replaced silently; or a
+            folder that cannot be created or written.
     """
     path = Path(run_dir)
     if path.exists() and not path.is_dir():
@@ -91,6 +92,7 @@ def check_run_dir(run_dir: str | Path, overwrite: bool = False) -> Path:
             "new or empty folder: pick another one, or overwrite it (--overwrite on "
             "the command line, overwrite=True in Python)"
         )
+    check_writable_folder(path, "log folder (--log)")  # e.g. under /proc: cannot be created
     return path
 
 
@@ -283,13 +285,27 @@ class RunData:
         return [self.columns[i] for i in idx], self.steps[:, idx]
 
 
-def load_run(run_dir: str | Path) -> RunData:
-    """Load an episode folder (numpy and json only). Raises :class:`WbsimError` if it is not one."""
+def check_run_folder(run_dir: str | Path) -> Path:
+    """``run_dir`` as a ``Path`` if it is a run log folder (``wbsim run --log``) to read.
+
+    Raises:
+        WbsimError: it does not exist, is not a folder, or holds no run (no ``columns.json``).
+    """
     d = Path(run_dir)
     if not d.exists():
-        raise WbsimError(f"{d} does not exist")
+        raise WbsimError(f"run folder {d} does not exist")
+    if not d.is_dir():
+        raise WbsimError(
+            f"run folder {d} is not a folder; expected a run log folder (wbsim run --log)"
+        )
     if not (d / COLUMNS_FILE).is_file():
         raise WbsimError(f"{d} is not a wbsim run folder (no {COLUMNS_FILE})")
+    return d
+
+
+def load_run(run_dir: str | Path) -> RunData:
+    """Load an episode folder (numpy and json only). Raises :class:`WbsimError` if it is not one."""
+    d = check_run_folder(run_dir)
     schema = json.loads((d / COLUMNS_FILE).read_text())
     cols = tuple(schema["columns"])
     raw = np.fromfile(d / STEPS_FILE, dtype="<f8") if (d / STEPS_FILE).exists() else np.empty(0)

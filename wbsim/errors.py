@@ -16,6 +16,7 @@ __all__ = [
     "WbsimError",
     "check_keys",
     "check_output_file",
+    "check_writable_folder",
     "is_real",
     "joint_list",
     "nonfinite_joints",
@@ -73,33 +74,57 @@ class NoFeetError(WbsimError):
         )
 
 
-def check_output_file(path, what: str = "output file"):
+def check_writable_folder(folder, what: str, target=None) -> None:
+    """Raise unless files can be written in ``folder``: it is a writable folder, or it can be
+    created (its nearest existing ancestor is a writable folder). Nothing is left behind (a
+    temporary file probes the folder).
+
+    Raises:
+        WbsimError: one line naming ``what`` and ``target`` (default ``folder``) and why.
+    """
+    import tempfile
+    from pathlib import Path
+
+    target = Path(folder) if target is None else Path(target)
+    parent = Path(folder)
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise WbsimError(f"{what} {target}: {parent} is not a folder")
+    try:  # a real probe (root passes os.access even on read-only mounts): a temporary file
+        with tempfile.TemporaryFile(dir=parent):
+            pass
+    except OSError as exc:
+        how = "cannot be created" if target == Path(folder) != parent else ""
+        raise WbsimError(
+            f"{what} {target}: {how + ', ' if how else ''}cannot write in {parent} "
+            f"({exc.strerror or exc})"
+        ) from None
+
+
+def check_output_file(path, what: str = "output file", overwrite: bool = True):
     """``path`` as a ``Path`` if a file can be written there: not a folder, and its folder either
-    exists and is writable or can be created (its nearest existing ancestor is a writable folder).
+    exists and is writable or can be created (its nearest existing ancestor is a writable folder);
+    with ``overwrite=False``, not an existing file either (a result is never replaced silently).
     Nothing is left behind (a temporary file probes the folder): a command checks its output
     before the work, not after it.
 
     Raises:
         WbsimError: one line naming ``what`` and ``path``: a folder, a parent that is a file, or
-            a location this process may not write.
+            a location this process may not write; an existing file without ``overwrite``.
     """
     import os
-    import tempfile
     from pathlib import Path
 
     p = Path(path)
     if p.is_dir():
         raise WbsimError(f"{what} {p}: is a folder; expected a file path")
-    parent = p.parent
-    while not parent.exists() and parent != parent.parent:
-        parent = parent.parent
-    if not parent.is_dir():
-        raise WbsimError(f"{what} {p}: {parent} is not a folder")
-    try:  # a real probe (root passes os.access even on read-only mounts): a temporary file
-        with tempfile.TemporaryFile(dir=parent):
-            pass
-    except OSError as exc:
-        raise WbsimError(f"{what} {p}: cannot write in {parent} ({exc.strerror or exc})") from None
+    check_writable_folder(p.parent, what, p)
+    if p.exists() and not overwrite:
+        raise WbsimError(
+            f"{what} {p} exists; pick another path, or overwrite it (--overwrite on the "
+            "command line, overwrite=True in Python)"
+        )
     if p.exists() and not os.access(p, os.W_OK):
         raise WbsimError(f"{what} {p}: the file exists and is not writable")
     return p

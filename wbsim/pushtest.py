@@ -64,21 +64,20 @@ class PushTestConfig:
     env_options: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self):
-        checks = (
-            ("directions", self.directions >= 1 and float(self.directions).is_integer()),
-            ("at", self.at >= 0),
-            ("duration", self.duration > 0),
-            ("settle", self.settle > self.duration),
-            ("start", 0 < self.start <= self.limit),
-            ("growth", self.growth > 1),
-            ("refine", self.refine >= 0),
+        checks = (  # (field, holds, the rule it breaks)
+            ("directions", self.directions >= 1 and float(self.directions).is_integer(), ">= 1"),
+            ("at", self.at >= 0, ">= 0"),
+            ("duration", self.duration > 0, "> 0"),
+            ("settle", self.settle > self.duration, f"> duration = {self.duration!r}"),
+            ("start", self.start > 0, "> 0"),
+            ("limit", self.limit >= self.start, f">= start = {self.start!r}"),
+            ("growth", self.growth > 1, "> 1"),
+            ("refine", self.refine >= 0, ">= 0"),
         )
-        for name, ok in checks:
+        for name, ok, rule in checks:
             if not ok:
                 raise WbsimError(
-                    f"pushtest: invalid {name} = {getattr(self, name)!r} (directions "
-                    ">= 1, at >= 0, duration > 0, settle > duration, 0 < start <= "
-                    "limit, growth > 1, refine >= 0)"
+                    f"pushtest: invalid {name} = {getattr(self, name)!r} (it must be {rule})"
                 )
         for key in ("push_script", "reset_noise_scale", "push_magnitude"):
             if key in self.env_options:
@@ -121,8 +120,10 @@ def run_push_test(
     json_path: str | Path | None = None,
     plot_path: str | Path | None = None,
     progress: Callable[[str], None] | None = None,
+    overwrite: bool = False,
 ) -> dict[str, Any]:
-    """Run the protocol; write the JSON and the polar plot if asked; return the result.
+    """Run the protocol; write the JSON and the polar plot if asked; return the result. An
+    existing JSON is replaced only with ``overwrite`` (the plot, drawn from it, always is).
 
     Returns:
         ``{"config": ..., "phase": the plan's phase at the push, "directions_deg": [...],
@@ -130,7 +131,8 @@ def run_push_test(
         "min_over_directions": N·s, "wall_seconds": s}``.
 
     Raises:
-        WbsimError: a bad config; outputs that cannot be written (checked first); what
+        WbsimError: a bad config; outputs that cannot be written, an existing JSON without
+            ``overwrite`` (checked first); what
             :func:`wbsim.rollout.run_episode` raises.
     """
     from wbsim.envs import ENV_IDS, make_humanoid
@@ -138,9 +140,10 @@ def run_push_test(
 
     if cfg.env not in ENV_IDS:
         raise UnknownNameError("env", cfg.env, ENV_IDS)
-    for path, what in ((json_path, "push-test JSON"), (plot_path, "push-test plot")):
-        if path:
-            check_output_file(path, what)
+    if json_path:
+        check_output_file(json_path, "push-test JSON", overwrite)
+    if plot_path:
+        check_output_file(plot_path, "push-test plot")
     env = make_humanoid(cfg.env, **dict(cfg.env_options))
     env.reset(seed=cfg.seed)
     sched = env.plan.at(cfg.at)
@@ -201,6 +204,33 @@ def run_push_test(
     if plot_path:
         plot_push_test([out], plot_path)
     return out
+
+
+def load_push_test(path: str | Path) -> dict[str, Any]:
+    """A result JSON that :func:`run_push_test` wrote, checked to be one.
+
+    Raises:
+        WbsimError: the file is missing, is not JSON, or is JSON of another kind.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise WbsimError(f"push-test JSON not found: {p}")
+    try:
+        res = json.loads(p.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        res = None
+    keys = ("config", "directions_deg", "max_impulse")
+    if not (
+        isinstance(res, dict)
+        and all(k in res for k in keys)
+        and isinstance(res["config"], dict)
+        and all(k in res["config"] for k in ("env", "controller", "duration"))
+    ):
+        raise WbsimError(
+            f"{p} is not a push-test JSON (wbsim pushtest --json writes one: "
+            f"{', '.join(keys)}, ...)"
+        )
+    return res
 
 
 def plot_push_test(

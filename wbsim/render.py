@@ -91,12 +91,16 @@ class FrameRenderer:
     def renderer(self) -> mujoco.Renderer:
         """The MuJoCo renderer, created on first use (so envs that never render never open GL)."""
         if self._renderer is None:
+            from wbsim._headless import check_gl_backend, describe_gl_backend
+
+            check_gl_backend()  # a MUJOCO_GL that MuJoCo could not import with
             try:
                 self._renderer = mujoco.Renderer(self.model, self.height, self.width)
             except Exception as exc:  # GL context failures come as several types
                 raise WbsimError(
-                    f"cannot create an off-screen OpenGL context ({exc}); headless machines need "
-                    "MUJOCO_GL=egl (set by wbsim when there is no display) and Mesa's EGL "
+                    f"cannot create an off-screen OpenGL context ({exc}); "
+                    f"{describe_gl_backend()}; headless machines need MUJOCO_GL=egl (unset it and "
+                    "wbsim sets it when there is no display) and Mesa's EGL "
                     "(apt-get install libegl1 libgl1-mesa-dri)"
                 ) from exc
         return self._renderer

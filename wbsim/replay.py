@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from wbsim.episode_log import RunData, load_run
+from wbsim.episode_log import RunData, check_run_folder, load_run
 from wbsim.errors import WbsimError
 from wbsim.scene import FrameClock, FrameValues, Scene, StepRows, frame_events
 
@@ -197,7 +197,7 @@ def replay_video(
     """
     from wbsim.render import VideoWriter, check_video_path
 
-    run_dir = Path(run_dir)
+    run_dir = check_run_folder(run_dir)  # first: the default video goes in it
     path = Path(video) if video else run_dir / "replay.mp4"
     check_video_path(path, overwrite)
     logged = LoggedRun(run_dir)

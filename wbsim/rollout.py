@@ -13,6 +13,7 @@ import math
 import signal
 import sys
 import time
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -209,6 +210,14 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
     if problem is not None:  # before any file is written
         env.close()
         raise WbsimError(problem)
+    end = n_steps * env.dt
+    for start, _, _ in sim.pushes.script:  # not an error: the user may shorten a scripted run
+        if start >= end:
+            warnings.warn(
+                f"the scripted push at {start:g} s falls after the run's end ({end:g} s): "
+                "it will not act",
+                stacklevel=1,
+            )
     controller = make_controller(cfg.controller, robot, **dict(cfg.controller_options))
     detector = EventDetector(dict(cfg.tolerances), dt=env.dt)
     momentum = MomentumBalance(robot)
@@ -489,7 +498,13 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
                 summary["feet_displacement_m"] = (
                     _feet_middle(robot, sim.data) - feet_middle0
                 ).tolist()
-            planned = env.plan.switch_times(t_reached) if hasattr(env.plan, "switch_times") else []
+            # the plan's switches once the env was reset (a reset that failed, e.g. on a missing
+            # plan file, built no reference: its error is the one to report, not a second one here)
+            planned = (
+                env.plan.switch_times(t_reached)
+                if metrics is not None and hasattr(env.plan, "switch_times")
+                else []
+            )
             if planned:
                 from wbsim.gait import gait_summary
 

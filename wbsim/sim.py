@@ -15,7 +15,7 @@ decides nothing about tasks, rewards or violations.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 import mujoco
@@ -86,6 +86,9 @@ class Pushes:
             value = getattr(self, name)
             if not (is_real(value) and low <= value < np.inf):
                 raise WbsimError(f"push {name} must be a finite number >= {low:g}, got {value!r}")
+        shape = "a list of [start s >= 0, [fx, fy, fz] N, duration s > 0]"
+        if isinstance(self.script, (str, bytes, Mapping)) or not isinstance(self.script, Iterable):
+            raise WbsimError(f"push_script must be {shape}, got {self.script!r}")
         entries = []
         for entry in self.script:
             try:
@@ -103,8 +106,8 @@ class Pushes:
                 ok = False
             if not ok:
                 raise WbsimError(
-                    f"a scripted push must be (start s >= 0, (fx, fy, fz) N, "
-                    f"duration s > 0), got {entry!r}"
+                    f"push_script must be {shape}; its entry {entry!r} is not one "
+                    f"(push_script = {self.script!r})"
                 )
             entries.append((float(start), force, float(duration)))
         object.__setattr__(self, "script", tuple(sorted(entries)))
