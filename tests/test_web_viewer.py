@@ -64,9 +64,9 @@ def screenshot(url: str, path, width: int = 900, height: int = 650) -> np.ndarra
                     check=True,
                     capture_output=True,
                     timeout=120,
-                    # its crash reporter writes under $HOME/.config whatever the profile: a
-                    # test never writes into the user's home
-                    env={**os.environ, "HOME": profile, "XDG_CONFIG_HOME": profile},
+                    # its crash reporter writes under $XDG_CONFIG_HOME (~/.config) whatever the
+                    # profile: a test never writes into the user's home
+                    env={**os.environ, "XDG_CONFIG_HOME": profile},
                 )
                 break
             except subprocess.TimeoutExpired:
