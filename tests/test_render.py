@@ -233,6 +233,53 @@ print(json.dumps(out))
         assert out["ffmpeg_exited"]
 
 
+def test_a_video_cut_by_the_file_size_limit_still_plays_its_first_seconds(tmp_path):
+    """Fragmented MP4, a keyframe a second: 600 frames over a 300 KB limit (a full disk, in a child
+    Python) leave a file whose whole seconds decode, and the error says how many frames play (an
+    ordinary MP4 cut short has no index: nothing plays)."""
+    import json
+    import subprocess
+    import sys
+
+    import imageio.v2 as imageio
+
+    resource = pytest.importorskip("resource")
+    if not hasattr(resource, "RLIMIT_FSIZE"):
+        pytest.skip("no RLIMIT_FSIZE here")
+    code = r"""
+import json, resource, sys
+import numpy as np
+from wbsim.errors import WbsimError
+from wbsim.render import VideoWriter
+resource.setrlimit(resource.RLIMIT_FSIZE, (300_000, 300_000))
+base = np.random.default_rng(0).integers(0, 256, (120, 160, 3), dtype=np.uint8)
+w, out = VideoWriter(sys.argv[1]), {"error": None}
+try:
+    try:
+        for i in range(600):
+            w.append(np.roll(base, i, axis=1))
+    finally:
+        w.close()
+except WbsimError as exc:
+    out["error"] = str(exc)
+print(json.dumps(out))
+"""
+    path = tmp_path / "cut.mp4"
+    res = subprocess.run(
+        [sys.executable, "-c", code, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert res.returncode == 0, res.stderr[-2000:]
+    error = json.loads(res.stdout.strip().splitlines()[-1])["error"]
+    assert error is not None and "ulimit -f" in error
+    frames = sum(1 for _ in imageio.get_reader(str(path)))
+    assert 30 <= frames < 600
+    assert f"its first {frames} frames" in error or f"its first {frames - 1} frames" in error
+
+
 def test_video_on_a_full_tmpfs_is_an_error(tmp_path):
     """The report's case: a 64 KB tmpfs (needs root and mount). Opt-in (WBSIM_TEST_MOUNT=1): a
     test should not mount filesystems on a machine by default; /dev/full and the file-size limit

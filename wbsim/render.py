@@ -11,6 +11,10 @@ two thirds of a frame and multisampling most of the rest, so video frames are dr
 default (``shadows=False``; the scene sets ``offsamples=0``): about 0.05 s per 640x480 frame instead
 of 0.2-0.35 s, which makes a 10 s video at 30 fps cost ~15 s instead of ~100 s.
 
+Files: fragmented MP4 (``-movflags frag_keyframe+empty_moov``) with a keyframe every second, so
+whatever was written before a full disk, a file-size limit or a killed process plays (up to its
+last whole second); a file cut short otherwise has no index and plays nothing.
+
 Frame sizes: H.264 in ``yuv420p`` needs even width and height. :class:`VideoWriter` pads an odd
 dimension by one pixel (the last row or column repeated), so a 641x481 request gives a 642x482 video;
 :class:`FrameRenderer` itself returns exactly ``(height, width, 3)`` ``uint8`` frames.
@@ -327,6 +331,13 @@ class VideoWriter:
                 macro_block_size=1,
                 pixelformat="yuv420p",
                 ffmpeg_log_level="error",
+                # fragments from each keyframe, one a second: a cut file plays (module docstring)
+                output_params=[
+                    "-movflags",
+                    "+frag_keyframe+empty_moov+default_base_moof",
+                    "-g",
+                    str(max(1, round(fps))),
+                ],
             )
         except Exception as exc:
             raise WbsimError(
@@ -404,9 +415,23 @@ class VideoWriter:
         return status or _file_system_hint(self.path) or "see ffmpeg's messages above"
 
     def _failure(self, what: str) -> WbsimError:
-        """The one-line error for ``what`` went wrong, with the cause; remembered for append."""
+        """The one-line error for ``what`` went wrong, with the cause and how much of the file
+        still plays (its whole fragments); remembered for append."""
         self._error = f"video {self.path}: {what}: {self._cause()}; the file is incomplete"
+        playable = self._playable()
+        if playable:
+            self._error += f" (its first {playable[0]} frames, {playable[1]:.1f} s, play)"
         return WbsimError(self._error)
+
+    def _playable(self) -> tuple[int, float] | None:
+        """``(frames, seconds)`` of the file that decode (``imageio_ffmpeg``), or ``None``."""
+        import imageio_ffmpeg
+
+        try:
+            n, secs = imageio_ffmpeg.count_frames_and_secs(str(self.path))
+        except Exception:  # noqa: BLE001  no file, or nothing in it decodes
+            return None
+        return (int(n), float(secs)) if n > 0 else None
 
     def _stop(self, exc: BaseException) -> None:
         """After a failed write: stop ffmpeg (imageio-ffmpeg closes its input and waits for it; a
