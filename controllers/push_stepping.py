@@ -115,7 +115,9 @@ class PushStepping:
         retrigger_margin: m, the same for a further step (after a touch-down).
         shift_time: s, the weight shift before the lift-off.
         single_support, next_single_support: s, the swing's duration (first, further steps).
-        step_height, next_step_height: m, the swing's apex above the floor.
+        step_height, next_step_height: m, the swing's apex above the floor (a further step's
+            0.03 instead of 0.06: on impulse grids around each direction's figure 29 / 48
+            trials survived instead of 23, none of the directions worse).
         land_offset: m, the landing sole centre lies this far beyond the predicted capture point
             (along the line from the stance sole centre).
         lateral_offset: m, and this far further out on the swing foot's side.
@@ -191,7 +193,7 @@ class PushStepping:
         compliance: float = 0.15,
         recovery_time: float = 1.0,
         next_single_support: float = 0.25,
-        next_step_height: float = 0.06,
+        next_step_height: float = 0.03,
         max_step_back: float = 0.4,
         touchdown_wait: float = 0.0,
         passthrough: bool = False,
