@@ -85,6 +85,25 @@ def test_out_of_range_options_raise(g1):
         PushStepping(g1, min_step_width=0.3, max_step_width=0.2)
 
 
+def test_follow_options_are_validated(g1):
+    with pytest.raises(WbsimError, match="follow_height"):
+        PushStepping(g1, follow_height=-0.01)
+    with pytest.raises(WbsimError, match="follow_width"):
+        PushStepping(g1, follow_width=0.8)
+
+
+def test_sideways_push_is_recovered_with_a_follow_step():
+    """21 N s to the left: the first step lands ~0.75 m out, the roll over it lifts the right
+    foot; without the follow step (``follow_height=0``) the robot falls (the full protocol's
+    grid at 90 deg, docs/locomotion.md)."""
+    from wbsim.pushtest import PushTestConfig, _trial
+
+    impulse, angle = 21.0, math.pi / 2
+    follow = _trial(PushTestConfig(controller="push_step"), angle, impulse)
+    off = PushTestConfig(controller="push_step", controller_options={"follow_height": 0.0})
+    assert follow["survived"] and not _trial(off, angle, impulse)["survived"]
+
+
 def test_registered_as_push_step(g1):
     assert isinstance(make_controller("push_step", g1), PushStepping)
 
