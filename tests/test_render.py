@@ -233,6 +233,19 @@ print(json.dumps(out))
         assert out["ffmpeg_exited"]
 
 
+def test_an_odd_frame_size_is_a_note_naming_the_video_size(tmp_path):
+    """161x121 asked: the frames are drawn at that size, the video is 162x122 (padded), and the
+    run says so before it starts (the CLI prints it as a note)."""
+    import imageio.v2 as imageio
+
+    from wbsim.rollout import EpisodeConfig, run_episode
+
+    video = tmp_path / "odd.mp4"
+    with pytest.warns(UserWarning, match=r"will be 162x122: H.264 needs even sizes"):
+        run_episode(EpisodeConfig(seconds=0.1, video=video, width=161, height=121, progress=False))
+    assert imageio.get_reader(str(video)).get_data(0).shape == (122, 162, 3)
+
+
 def test_a_video_cut_by_the_file_size_limit_still_plays_its_first_seconds(tmp_path):
     """Fragmented MP4, a keyframe a second: 600 frames over a 300 KB limit (a full disk, in a child
     Python) leave a file whose whole seconds decode, and the error says how many frames play (an

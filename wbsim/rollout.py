@@ -210,6 +210,13 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
     if problem is not None:  # before any file is written
         env.close()
         raise WbsimError(problem)
+    if cfg.video and (cfg.width % 2 or cfg.height % 2):  # the frames keep the size asked for
+        warnings.warn(
+            f"the video {cfg.video} will be {cfg.width + cfg.width % 2}x"
+            f"{cfg.height + cfg.height % 2}: H.264 needs even sizes (the last column or row of "
+            f"each {cfg.width}x{cfg.height} frame is repeated)",
+            stacklevel=1,
+        )
     end = n_steps * env.dt
     for start, _, _ in sim.pushes.script:  # not an error: the user may shorten a scripted run
         if start >= end:
