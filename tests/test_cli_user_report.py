@@ -332,6 +332,29 @@ def test_ctrl_c_message_says_only_what_is_on_disk(tmp_path, capsys, monkeypatch)
     assert summary["video"] == "" and not (tmp_path / "v2.mp4").exists()
 
 
+def test_ctrl_c_during_the_episode_prints_the_summary_of_the_steps_run(capsys, monkeypatch):
+    """Ctrl-C in the middle of ``wbsim run`` without --log: the summary of the steps run still
+    reaches stdout (it was lost: only the log's summary.json had it)."""
+    from wbsim.controllers import controller_class
+
+    cls = controller_class("gravity_qp")
+    compute, calls = cls.compute, []
+
+    def interrupted_at_the_tenth_step(self, state, schedule):
+        calls.append(state.t)
+        if len(calls) == 10:
+            raise KeyboardInterrupt
+        return compute(self, state, schedule)
+
+    monkeypatch.setattr(cls, "compute", interrupted_at_the_tenth_step)
+    capsys.readouterr()
+    code = main(["run", "--seconds", "1", "--no-progress", "--controller", "gravity_qp"])
+    out, err = capsys.readouterr()
+    assert code == 130 and "interrupted" in err, err
+    summary = json.loads(out)
+    assert summary["status"] == "interrupted" and summary["steps"] == 9, summary
+
+
 def test_unwritable_json_is_refused_before_the_work(tmp_path, capsys, monkeypatch):
     """baseline and bench check their --json path first (it used to fail after all the work, or
     create folders at the root): a path under a file, a folder, and a place nobody may write."""

@@ -141,7 +141,11 @@ def _run(cfg, args: argparse.Namespace, started: float) -> int:
 
     try:
         summary = run_episode(cfg)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
+        partial = getattr(exc, "summary", None)  # the steps run before Ctrl-C (run_episode)
+        if partial is not None:
+            print(json.dumps(partial, indent=2), flush=True)
+
         # say only what this run wrote: Ctrl-C during start-up leaves no log and no video (and an
         # --overwrite run may find the previous run's files)
         def written(path: Path) -> bool:

@@ -120,7 +120,8 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
     ``simulator_warning`` event of its step; one after which MuJoCo reset the state ends the
     episode before that step is recorded, with ``status: "error"`` and a ``stopped_reason`` naming
     the step and the warning (the log holds the steps before it). Ctrl-C and exceptions close the
-    log and video too (status ``"interrupted"`` / ``"error"``) and re-raise.
+    log and video too (status ``"interrupted"`` / ``"error"``) and re-raise; the
+    ``KeyboardInterrupt`` carries the summary of the steps run as its ``summary`` attribute.
 
     Raises:
         UnknownNameError: unknown env or controller (the message lists the known ones).
@@ -463,6 +464,7 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
             summary["status"] = "fell" if summary["fell"] else "completed"
     except KeyboardInterrupt as exc:
         summary["status"], summary["stopped_reason"] = "interrupted", "KeyboardInterrupt"
+        exc.summary = summary  # type: ignore[attr-defined]  # completed by the close-out below
         pending = exc
         raise
     except BaseException as exc:
