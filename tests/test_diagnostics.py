@@ -389,6 +389,59 @@ def test_simulated_friction_planar_nonsole_and_controller_events():
     assert ev["fallback"].magnitude == pytest.approx(4 * DT)
 
 
+def test_creep_and_slide_are_told_apart_by_the_cone_the_point_reached():
+    """Two loaded points slipping (``planar_complementarity``): one creeps at half its cone
+    throughout, the other creeps and then reaches the cone (``f_t = mu f_n``) in the same episode.
+    Their events carry the largest ``f_t / (mu f_n)`` of the episode (0.5 and 1.0) and only the
+    second counts as a slide in the summary."""
+    creep = [20.0] + [0.0] * 3 + [20.0] + [0.0] * 3
+    at_cone = [40.0] + [0.0] * 3 + [20.0] + [0.0] * 3
+    slip = [0.01] + [0.0] * 3 + [0.01] + [0.0] * 3
+    steps = [(fake_sensing(tangential=creep, slip=slip), standing_command())] * 3
+    steps += [(fake_sensing(tangential=at_cone, slip=slip), standing_command())] * 2
+    steps += [(fake_sensing(tangential=creep, slip=slip), standing_command())] * 2
+    det = EventDetector(dt=DT)
+    run(det, steps)
+    planar = {e.where: e for e in det.events if e.kind == "planar_complementarity"}
+    assert set(planar) == {NAMES[0], NAMES[4]}
+    assert planar[NAMES[0]].detail["friction_used"] == pytest.approx(1.0)
+    assert planar[NAMES[4]].detail["friction_used"] == pytest.approx(0.5)
+    assert planar[NAMES[0]].n_steps == 7  # one episode, creep then slide
+    assert det.summary()["slides"] == 1
+    assert EventDetector(Tolerances(slide=1.01), dt=DT).summary()["slides"] == 0
+
+
+def test_mujoco_s_sliding_contacts_sit_on_their_cone():
+    """The premise of ``Tolerances.slide``, in MuJoCo itself: a 10 kg plate on ``mu = 1`` pushed
+    with 1.05 of its weight slides and every loaded contact's ``f_t / (mu f_n)`` is 1 to 1e-3; with
+    0.5 it creeps (a few mm/s) at 0.45-0.55 of the cone (``mujoco.mj_contactForce``, contact
+    frame)."""
+    xml = """<mujoco><option timestep="0.002" cone="{cone}"/><worldbody>
+      <geom type="plane" size="50 50 .1" friction="1 0.005 0.0001"/>
+      <body pos="0 0 0.02"><freejoint/>
+        <geom type="box" size=".2 .2 .02" mass="10" friction="1 0.005 0.0001"/></body>
+    </worldbody></mujoco>"""
+    for cone in ("pyramidal", "elliptic"):
+        for push, sliding in ((1.05, True), (0.5, False)):
+            m = mujoco.MjModel.from_xml_string(xml.format(cone=cone))
+            d = mujoco.MjData(m)
+            used, f = [], np.zeros(6)
+            for i in range(1000):
+                d.xfrc_applied[1, :3] = [push * 10 * 9.81, 0.0, 0.0]
+                mujoco.mj_step(m, d)
+                for j in range(d.ncon if i > 500 else 0):
+                    mujoco.mj_contactForce(m, d, j, f)
+                    if f[0] > 1.0:
+                        ft = abs(f[1]) + abs(f[2]) if cone == "pyramidal" else np.hypot(f[1], f[2])
+                        used.append(ft / f[0])
+            assert len(used) > 50, (cone, push)
+            if sliding:
+                np.testing.assert_allclose(used, 1.0, atol=1e-3, err_msg=cone)
+            else:  # the corners share the friction unevenly (the push tilts the plate)
+                assert 0.45 < min(used) and max(used) < 0.55, (cone, min(used), max(used))
+            assert (d.qvel[0] > 0.5) == sliding, (cone, push, d.qvel[0])
+
+
 def test_events_of_one_step_in_a_fixed_order():
     """At step 20 the left foot leaves the floor in the simulation and in the controller's set,
     the controller (infeasible, with a fallback) commands on two left points a force out of its

@@ -23,6 +23,8 @@ kind                       condition (per point, or per foot for a wrench comman
 ``complementarity``        commanded at a point that is not touching: ``h > 0``,    ``h f_n``, N·m
                            ``h f_n > complementarity``
 ``planar_complementarity`` simulated, loaded: ``v_t f_t > planar_complementarity``  ``v_t f_t``, W
+                           (a slide if ``f_t`` reached ``slide`` of ``mu f_n``,
+                           else creep)
 ``contact_mismatch``       a foot assumed in contact is open in the simulation, or  duration, s
                            the reverse, for more than ``mismatch_duration``
 ``non_sole_contact``       a robot geom other than the sole points touches the      normal force, N
@@ -131,6 +133,11 @@ class Tolerances:
             ``mode_switch`` is logged (0: every change is logged; bounces are real switches).
         torque_limit: N·m. Allowed excess of a commanded torque over its actuator's limit (1e-6
             N·m: a QP's round-off on a torque at its bound is no event).
+        slide: fraction of the cone. A ``planar_complementarity`` event is a *slide* when its
+            point's simulated ``f_t / (mu f_n)`` (in MuJoCo's cone) reaches this at some step of the
+            episode, else *creep* (MuJoCo's soft friction moving a point inside its cone). Measured
+            (pyramidal and elliptic cones, a 10 kg plate on ``mu = 1``): sliding contacts sit at
+            1.000 of the cone; a plate creeping under 0.95 of it has a median 0.975 per contact.
     """
 
     force_sign: float = 0.01
@@ -141,6 +148,7 @@ class Tolerances:
     rearm_time: float = 0.02
     switch_debounce: float = 0.0
     torque_limit: float = 1e-6
+    slide: float = 0.99
 
     def __post_init__(self):
         for f in dataclasses.fields(self):
@@ -180,7 +188,9 @@ class Event:
         magnitude: worst value over the episode, in the unit of the kind (N, N·m, W, s).
         detail: kind-specific facts: ``source`` (``"commanded"``/``"simulated"`` or, for
             ``mode_switch``, ``"simulated"``/``"assumed"``), ``before``/``after`` contact sets,
-            ``gap``, ``normal_force``, ``status``, ...; plain JSON types only.
+            ``gap``, ``normal_force``, ``status``, ...; a ``planar_complementarity`` event's
+            ``friction_used`` is its point's largest ``f_t / (mu f_n)`` over the episode (a slide
+            at ``Tolerances.slide`` and above, creep below); plain JSON types only.
         duration: length of the episode so far, s (first to last step where the condition held,
             plus one step).
         n_steps: number of steps at which the condition held.
@@ -231,6 +241,8 @@ class _Hits:
         magnitude: ``(k, c)`` its value (read where it holds).
         detail: ``(row, c) -> Event.detail`` of an episode that starts at that row.
         rank: ``(row, c) ->`` the order of the key's event among those of one step.
+        peak: ``(name, values)``: the largest of ``values`` ``(k, c)`` over the steps where the
+            condition holds goes into the event's ``detail[name]`` (``None``: nothing tracked).
     """
 
     kind: str
@@ -240,6 +252,7 @@ class _Hits:
     magnitude: np.ndarray
     detail: Callable[[int, int], dict[str, Any]]
     rank: Callable[[int, int], _Rank]
+    peak: tuple[str, np.ndarray] | None = None
 
 
 class _Episode:
@@ -253,6 +266,7 @@ class _Episode:
         "last_step",
         "last_t",
         "n_true",
+        "peak",
         "start_step",
         "start_t",
         "worst",
@@ -264,6 +278,7 @@ class _Episode:
         self.n_true = 0
         self.worst = magnitude
         self.detail = detail
+        self.peak = -math.inf
         self.event: Event | None = None
 
     def extend(self, t: float, step: int, magnitudes: list[float]) -> None:
@@ -467,6 +482,8 @@ class EventDetector:
         )
         loaded = chunk.mode != OPEN
         excess = ft - mu * fn
+        with np.errstate(divide="ignore", invalid="ignore"):  # read where loaded only
+            used = ft / (mu * fn)
         planar = slip * chunk.tangential_force
         hits += [
             _Hits(
@@ -493,6 +510,7 @@ class EventDetector:
                     "tangential_force": float(chunk.tangential_force[r, c]),
                 },
                 lambda r, c: (2, c, 1),
+                ("friction_used", used),
             ),
         ]
 
@@ -635,6 +653,8 @@ class EventDetector:
                     float(t[a]), int(step[a]), float(magnitude[a]), hits.detail(a, c)
                 )
             episode.extend(float(t[b]), int(step[b]), magnitude[a : b + 1].tolist())
+            if hits.peak is not None:
+                episode.peak = max(episode.peak, float(hits.peak[1][a : b + 1, c].max()))
             if episode.event is None:
                 row = self._confirmation(hits.kind, episode, t, a, b)
                 if row is None:
@@ -642,6 +662,8 @@ class EventDetector:
                 episode.event = self._violation(key, episode, float(t[row]), int(step[row]))
                 new.append(((row, 1, *hits.rank(row, c)), episode.event))
             event = episode.event
+            if hits.peak is not None:
+                event.detail[hits.peak[0]] = episode.peak
             event.duration = episode.last_t - episode.start_t + self.dt
             event.n_steps = episode.n_true
             event.end_t, event.end_step = episode.last_t, episode.last_step
@@ -813,13 +835,25 @@ class EventDetector:
         """Number of violation events (every kind but ``mode_switch``)."""
         return sum(1 for ev in self.events if ev.kind != "mode_switch")
 
+    @property
+    def slides(self) -> int:
+        """Number of ``planar_complementarity`` events that are slides, not creep (their point
+        reached ``Tolerances.slide`` of MuJoCo's friction cone)."""
+        return sum(
+            1
+            for ev in self.events
+            if ev.kind == "planar_complementarity"
+            and ev.detail["friction_used"] >= self.tolerances.slide
+        )
+
     def summary(self) -> dict[str, Any]:
         """For ``summary.json``: per kind the event ``counts``, the ``worst`` magnitude and the
         ``first_t`` (``None`` without events), ``steps_in_violation`` (summed over steps: at each
         step, the number of distinct ``(where, source)`` pairs where the condition held, a point
         with both its commanded and its simulated force outside the cone counting twice; before
-        the mismatch delay; so it can exceed the episode's steps), the total ``n_violations`` and
-        the ``tolerances``."""
+        the mismatch delay; so it can exceed the episode's steps), the total ``n_violations``,
+        ``slides`` (the ``planar_complementarity`` events that reached ``Tolerances.slide`` of
+        MuJoCo's cone; the others are creep) and the ``tolerances``."""
         worst: dict[str, float | None] = dict.fromkeys(EVENT_KINDS)
         first: dict[str, float | None] = dict.fromkeys(EVENT_KINDS)
         for ev in self.events:
@@ -834,6 +868,7 @@ class EventDetector:
             "first_t": first,
             "steps_in_violation": dict(self._steps_in_violation),
             "n_violations": self.n_violations,
+            "slides": self.slides,
             "tolerances": self.tolerances.to_dict(),
         }
 

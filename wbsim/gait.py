@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from wbsim.diagnostics import Tolerances
+
 __all__ = ["IMPACT_WINDOW", "SWITCH_WINDOW", "gait_summary"]
 
 #: s: a planned switch is "sensed on time" when the simulation's switch of that foot in the same
@@ -36,6 +38,7 @@ def gait_summary(
     horizon: float,
     switch_window: float = SWITCH_WINDOW,
     impact_window: tuple[float, float] = IMPACT_WINDOW,
+    slide: float = Tolerances.slide,
 ) -> dict[str, Any]:
     """Relate an episode's events to its planned switches.
 
@@ -47,6 +50,8 @@ def gait_summary(
         horizon: the episode's end, s (later planned switches are not counted).
         switch_window: see :data:`SWITCH_WINDOW`.
         impact_window: see :data:`IMPACT_WINDOW`.
+        slide: a slip whose ``detail["friction_used"]`` reached this is a slide
+            (:attr:`wbsim.diagnostics.Tolerances.slide`), else creep.
 
     Returns:
         ``planned_switches`` (foot switches planned before ``horizon``, one per foot that
@@ -58,7 +63,8 @@ def gait_summary(
         first planned switch, per foot and in all), ``slips_at_impacts`` and ``slips_elsewhere``
         (``planar_complementarity`` events of the simulation, by foot; at an impact when they
         start within ``impact_window`` of a sensed make of their foot), ``slip_speed_max_elsewhere``
-        (m/s, the fastest slip not at an impact).
+        (m/s, the fastest slip not at an impact), and of those slips the ``slides_at_impacts``
+        and ``slides_elsewhere`` (at MuJoCo's friction cone; the rest is creep).
     """
     events = list(events)
     sensed: dict[tuple[str, str], list[float]] = {}
@@ -105,6 +111,7 @@ def gait_summary(
     }
     lo, hi = impact_window
     at_impacts, elsewhere = dict.fromkeys(feet, 0), dict.fromkeys(feet, 0)
+    slides = {"at_impacts": 0, "elsewhere": 0}
     fastest = 0.0
     for e in events:
         d = e.get("detail", {})
@@ -114,11 +121,14 @@ def gait_summary(
         if owner is None:
             continue
         t = float(e["t"])
-        if any(td - lo <= t <= td + hi for td in sensed.get((owner, "make"), [])):
+        at_impact = any(td - lo <= t <= td + hi for td in sensed.get((owner, "make"), []))
+        if at_impact:
             at_impacts[owner] += 1
         else:
             elsewhere[owner] += 1
             fastest = max(fastest, float(d.get("slip_velocity", 0.0)))
+        if d.get("friction_used", 0.0) >= slide:
+            slides["at_impacts" if at_impact else "elsewhere"] += 1
     return {
         "planned_switches": n_planned,
         "sensed_within_window": within,
@@ -132,4 +142,6 @@ def gait_summary(
         "slips_at_impacts": sum(at_impacts.values()),
         "slips_elsewhere": sum(elsewhere.values()),
         "slip_speed_max_elsewhere": fastest,
+        "slides_at_impacts": slides["at_impacts"],
+        "slides_elsewhere": slides["elsewhere"],
     }

@@ -518,7 +518,11 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
                 from wbsim.gait import gait_summary
 
                 summary["gait"] = gait_summary(
-                    planned, [e.to_dict() for e in detector.events], robot.foot_names, t_reached
+                    planned,
+                    [e.to_dict() for e in detector.events],
+                    robot.foot_names,
+                    t_reached,
+                    slide=detector.tolerances.slide,
                 )
             summary["wall_seconds"] = wall
             summary["realtime_factor"] = summary["seconds"] / wall if wall > 0 else float("nan")
