@@ -94,6 +94,13 @@ def test_report_prints_rows_and_writes_plots(tmp_path, capsys):
     out = capsys.readouterr().out
     rows = [line for line in out.splitlines() if line.startswith(("| gravity_qp", "| zero"))]
     assert len(rows) == 2
+    # every violation kind of the diagnostics has a column, and the slides one number per run
+    head = next(line for line in out.splitlines() if line.startswith("| run"))
+    cols = [c.strip() for c in head.strip("|").split("|")]
+    assert {"slip", "slide", "lim"} <= set(cols), cols
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert cells[cols.index("slide")].isdigit(), row
     for ctrl in ("gravity_qp", "zero"):
         png = tmp_path / ctrl / "normal_forces.png"
         assert png.stat().st_size > 10_000

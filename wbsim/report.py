@@ -14,22 +14,15 @@ from typing import Any
 
 import numpy as np
 
+from wbsim.diagnostics import VIOLATION_KINDS as DIAGNOSED_VIOLATIONS
 from wbsim.episode_log import RunData, load_run
 
 __all__ = ["VIOLATION_KINDS", "foot_normal_force", "format_table", "plot_run", "report_rows"]
 
-#: Event kinds counted as violations, in the table's column order.
-VIOLATION_KINDS = (
-    "force_sign",
-    "friction_cone",
-    "complementarity",
-    "planar_complementarity",
-    "contact_mismatch",
-    "non_sole_contact",
-    "fallback",
-    "solver_failure",
-)
+#: Event kinds counted as violations, in the table's column order (the diagnostics' own list).
+VIOLATION_KINDS = DIAGNOSED_VIOLATIONS
 FEET = ("left_foot", "right_foot")
+_COLUMNS = (*VIOLATION_KINDS[:4], "slides", *VIOLATION_KINDS[4:])
 
 
 def foot_normal_force(run, foot: str, kind: str) -> np.ndarray | None:
@@ -49,7 +42,9 @@ def foot_normal_force(run, foot: str, kind: str) -> np.ndarray | None:
 
 
 def report_rows(runs: Sequence[RunData]) -> list[dict[str, Any]]:
-    """One dict per run: controller, env, duration, switches, violations by kind, tracking, fell."""
+    """One dict per run: controller, env, duration, switches, violations by kind, ``slides`` (the
+    ``planar_complementarity`` events at MuJoCo's cone; ``None`` for a log older than that count),
+    tracking, fell."""
     rows = []
     for run in runs:
         s, events = run.summary, s_events(run)
@@ -61,6 +56,7 @@ def report_rows(runs: Sequence[RunData]) -> list[dict[str, Any]]:
                 "seconds": float(s.get("seconds", run["t"][-1] if len(run.steps) else 0.0)),
                 "switches": int(events.get("mode_switch", 0)),
                 **{k: int(events.get(k, 0)) for k in VIOLATION_KINDS},
+                "slides": s.get("diagnostics", {}).get("slides"),
                 "max_joint_error_rad": s.get("max_joint_error_rad", float("nan")),
                 "com_tracking_rms_m": s.get("com_tracking_rms_m", float("nan")),
                 "fell": bool(s.get("fell", False)),
@@ -87,10 +83,12 @@ def format_table(rows: Sequence[dict[str, Any]]) -> str:
         "friction_cone": "cone",
         "complementarity": "compl",
         "planar_complementarity": "slip",
+        "slides": "slide",
         "contact_mismatch": "mism",
         "non_sole_contact": "body",
         "fallback": "fallb",
         "solver_failure": "fail",
+        "torque_limit": "lim",
     }
     head = [
         "run",
@@ -98,7 +96,7 @@ def format_table(rows: Sequence[dict[str, Any]]) -> str:
         "env",
         "s",
         "switch",
-        *[short[k] for k in VIOLATION_KINDS],
+        *[short[k] for k in _COLUMNS],
         "max qerr rad",
         "CoM rms mm",
         "fell",
@@ -112,7 +110,7 @@ def format_table(rows: Sequence[dict[str, Any]]) -> str:
             r["env"],
             f"{r['seconds']:.2f}",
             str(r["switches"]),
-            *[str(r[k]) for k in VIOLATION_KINDS],
+            *["-" if r.get(k) is None else str(r[k]) for k in _COLUMNS],
             _num(r["max_joint_error_rad"]),
             _num(r["com_tracking_rms_m"], 2, 1e3),
             "yes" if r["fell"] else "no",
@@ -120,7 +118,10 @@ def format_table(rows: Sequence[dict[str, Any]]) -> str:
         ]
         lines.append("| " + " | ".join(cells) + " |")
     legend = ", ".join(f"{v} = {k}" for k, v in short.items())
-    return "\n".join(lines) + f"\n\nviolation columns: {legend}; switch = mode_switch events"
+    return (
+        "\n".join(lines) + f"\n\nviolation columns: {legend} (of the slips, those at MuJoCo's"
+        " friction cone); switch = mode_switch events"
+    )
 
 
 def _num(x: float, digits: int = 4, scale: float = 1.0) -> str:
