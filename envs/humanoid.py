@@ -220,6 +220,8 @@ class HumanoidEnv(gym.Env):
             the camera looks at the body it follows).
         plan_options: keyword arguments of ``plan`` (e.g. ``{"speed": 0.3}`` for a walking plan);
             unknown keys raise :class:`~wbsim.errors.UnknownNameError` listing the factory's.
+        noslip_iterations: iterations of MuJoCo's no-slip solver (0: off, MuJoCo's default;
+            :class:`wbsim.sim.Simulation`): with it, sticking contacts do not creep.
 
     Attributes:
         sim: the :class:`wbsim.sim.Simulation` it steps (the rollout drives the same object).
@@ -255,6 +257,7 @@ class HumanoidEnv(gym.Env):
         camera_id: int | None = None,
         default_camera_config: Mapping[str, Any] | None = None,
         plan_options: Mapping[str, Any] | None = None,
+        noslip_iterations: int = 0,
     ):
         self._init_kwargs = {k: v for k, v in locals().items() if k not in ("self", "__class__")}
         self.robot = robot if isinstance(robot, wbsim.Robot) else wbsim.load_robot(robot)
@@ -346,6 +349,7 @@ class HumanoidEnv(gym.Env):
                 lambda x: 0 < x < inf,
                 "a finite number > 0 (Hz)",
             ),
+            ("noslip_iterations", noslip_iterations, True, lambda x: x >= 0, "an integer >= 0"),
         ):
             if not (
                 is_real(value)
@@ -381,6 +385,7 @@ class HumanoidEnv(gym.Env):
         self.sim = Simulation(
             self.robot,
             Pushes(push_magnitude, push_interval, push_duration, push_script or ()),  # checks it
+            noslip_iterations=int(noslip_iterations),
         )
         self.model, self.data = self.sim.model, self.sim.data
         self._camera = _camera_options(
