@@ -187,7 +187,8 @@ class HumanoidEnv(gym.Env):
 
     Args:
         robot: what :func:`wbsim.load_robot` takes (a name, a ``.toml`` config or description
-            path, a :class:`~wbsim.robot_config.RobotConfig`), or a :class:`wbsim.Robot`.
+            path, a :class:`~wbsim.robot_config.RobotConfig`), or a :class:`wbsim.Robot` (the env
+            works on a copy, :meth:`wbsim.Robot.copy`: envs made from one robot share no model).
         plan: a callable returning a fresh :class:`~wbsim.envs.schedules.PhasePlan` (default: stand).
         pose: name of the reset pose.
         frame_skip: MuJoCo steps per env step (the control period is ``frame_skip * timestep``).
@@ -221,7 +222,7 @@ class HumanoidEnv(gym.Env):
         plan_options: keyword arguments of ``plan`` (e.g. ``{"speed": 0.3}`` for a walking plan);
             unknown keys raise :class:`~wbsim.errors.UnknownNameError` listing the factory's.
         noslip_iterations: iterations of MuJoCo's no-slip solver (0: off, MuJoCo's default;
-            :class:`wbsim.sim.Simulation`): with it, sticking contacts do not creep.
+            :class:`wbsim.sim.Simulation`): with it, sticking contacts creep far less.
 
     Attributes:
         sim: the :class:`wbsim.sim.Simulation` it steps (the rollout drives the same object).
@@ -260,7 +261,8 @@ class HumanoidEnv(gym.Env):
         noslip_iterations: int = 0,
     ):
         self._init_kwargs = {k: v for k, v in locals().items() if k not in ("self", "__class__")}
-        self.robot = robot if isinstance(robot, wbsim.Robot) else wbsim.load_robot(robot)
+        # an env owns its MuJoCo model (the simulation sets options and actuator gains on it)
+        self.robot = robot.copy() if isinstance(robot, wbsim.Robot) else wbsim.load_robot(robot)
         if action_mode not in ("torque", "joint_position"):
             raise WbsimError(
                 f"{env_id}: unknown action_mode {action_mode!r}; known: torque, "
@@ -349,7 +351,13 @@ class HumanoidEnv(gym.Env):
                 lambda x: 0 < x < inf,
                 "a finite number > 0 (Hz)",
             ),
-            ("noslip_iterations", noslip_iterations, True, lambda x: x >= 0, "an integer >= 0"),
+            (
+                "noslip_iterations",
+                noslip_iterations,
+                True,
+                lambda x: 0 <= x <= 1000,
+                "an integer in [0, 1000]",
+            ),
         ):
             if not (
                 is_real(value)

@@ -233,6 +233,30 @@ def test_the_no_slip_option_stops_the_creep_of_sticking_feet():
         medians[iterations] = float(np.median(np.concatenate(slips)))
         env.close()
     assert medians[0] > 2e-4 and medians[5] < 5e-5, medians
-    for bad in (-1, 1.5, "5"):
-        with pytest.raises(WbsimError, match="noslip_iterations must be an integer >= 0"):
+    for bad in (-1, 1.5, "5", 2**31):
+        with pytest.raises(
+            WbsimError, match=r"noslip_iterations must be an integer in \[0, 1000\]"
+        ):
             make("wbsim/G1Stand-v0", noslip_iterations=bad)
+
+
+def test_envs_made_from_one_robot_share_no_model():
+    """Two envs built on one ``wbsim.Robot``: each its own MuJoCo model. The no-slip setting of
+    one stays its own, and a joint-position env's PD gains (written into its actuators) do not
+    act in a torque env's steps (they did: the model was shared, so a zero torque action came out
+    as ``-kp q - kd qdot``)."""
+    import wbsim
+
+    robot = wbsim.load_robot("g1")
+    noslip = gym.make("wbsim/G1Stand-v0", robot=robot, noslip_iterations=5).unwrapped
+    plain = gym.make("wbsim/G1Stand-v0", robot=robot).unwrapped
+    assert noslip.model is not plain.model and noslip.model is noslip.robot.mj_model
+    assert (noslip.model.opt.noslip_iterations, plain.model.opt.noslip_iterations) == (5, 0)
+    assert robot.mj_model.opt.noslip_iterations == 0
+    position = gym.make("wbsim/G1Stand-v0", robot=robot, action_mode="joint_position").unwrapped
+    position.reset(seed=0)
+    plain.reset(seed=0)
+    position.step(np.full(position.action_space.shape, 0.2, dtype=np.float32))
+    plain.step(np.zeros(plain.action_space.shape, dtype=np.float32))
+    np.testing.assert_array_equal(plain.data.actuator_force, 0.0)
+    assert np.abs(position.data.actuator_force).max() > 1.0  # its PD acts (0.1 rad off)

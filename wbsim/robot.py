@@ -329,6 +329,19 @@ class Robot:
     def _pin_data(self) -> pin.Data:
         return self.pin_model.createData()
 
+    def copy(self) -> Robot:
+        """The same robot with its own MuJoCo and Pinocchio models (deep copies): what an env
+        sets on its model (the no-slip solver, the actuators' PD gains) stays its own."""
+        return Robot(
+            self.config,
+            copy.deepcopy(self.mj_model),
+            self.pin_model.copy(),
+            self.joint_names,
+            self.effort_limits.copy(),
+            dict(self.contacts),
+            dict(self.poses),
+        )
+
     def make_data(self, pose: str | None = "stand") -> mujoco.MjData:
         """A fresh ``mujoco.MjData`` with ``qpos`` at the named pose (or the model default) and
         ``mj_forward`` run."""

@@ -128,8 +128,8 @@ class Simulation:
             (``MjOption.noslip_iterations``; 0: off, MuJoCo's default). MuJoCo's friction is soft:
             a sticking contact creeps in proportion to its tangential force (the G1 standing under
             a steady 8 N sideways push: its loaded sole points 0.47 mm/s, median). The no-slip
-            pass after the main solver stops that creep (0.008 mm/s with 5 iterations) and leaves
-            the slides at the friction cone (docs/locomotion.md, "Slips while walking").
+            pass after the main solver stops most of that creep (0.008 mm/s with 5 iterations;
+            docs/locomotion.md, "Slips while walking").
 
     Attributes:
         robot, model, data: the robot, its ``MjModel`` and this simulation's ``MjData``.
