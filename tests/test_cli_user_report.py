@@ -4,6 +4,7 @@ help."""
 
 import argparse
 import json
+import signal
 from pathlib import Path
 
 import numpy as np
@@ -332,9 +333,19 @@ def test_ctrl_c_message_says_only_what_is_on_disk(tmp_path, capsys, monkeypatch)
     assert summary["video"] == "" and not (tmp_path / "v2.mp4").exists()
 
 
-def test_ctrl_c_during_the_episode_prints_the_summary_of_the_steps_run(capsys, monkeypatch):
+@pytest.mark.parametrize(
+    ("interrupt", "code", "reason"),
+    [
+        (KeyboardInterrupt(), 130, "KeyboardInterrupt"),
+        (KeyboardInterrupt(f"signal {signal.SIGTERM.value}"), 143, "SIGTERM"),  # as SIGTERM's
+    ],
+)
+def test_ctrl_c_during_the_episode_prints_the_summary_of_the_steps_run(
+    capsys, monkeypatch, interrupt, code, reason
+):
     """Ctrl-C in the middle of ``wbsim run`` without --log: the summary of the steps run still
-    reaches stdout (it was lost: only the log's summary.json had it)."""
+    reaches stdout (it was lost: only the log's summary.json had it). A SIGTERM (``timeout``,
+    a batch system) is said as such, with the shell's exit code 143."""
     from wbsim.controllers import controller_class
 
     cls = controller_class("gravity_qp")
@@ -343,16 +354,17 @@ def test_ctrl_c_during_the_episode_prints_the_summary_of_the_steps_run(capsys, m
     def interrupted_at_the_tenth_step(self, state, schedule):
         calls.append(state.t)
         if len(calls) == 10:
-            raise KeyboardInterrupt
+            raise interrupt
         return compute(self, state, schedule)
 
     monkeypatch.setattr(cls, "compute", interrupted_at_the_tenth_step)
     capsys.readouterr()
-    code = main(["run", "--seconds", "1", "--no-progress", "--controller", "gravity_qp"])
+    returned = main(["run", "--seconds", "1", "--no-progress", "--controller", "gravity_qp"])
     out, err = capsys.readouterr()
-    assert code == 130 and "interrupted" in err, err
+    assert returned == code and ("SIGTERM" in err) == (reason == "SIGTERM"), err
     summary = json.loads(out)
     assert summary["status"] == "interrupted" and summary["steps"] == 9, summary
+    assert summary["stopped_reason"] == reason
 
 
 def test_unwritable_json_is_refused_before_the_work(tmp_path, capsys, monkeypatch):
@@ -760,3 +772,26 @@ def test_help_texts_name_one_default_and_the_readme_section():
     helps = {a.dest: a.help for a in run._actions}
     assert "default" not in helps["web_host"]
     assert "README: Use your own robot" in helps["robot_config"]
+
+
+def test_report_shows_a_dash_for_counts_an_older_log_lacks(tmp_path):
+    """A log whose summary predates a count (here torque_limit and the slides) shows a dash in
+    those columns, not 0; a count the summary holds shows its number."""
+    from wbsim.episode_log import load_run
+    from wbsim.report import format_table, report_rows
+
+    assert _run("--log", str(tmp_path / "run")) == 0
+    path = tmp_path / "run" / "summary.json"
+    summary = json.loads(path.read_text())
+    del summary["events"]["torque_limit"], summary["diagnostics"]["slides"]
+    path.write_text(json.dumps(summary))
+    (row,) = report_rows([load_run(tmp_path / "run")])
+    assert row["torque_limit"] is None and row["slides"] is None and row["force_sign"] == 0
+    table = format_table([row]).splitlines()
+    cols = [c.strip() for c in table[0].strip("|").split("|")]
+    cells = [c.strip() for c in table[2].strip("|").split("|")]
+    assert (cells[cols.index("lim")], cells[cols.index("slide")], cells[cols.index("f<0")]) == (
+        "-",
+        "-",
+        "0",
+    )

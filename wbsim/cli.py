@@ -164,8 +164,13 @@ def _run(cfg, args: argparse.Namespace, started: float) -> int:
                 if written(Path(args.video))
                 else "no video was written (interrupted before its first frame)"
             )
-        print("wbsim run: interrupted" + ("; " + "; ".join(said) if said else ""), file=sys.stderr)
-        return 130
+        term = partial is not None and partial.get("stopped_reason") == "SIGTERM"
+        print(
+            f"wbsim run: {'terminated (SIGTERM)' if term else 'interrupted'}"
+            + ("; " + "; ".join(said) if said else ""),
+            file=sys.stderr,
+        )
+        return 143 if term else 130
     print(json.dumps(summary, indent=2), flush=True)
     if cfg.web is not None:  # the last frame stays on the page
         print(

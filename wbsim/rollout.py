@@ -9,12 +9,13 @@ the end) it hands them to the event detector, the momentum balance, the metrics 
 
 from __future__ import annotations
 
+import contextlib
 import math
 import signal
 import sys
 import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -463,7 +464,8 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
         if summary["status"] == "running":
             summary["status"] = "fell" if summary["fell"] else "completed"
     except KeyboardInterrupt as exc:
-        summary["status"], summary["stopped_reason"] = "interrupted", "KeyboardInterrupt"
+        summary["status"] = "interrupted"
+        summary["stopped_reason"] = "SIGTERM" if str(exc) == _SIGTERM else "KeyboardInterrupt"
         exc.summary = summary  # type: ignore[attr-defined]  # completed by the close-out below
         pending = exc
         raise
@@ -474,7 +476,10 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
     finally:
         # a second Ctrl-C (or SIGTERM) is held until the log and the video are closed: an
         # impatient user would otherwise cut the summary and the log's table short
-        with signals_deferred("wbsim: closing the log and the video first"):
+        with (
+            _carrying(summary),  # the KeyboardInterrupt raised, also by a held second Ctrl-C
+            signals_deferred("wbsim: closing the log and the video first"),
+        ):
             wall = time.perf_counter() - wall0
             try:  # what was recorded before an exception still counts
                 process()
@@ -695,6 +700,20 @@ def _check_env_options(options: dict[str, Any]) -> None:
             f"env option plan must be a callable returning a PhasePlan (Python API), "
             f"got {options['plan']!r}; the env id picks the plan"
         )
+
+
+#: The message of the KeyboardInterrupt that SIGTERM raises (_install_sigint_as_keyboard_interrupt).
+_SIGTERM = f"signal {signal.SIGTERM.value}"
+
+
+@contextlib.contextmanager
+def _carrying(summary: dict[str, Any]) -> Iterator[None]:
+    """Hang ``summary`` on a ``KeyboardInterrupt`` leaving the block, as ``.summary``."""
+    try:
+        yield
+    except KeyboardInterrupt as exc:
+        exc.summary = summary  # type: ignore[attr-defined]
+        raise
 
 
 def _install_sigint_as_keyboard_interrupt() -> None:
