@@ -133,9 +133,9 @@ class Tolerances:
             ``mode_switch`` is logged (0: every change is logged; bounces are real switches).
         torque_limit: N·m. Allowed excess of a commanded torque over its actuator's limit (1e-6
             N·m: a QP's round-off on a torque at its bound is no event).
-        slide: fraction of the cone. A ``planar_complementarity`` event is a *slide* when its
-            point's simulated ``f_t / (mu f_n)`` (in MuJoCo's cone) reaches this at some step of the
-            episode, else *creep* (MuJoCo's soft friction moving a point inside its cone). Measured
+        slide: fraction of the cone, at most 1. A ``planar_complementarity`` event is a *slide*
+            when its point's simulated ``f_t / (mu f_n)`` (in MuJoCo's cone) reaches this at some
+            step of the event, else *creep* (MuJoCo's soft friction moving a point inside its cone). Measured
             (pyramidal and elliptic cones, a 10 kg plate on ``mu = 1``): sliding contacts sit at
             1.000 of the cone; a plate creeping under 0.95 of it has a median 0.975 per contact.
     """
@@ -160,6 +160,11 @@ class Tolerances:
             ):
                 raise WbsimError(f"Tolerances.{f.name} must be a finite number >= 0, got {value!r}")
             object.__setattr__(self, f.name, float(value))
+        if self.slide > 1.0:
+            raise WbsimError(
+                f"Tolerances.slide must be at most 1 (a fraction of the friction cone, which "
+                f"MuJoCo's forces never leave: above 1 no slip is a slide), got {self.slide!r}"
+            )
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Tolerances:
@@ -188,9 +193,10 @@ class Event:
         magnitude: worst value over the episode, in the unit of the kind (N, N·m, W, s).
         detail: kind-specific facts: ``source`` (``"commanded"``/``"simulated"`` or, for
             ``mode_switch``, ``"simulated"``/``"assumed"``), ``before``/``after`` contact sets,
-            ``gap``, ``normal_force``, ``status``, ...; a ``planar_complementarity`` event's
-            ``friction_used`` is its point's largest ``f_t / (mu f_n)`` over the episode (a slide
-            at ``Tolerances.slide`` and above, creep below); plain JSON types only.
+            ``gap``, ``normal_force``, ``status``, ... (at the event's first step); a
+            ``planar_complementarity`` event's ``friction_used`` is its point's largest ``f_t /
+            (mu f_n)`` over the event's steps (a slide at ``Tolerances.slide`` and above, creep
+            below); plain JSON types only.
         duration: length of the episode so far, s (first to last step where the condition held,
             plus one step).
         n_steps: number of steps at which the condition held.

@@ -61,10 +61,11 @@ def gait_summary(
         ``foot``, ``t``, ``change``, nearest ``delay_s`` or ``None``, and ``logged_as_mismatch``:
         a ``contact_mismatch`` of that foot covers it), ``touchdowns`` (sensed makes after the
         first planned switch, per foot and in all), ``slips_at_impacts`` and ``slips_elsewhere``
-        (``planar_complementarity`` events of the simulation, by foot; at an impact when they
-        start within ``impact_window`` of a sensed make of their foot), ``slip_speed_max_elsewhere``
-        (m/s, the fastest slip not at an impact), and of those slips the ``slides_at_impacts``
-        and ``slides_elsewhere`` (at MuJoCo's friction cone; the rest is creep).
+        (``planar_complementarity`` events of the simulation at the feet's points, a hand's
+        not counted; at an impact when they start within ``impact_window`` of a sensed make of
+        their foot), ``slip_speed_max_elsewhere`` (m/s, the fastest slip not at an impact, at
+        its event's first step), and of those slips the ``slides_at_impacts`` and
+        ``slides_elsewhere`` (at MuJoCo's friction cone; the rest is creep).
     """
     events = list(events)
     sensed: dict[tuple[str, str], list[float]] = {}

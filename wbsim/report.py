@@ -43,11 +43,12 @@ def foot_normal_force(run, foot: str, kind: str) -> np.ndarray | None:
 
 def report_rows(runs: Sequence[RunData]) -> list[dict[str, Any]]:
     """One dict per run: controller, env, duration, switches, violations by kind, ``slides`` (the
-    ``planar_complementarity`` events at MuJoCo's cone; ``None`` for a log older than that count),
-    tracking, fell."""
+    ``planar_complementarity`` events at MuJoCo's cone), tracking, fell. A count that a log's
+    summary does not hold (a log older than that kind) is ``None``."""
     rows = []
     for run in runs:
         s, events = run.summary, s_events(run)
+        missing = None if "events" in s else 0  # counted from events.jsonl: absent means none
         rows.append(
             {
                 "run": run.dir.name,
@@ -55,7 +56,7 @@ def report_rows(runs: Sequence[RunData]) -> list[dict[str, Any]]:
                 "env": s.get("env", run.config.get("env", "?")),
                 "seconds": float(s.get("seconds", run["t"][-1] if len(run.steps) else 0.0)),
                 "switches": int(events.get("mode_switch", 0)),
-                **{k: int(events.get(k, 0)) for k in VIOLATION_KINDS},
+                **{k: int(events[k]) if k in events else missing for k in VIOLATION_KINDS},
                 "slides": s.get("diagnostics", {}).get("slides"),
                 "max_joint_error_rad": s.get("max_joint_error_rad", float("nan")),
                 "com_tracking_rms_m": s.get("com_tracking_rms_m", float("nan")),
@@ -83,7 +84,7 @@ def format_table(rows: Sequence[dict[str, Any]]) -> str:
         "friction_cone": "cone",
         "complementarity": "compl",
         "planar_complementarity": "slip",
-        "slides": "slide",
+        "slides": "slide",  # the slips at MuJoCo's friction cone
         "contact_mismatch": "mism",
         "non_sole_contact": "body",
         "fallback": "fallb",
@@ -117,10 +118,13 @@ def format_table(rows: Sequence[dict[str, Any]]) -> str:
             r["status"],
         ]
         lines.append("| " + " | ".join(cells) + " |")
-    legend = ", ".join(f"{v} = {k}" for k, v in short.items())
+    legend = ", ".join(
+        f"{v} = {k}" if k != "slides" else "slide = of the slips, those at MuJoCo's friction cone"
+        for k, v in short.items()
+    )
     return (
-        "\n".join(lines) + f"\n\nviolation columns: {legend} (of the slips, those at MuJoCo's"
-        " friction cone); switch = mode_switch events"
+        "\n".join(lines) + f"\n\nviolation columns: {legend}; switch = mode_switch events; "
+        "- = not in that log"
     )
 
 
