@@ -50,7 +50,8 @@ class KernelError(Exception):
 
 class TaskSpec(NamedTuple):
     """One task of the stack: ``kind`` (``"com"``, ``"position"``, ``"orientation"``,
-    ``"posture"``), its Pinocchio frame (``-1`` if none) and its ``q`` / ``v`` indices (posture)."""
+    ``"posture"``, ``"momentum"``: the centroidal angular momentum), its Pinocchio frame (``-1``
+    if none) and its ``q`` / ``v`` indices (posture)."""
 
     kind: str
     frame_id: int = -1
@@ -203,6 +204,10 @@ class ProjectedIDKernel:
             else:
                 self._posture.append(None)
         self._written: list[float | None] = [None] * len(self.tasks)
+        # the momentum task's own data (computeCentroidalMapTimeVariation; ``data`` is left alone)
+        self._centroidal: Any = (
+            model.createData() if any(t.kind == "momentum" for t in self.tasks) else None
+        )
         # [A N | b - A qdd_p] by blocks: runs of ordinary tasks (one product), posture (rows of N)
         self._ANb = np.empty((k, nv + 1))
         runs: list[list] = []  # [first row, end row, posture selection or None, task]
@@ -334,7 +339,9 @@ class ProjectedIDKernel:
         """The projection, the task stack and ``qdd*`` (attributes above). ``targets``, one per
         task: ``(kp, kd, weight, target, target_velocity, target_acceleration)``
         (``target_velocity`` and ``target_acceleration`` ``None`` for none, always for the
-        orientation and posture tasks; the orientation's target is a rotation matrix).
+        orientation and posture tasks; the orientation's target is a rotation matrix; the
+        momentum task: ``(0, kd, weight, None, L_ref, L'_ref)``, its law first order,
+        ``L'_ref + kd (L_ref - L)``, ``L = A_G[3:6] v`` and its error ``L_ref - L``).
 
         Raises:
             KernelError: a factorisation failed (``projection`` says whether it was the
@@ -385,6 +392,21 @@ class ProjectedIDKernel:
                 b -= kd * v[vsel]
                 b *= sw
                 norms[i] = math.sqrt(float(e.dot(e)))
+                continue
+            if kind == "momentum":  # A_G[3:6] qdd + (A_G' v)[3:6] = L'_ref + kd (L_ref - L)
+                cd = self._centroidal
+                pin.computeCentroidalMapTimeVariation(self.model, cd, q, v)
+                Ag = cd.Ag[3:6]
+                np.multiply(Ag, sw, out=A)
+                L0, L1, L2 = Ag.dot(v).tolist()
+                m0, m1, m2 = cd.dAg[3:6].dot(v).tolist()
+                r0, r1, r2 = target_vel.tolist()
+                a0, a1, a2 = target_acc.tolist()
+                e0, e1, e2 = r0 - L0, r1 - L1, r2 - L2
+                b[0] = (a0 + kd * e0 - m0) * sw
+                b[1] = (a1 + kd * e1 - m1) * sw
+                b[2] = (a2 + kd * e2 - m2) * sw
+                norms[i] = math.sqrt(e0 * e0 + e1 * e1 + e2 * e2)
                 continue
             if kind == "com":
                 t0, t1, t2 = target.tolist()

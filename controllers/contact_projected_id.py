@@ -38,6 +38,7 @@ from wbsim.controllers.friction import (
     stacked_cone_rows,
 )
 from wbsim.controllers.tasks import (
+    CentroidalAngularMomentumTask,
     ComTask,
     DynamicsSnapshot,
     FrameOrientationTask,
@@ -595,6 +596,10 @@ class ProjectedIDGains:
     swing_foot_position: TaskGains = field(default_factory=lambda: TaskGains(3.0, 1.0, 100.0))
     swing_foot_orientation: TaskGains = field(default_factory=lambda: TaskGains(3.0, 1.0, 10.0))
     posture: TaskGains = field(default_factory=lambda: TaskGains(2.0, 1.0, 0.01))
+    #: the centroidal angular momentum ``L`` (:class:`CentroidalAngularMomentumTask`; first
+    #: order, ``L'_des = L'_ref + kd (L_ref - L)``, ``kd = 4 pi zeta f``); weight 0 (default): no
+    #: task, ``L`` is left to the other tasks as before.
+    angular_momentum: TaskGains = field(default_factory=lambda: TaskGains(2.0, 1.0, 0.0))
 
     @classmethod
     def from_value(cls, value: ProjectedIDGains | Mapping[str, Any] | None) -> ProjectedIDGains:
@@ -656,7 +661,8 @@ class ContactProjectedID:
 
     Each step: one Pinocchio pass (:func:`~wbsim.controllers.tasks.compute_snapshot`); the contact
     Jacobian of the feet in contact; the projection ``N_c``, ``J_c^#W``; the task stack (CoM, base
-    orientation, torso orientation, swing-foot position and level orientation, posture) ->
+    orientation, torso orientation, centroidal angular momentum when its weight is set,
+    swing-foot position and level orientation, posture) ->
     ``qdd_des``;
     ``qdd* = N_c qdd_des - J_c^#W Jcdot_c v``; inverse dynamics (``variant``) -> ``tau`` and forces.
 
@@ -745,7 +751,10 @@ class ContactProjectedID:
     foot, with optional ``"<foot>_velocity"``, ``"<foot>_acceleration"``, ``"<foot>_orientation"``
     ``(3, 3)`` (else the swing sole is kept level with its heading at lift-off); ``"posture"``
     ``(n_joints,)`` rad in ``robot.joint_names`` order; ``"<foot>_wrench"`` ``(6,)`` feed-forward
-    ``[force; moment]`` at the foot frame origin of a foot in contact (``force_feedforward``). An
+    ``[force; moment]`` at the foot frame origin of a foot in contact (``force_feedforward``);
+    ``"angular_momentum"`` ``(3,)`` ``L_ref`` (N·m·s, about the CoM, world axes) and
+    ``"angular_momentum_rate"`` ``(3,)`` ``L'_ref`` (N·m) of the angular-momentum task (initially
+    0; read only when ``gains.angular_momentum`` has a weight). An
     absent target holds the last one given: initially the values stored by :meth:`reset` (CoM, base
     orientation, posture); a foot that leaves contact holds its placement at lift-off; an absent
     velocity or acceleration is 0 when its position is given.
@@ -1010,6 +1019,11 @@ class ContactProjectedID:
                 self.torso_frame_id, R, g.torso_orientation, name="torso_orientation"
             )
         self.posture_task = PostureTask(self.qidx, self.vidx, self._posture0, g.posture, self.nv)
+        self.momentum_task = (
+            CentroidalAngularMomentumTask(self.model, g.angular_momentum)
+            if g.angular_momentum.weight > 0
+            else None
+        )
         self.foot_position_tasks = {
             f: FramePositionTask(
                 ft.pin_frame_id, self._feet0[f][0], g.swing_foot_position, name=f"{f}_position"
@@ -1184,9 +1198,12 @@ class ContactProjectedID:
     def _task_targets(self) -> list[tuple]:
         """Per task of the stack, what the kernel reads each step: ``(kp, kd, weight, target,
         target_velocity or None, target_acceleration or None)``."""
-        out = []
+        out: list[tuple] = []
         for task in self._stack_tasks:
             g = task.gains
+            if isinstance(task, CentroidalAngularMomentumTask):  # first order: L_ref, L'_ref
+                out.append((0.0, g.kd, g.weight, None, task.target, task.target_rate))
+                continue
             out.append(
                 (
                     g.kp,
@@ -1203,6 +1220,8 @@ class ContactProjectedID:
         tasks: list[Task] = [self.com_task, self.base_task]
         if self.torso_task is not None:
             tasks.append(self.torso_task)
+        if self.momentum_task is not None:
+            tasks.append(self.momentum_task)
         for f in self._swing:
             tasks += [self.foot_position_tasks[f], self.foot_orientation_tasks[f]]
         tasks.append(self.posture_task)
@@ -1245,6 +1264,14 @@ class ContactProjectedID:
                     f"got shape {posture.shape}"
                 )
             self.posture_task.target = posture
+        if self.momentum_task is not None and (
+            "angular_momentum" in targets or "angular_momentum_rate" in targets
+        ):
+            mt = self.momentum_task
+            mt.set_target(
+                targets.get("angular_momentum", mt.target),
+                targets.get("angular_momentum_rate", mt.target_rate),
+            )
         for f in self._swing:
             key = (
                 f
@@ -1798,4 +1825,6 @@ def _task_spec(task: Task) -> TaskSpec:
         return TaskSpec("orientation", task.frame_id)
     if isinstance(task, PostureTask):
         return TaskSpec("posture", -1, task.q_index, task.v_index)
+    if isinstance(task, CentroidalAngularMomentumTask):
+        return TaskSpec("momentum")
     raise WbsimError(f"the projected-ID kernel has no task of type {type(task).__name__}")

@@ -3,7 +3,8 @@
 
 Owns the per-step model snapshot that tasks read (:func:`compute_snapshot`: one
 ``pinocchio.computeAllTerms`` pass), the task classes (:class:`ComTask`, :class:`FramePositionTask`,
-:class:`FrameOrientationTask`, :class:`PostureTask`), their PD law (:meth:`Task.desired_acceleration`,
+:class:`FrameOrientationTask`, :class:`PostureTask`, :class:`CentroidalAngularMomentumTask`),
+their PD law (:meth:`Task.desired_acceleration`,
 the only place it is written: ``a = xddot_ref + kp e + kd (xdot_ref - J v)``) and the stack, built
 (:func:`build_task_stack`) then solved (:func:`solve_task_stack`) into one desired generalised
 acceleration ``qdd_des``. Frames: "world" is Pinocchio's world frame (z up); Jacobians and drifts
@@ -27,6 +28,7 @@ from scipy.linalg.lapack import dpotrf, dpotrs
 from wbsim.errors import WbsimError, is_real
 
 __all__ = [
+    "CentroidalAngularMomentumTask",
     "ComTask",
     "DynamicsSnapshot",
     "FrameKinematics",
@@ -563,6 +565,77 @@ class PostureTask(Task):
 
     def velocity(self, s):
         return s.v[self.v_index]
+
+
+class CentroidalAngularMomentumTask(Task):
+    """Rate of the centroidal angular momentum ``L`` (about the CoM, world axes, N·m·s): the
+    angular rows of the centroidal momentum equation ``h_G' = A_G qdd + A_G' v`` (Orin, Goswami
+    and Lee 2013; seed "dynamic-complementarity-conditions", centroidal momentum). Jacobian
+    ``A_G[3:6]`` ``(3, nv)``, drift ``(A_G' v)[3:6]`` (N·m), velocity ``L = A_G[3:6] v``, all
+    from ``pin.computeCentroidalMapTimeVariation`` on the task's own Pinocchio data (it does not
+    touch the snapshot's).
+
+    ``L`` has no position, so the law is first order: ``L'_des = L'_ref + kd (L_ref - L)``
+    (N·m; ``kd = 4 pi zeta f`` of the gains, ``kp`` unused); the error is ``L_ref - L``.
+
+    Args:
+        model: the Pinocchio model.
+        gains: PD gains and weight.
+        target: ``(3,)`` ``L_ref``, N·m·s (default 0: the momentum held at zero).
+        target_rate: ``(3,)`` ``L'_ref`` feed-forward, N·m (default 0).
+    """
+
+    def __init__(
+        self,
+        model: pin.Model,
+        gains,
+        target: np.ndarray | None = None,
+        target_rate: np.ndarray | None = None,
+        name: str = "angular_momentum",
+    ):
+        super().__init__(name, gains)
+        self.model, self._data = model, model.createData()
+        self._at: DynamicsSnapshot | None = None  # the snapshot the data's terms are of
+        self.set_target(target, target_rate)
+
+    def set_target(
+        self, target: np.ndarray | None = None, target_rate: np.ndarray | None = None
+    ) -> None:
+        """Set ``L_ref`` ``(3,)`` N·m·s and ``L'_ref`` ``(3,)`` N·m (``None``: 0)."""
+        self.target = np.zeros(3) if target is None else _vec3(target, f"{self.name} target")
+        self.target_rate = (
+            np.zeros(3) if target_rate is None else _vec3(target_rate, f"{self.name} target rate")
+        )
+
+    def _terms(self, s: DynamicsSnapshot) -> pin.Data:
+        if self._at is not s:  # once per snapshot (held, so its id cannot be reused)
+            pin.computeCentroidalMapTimeVariation(self.model, self._data, s.q, s.v)
+            self._at = s
+        return self._data
+
+    def error(self, s):
+        return self.target - self.velocity(s)
+
+    def jacobian(self, s):
+        return self._terms(s).Ag[3:6]
+
+    def drift(self, s):
+        return self._terms(s).dAg[3:6] @ s.v
+
+    def velocity(self, s):
+        return self._terms(s).Ag[3:6] @ s.v
+
+    def reference_velocity(self):
+        return self.target
+
+    def reference_acceleration(self):
+        return self.target_rate
+
+    def desired_acceleration(self, s, error=None):
+        """``L'_des = L'_ref + kd (L_ref - L)`` ``(3,)`` N·m: the PD law with ``kp e`` left out
+        (the momentum has no position)."""
+        g = self.gains
+        return self.target_rate + g.kd * (self.target - self.velocity(s))
 
 
 # ------------------------------------------------------------------------------------------------

@@ -764,8 +764,10 @@ def _run_both(g1, schedules, states, **options):
         {"variant": "qp", "task_space": "free"},
         {"variant": "qp", "W": "identity"},
         {"variant": "pinv", "pinv_forces": "wrench"},
+        {"variant": "qp", "gains": {"angular_momentum": (2.0, 1.0, 10.0)}},
+        {"variant": "qp", "task_space": "free", "gains": {"angular_momentum": (3.0, 0.7, 1.0)}},
     ],
-    ids=["qp", "pinv", "free", "W", "pinv-wrench"],
+    ids=["qp", "pinv", "free", "W", "pinv-wrench", "momentum", "momentum-free"],
 )
 def test_kernel_equals_the_readable_path(g1, options):
     """``fast=True`` (the kernel) against ``fast=False`` (snapshot, tasks' rows, build/solve of
@@ -1073,3 +1075,70 @@ def test_rank_deficient_factorisations_are_reported():
     Jc_bad = np.vstack([Jc, Jc[1]])  # a repeated contact row
     with pytest.raises(WbsimError, match=r"J_c W\^-1 J_c\^T"):
         cpid.contact_projection(Jc_bad, np.zeros(4), W)
+
+
+# ------------------------------------------------------------------------------------------------
+# centroidal angular momentum task
+# ------------------------------------------------------------------------------------------------
+def test_angular_momentum_task_rows_are_the_centroidal_map_s(g1):
+    """The task's Jacobian is the angular rows of ``A_G`` (``pin.computeCentroidalMap``), its
+    drift and velocity those of ``pin.computeCentroidalMomentumTimeVariation``
+    (``h_G' = A_G a + A_G' v``, any ``a``), its law first order in ``L``; the snapshot's data is
+    left alone."""
+    model = g1.pin_model
+    rng = np.random.default_rng(3)
+    q, v = random_state(g1, rng)
+    a = rng.normal(size=model.nv)
+    s = T.compute_snapshot(model, model.createData(), q, v)
+    M_before = s.data.M.copy()
+    task = T.CentroidalAngularMomentumTask(model, (2.0, 0.8, 3.0))
+    Ag = pin.computeCentroidalMap(model, model.createData(), q)
+    d = model.createData()
+    pin.computeCentroidalMomentumTimeVariation(model, d, q, v, a)
+    np.testing.assert_allclose(task.jacobian(s), Ag[3:6], atol=1e-12)
+    np.testing.assert_allclose(task.velocity(s), d.hg.angular, atol=1e-10)
+    np.testing.assert_allclose(task.jacobian(s) @ a + task.drift(s), d.dhg.angular, atol=1e-9)
+    np.testing.assert_array_equal(s.data.M, M_before)
+    L_ref, rate = np.array([1.0, -2.0, 0.5]), np.array([-3.0, 4.0, 0.0])
+    task.set_target(L_ref, rate)
+    rows = task.rows(s)
+    np.testing.assert_allclose(rows.error, L_ref - d.hg.angular, atol=1e-10)
+    np.testing.assert_allclose(
+        rows.acceleration, rate + task.gains.kd * (L_ref - d.hg.angular), atol=1e-9
+    )
+    assert rows.weight == 3.0
+    with pytest.raises(WbsimError, match="target"):
+        task.set_target(np.array([np.nan, 0.0, 0.0]))
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["kernel", "readable"])
+def test_angular_momentum_task_gets_the_rate_it_asks_for(g1, fast):
+    """In double support the solved ``qdd`` gives ``L' = A_G qdd + A_G' v`` (Pinocchio,
+    independent of the controller) of the commanded sign on the commanded axis, about the
+    rate asked for; without the task (weight 0, the default) there is no such task and ``L'``
+    is near 0."""
+    model = g1.pin_model
+    q0, v0 = g1.pose_q("stand"), np.zeros(model.nv)
+    rate = np.array([-20.0, 0.0, 0.0])
+    sched = ContactSchedule(BOTH, targets={"angular_momentum_rate": rate})
+    got = {}
+    for weight in (0.0, 10.0):
+        ctrl = ContactProjectedID(g1, fast=fast, gains={"angular_momentum": (2.0, 1.0, weight)})
+        ctrl.reset(RobotState(0.0, q0, v0))
+        cmd = ctrl.compute(RobotState(0.0, q0, v0), sched)
+        assert cmd.feasible
+        assert ("angular_momentum" in cmd.info["task_errors"]) == (weight > 0)
+        d = model.createData()
+        pin.computeCentroidalMomentumTimeVariation(model, d, q0, v0, cmd.info["qdd"])
+        got[weight] = np.array(d.dhg.angular)
+    assert np.abs(got[0.0]).max() < 1.0
+    assert got[10.0][0] == pytest.approx(rate[0], rel=0.25)
+    assert np.abs(got[10.0][1:]).max() < 2.0
+
+
+def test_angular_momentum_gains_are_validated(g1):
+    with pytest.raises(WbsimError, match="weight"):
+        ContactProjectedID(g1, gains={"angular_momentum": (2.0, 1.0, -1.0)})
+    with pytest.raises(WbsimError, match="frequency"):
+        ContactProjectedID(g1, gains={"angular_momentum": (0.0, 1.0, 1.0)})
+    assert ContactProjectedID(g1).gains.angular_momentum.weight == 0.0  # off by default

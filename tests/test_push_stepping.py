@@ -124,3 +124,40 @@ def test_the_upper_body_may_lean_unless_told_otherwise(g1):
     assert PushStepping(g1).wbc.gains.torso_orientation.weight == 0.0
     wbc = PushStepping(g1, wbc_options={"gains": {"torso_orientation": (2.0, 1.0, 5.0)}}).wbc
     assert wbc.gains.torso_orientation.weight == 5.0
+
+
+def test_momentum_options_are_validated_and_off_by_default(g1):
+    assert PushStepping(g1).wbc.gains.angular_momentum.weight == 0.0
+    with pytest.raises(WbsimError, match="cmp_reach"):
+        PushStepping(g1, cmp_reach=-0.01)
+    with pytest.raises(WbsimError, match="momentum_return"):
+        PushStepping(g1, cmp_reach=0.05, momentum_return=0.0)
+    with pytest.raises(WbsimError, match="angular_momentum"):
+        PushStepping(
+            g1, cmp_reach=0.05, wbc_options={"gains": {"angular_momentum": (2.0, 1.0, 0.0)}}
+        )
+    assert PushStepping(g1, cmp_reach=0.05).wbc.gains.angular_momentum.weight > 0
+
+
+def test_a_clipped_zmp_becomes_a_cmp_outside_the_feet(g1):
+    """A capture point far out to the left: the ZMP is clipped at the feet's edge; with
+    ``cmp_reach`` the plan asks for ``L'_xy = m g (-o_y, o_x)`` (``o`` the clipped part, at most
+    ``cmp_reach``): ``L'_x < 0``, and the CoM acceleration target gains ``(e_z x L')_xy / (m z)
+    = -g cmp_reach / z`` along y: the CMP lies ``cmp_reach`` beyond the same clipped ZMP."""
+    vel, reach = (0.0, 0.9), 0.05
+    off, cmd_off = _pushed(g1, vel)
+    on, cmd_on = _pushed(g1, vel, cmp_reach=reach)
+    np.testing.assert_allclose(cmd_on.info["zmp_command"], cmd_off.info["zmp_command"], atol=1e-9)
+    m, g, z = on._mass, on.g, on._z - on._floor
+    rate = on.wbc.momentum_task.target_rate  # the clipped part points ~+y (the edge's normal)
+    assert np.linalg.norm(rate) == pytest.approx(m * g * reach) and rate[2] == 0.0
+    assert rate[0] < -0.95 * m * g * reach
+    np.testing.assert_allclose(on.wbc.momentum_task.target, 0.0, atol=1e-12)  # nothing stored
+    # the measured L is 0 (a pure translation), so L'_des = L'_ref
+    cdd_on = on.wbc.com_task.target_acceleration
+    cdd_off = off.wbc.com_task.target_acceleration
+    np.testing.assert_allclose(
+        cdd_on[:2] - cdd_off[:2], np.array([-rate[1], rate[0]]) / (m * z), rtol=1e-6, atol=1e-9
+    )
+    assert cdd_on[1] - cdd_off[1] < -0.95 * g * reach / z
+    assert off.wbc.momentum_task is None  # off by default: no task at all
