@@ -28,7 +28,8 @@ frame:
   most ``max_steps``). A follow step: when the roll over the first step's foot lifts the other
   foot off the floor while the CoM goes over the new one, that foot steps in at once, to a
   ``follow_width`` stance.
-* Centroidal angular momentum (``cmp_reach`` > 0; off by default): the part ``o`` of the
+* Centroidal angular momentum (``cmp_reach`` > 0, default 0.05 m; only after a sideways push,
+  ``cmp_cone``): the part ``o`` of the
   desired ZMP that the support polygon clips is produced by a rate of the angular momentum about
   the CoM instead, ``L'_xy = m g (-o_y, o_x)``: the centroidal moment pivot (CMP) lies ``o``
   outside the feet. With ``L'`` the LIPM reads ``cdd = omega^2 (c - p) + (e_z x L')_xy / (m z)``
@@ -59,6 +60,7 @@ import pinocchio as pin
 
 from wbsim.controllers.capture_stepping import _eval_quintic, _quintic
 from wbsim.controllers.contact_projected_id import ContactProjectedID
+from wbsim.controllers.tasks import TaskGains
 from wbsim.errors import WbsimError, is_real
 from wbsim.types import Command, ContactSchedule, RobotState
 
@@ -169,21 +171,16 @@ class PushStepping:
             :class:`ContactProjectedID` unchanged (plain standing; ``False``: the DCM feedback
             above from the start).
         cmp_reach: m, the CMP may lie this far outside the support polygon (module docstring,
-            "Centroidal angular momentum"; 0, default: no momentum plan, no momentum task).
+            "Centroidal angular momentum"; 0: no momentum plan, no momentum task).
         momentum_budget: N·m·s, the most horizontal angular momentum the plan stores.
         momentum_time: s from the first clipped ZMP during which the plan may store momentum.
         momentum_return: s of the planned return of the stored momentum to 0.
+        cmp_cone: deg; the layer acts only in an episode whose first clipped ZMP is clipped
+            within this angle of the base's lateral axis (a sideways push); otherwise, and
+            before that, the momentum task's weight is 0 and nothing changes (180: always).
         momentum_gains: ``(frequency_hz, damping_ratio, weight)`` of the whole-body
             controller's angular-momentum task when ``cmp_reach`` > 0 (unless
             ``wbc_options["gains"]`` sets ``angular_momentum``).
-        momentum_capture: the landing is planned on the capture point that counts the stored
-            momentum as given back, ``xi - (e_z x L)_xy / (m z omega)``.
-        momentum_keep: while storing, ``L_ref`` takes up the momentum the robot already has
-            about the storing axis (a push on the torso, above the CoM, gives some), up to the
-            budget, instead of asking to give it back.
-        momentum_priority: ``w_L``: the relaxed QP's weight gains ``w_L A_G,ang^T A_G,ang /
-            I_G`` (``I_G`` the mean of the centroidal inertia's diagonal at reset, kg·m²), so
-            that it gives up the angular-momentum rate last too (0: as before).
         wbc_options: options of :class:`ContactProjectedID` (``transition_time`` defaults to
             0.05 s here: a landing foot must take load at once; its ``torso_orientation`` task is
             off, weight 0, unless ``gains`` sets it: an upright torso fights the lean that
@@ -228,14 +225,12 @@ class PushStepping:
         touchdown_wait: float = 0.0,
         passthrough: bool = False,
         com_priority: float = 10.0,
-        cmp_reach: float = 0.0,
+        cmp_reach: float = 0.05,
         momentum_budget: float = 5.0,
         momentum_time: float = 0.4,
         momentum_return: float = 0.5,
-        momentum_gains: tuple = (2.0, 1.0, 1.0),
-        momentum_capture: bool = False,
-        momentum_keep: bool = False,
-        momentum_priority: float = 0.0,
+        momentum_gains: tuple = (2.0, 1.0, 0.2),
+        cmp_cone: float = 30.0,
         wbc_options: Mapping[str, Any] | None = None,
     ):
         checks = (
@@ -269,7 +264,7 @@ class PushStepping:
             ("momentum_budget", momentum_budget, momentum_budget >= 0),
             ("momentum_time", momentum_time, momentum_time >= 0),
             ("momentum_return", momentum_return, momentum_return > 0),
-            ("momentum_priority", momentum_priority, momentum_priority >= 0),
+            ("cmp_cone", cmp_cone, 0 <= cmp_cone <= 180),
         )
         for name, value, ok in checks:
             if not (is_real(value) and math.isfinite(value) and ok):
@@ -310,9 +305,7 @@ class PushStepping:
         self.com_priority = float(com_priority)
         self.cmp_reach, self.momentum_budget = float(cmp_reach), float(momentum_budget)
         self.momentum_time, self.momentum_return = float(momentum_time), float(momentum_return)
-        self.momentum_capture = bool(momentum_capture)
-        self.momentum_keep = bool(momentum_keep)
-        self.momentum_priority = float(momentum_priority)
+        self.cmp_cone = float(cmp_cone)
         if self.cmp_reach > 0 and self.wbc.gains.angular_momentum.weight == 0:
             raise WbsimError("push_step: cmp_reach > 0 needs an angular_momentum task weight > 0")
         self._mass = float(sum(i.mass for i in self.model.inertias))
@@ -355,8 +348,11 @@ class PushStepping:
         self._L_since: float | None = None
         self._L_return_at: float | None = None
         self._t_prev = float(state.t)
-        pin.ccrba(self.model, self.data, state.q, state.v)
-        self._IG = float(np.mean(np.diag(self.data.Ig.inertia)))  # kg m^2
+        self._cmp_on: bool | None = None  # decided at the first clipped ZMP (cmp_cone)
+        task = self.wbc.momentum_task
+        if task is not None:  # weight 0 until the layer switches on
+            g = self.wbc.gains.angular_momentum
+            task.gains = TaskGains(g.frequency_hz, g.damping_ratio, 0.0)
         self.reset_done = True
 
     def _measure(self, state: RobotState) -> tuple[np.ndarray, np.ndarray, dict]:
@@ -441,9 +437,9 @@ class PushStepping:
         p_d = xi + (self.dcm_gain / w) * (xi - self._home)
         support = self._sole_points(feet, stance)
         p_cmd = _clamp(p_d, support, self.zmp_margin)
-        L = Ld = None
+        Ld = None
         if self.cmp_reach > 0:
-            L, L_rate, Ld = self._momentum_plan(t, state, p_d, p_cmd)
+            L_rate, Ld = self._momentum_plan(t, state, p_d, p_cmd)
             shift = np.array([-Ld[1], Ld[0]]) / self._mass  # (e_z x L'_des)_xy / m
             p_cmd = _clamp(p_d + shift / self.g, support, self.zmp_margin)
         tg: dict[str, Any] = dict(schedule.targets or {})
@@ -458,9 +454,6 @@ class PushStepping:
         if Ld is not None:  # cdd = omega^2 (c - p) + (e_z x L')_xy / (m z)
             tg["com_acceleration"][:2] += shift / (self._z - self._floor)
             tg["angular_momentum"], tg["angular_momentum_rate"] = self._L_ref.copy(), L_rate
-        xl = xi
-        if self.momentum_capture and L is not None:  # the stored momentum given back
-            xl = xi - np.array([-L[1], L[0]]) / (self._mass * (self._z - self._floor) * w)
         alpha = self._stiffness(t)
         if alpha < 1.0:  # upper body compliant: the torso's lean helps, do not fight it
             R = self.data.oMf[self._base].rotation
@@ -468,23 +461,18 @@ class PushStepping:
             q = np.asarray(state.q)[self.wbc.qidx]
             tg["posture"] = q + alpha * (self._posture0 - q)
         if self.mode == "shift":
-            self._target = self._landing(t, xl, p_cmd, feet)
+            self._target = self._landing(t, xi, p_cmd, feet)
             sched = ContactSchedule(
                 both, both - {self.swing_foot}, "shift", 1, t - self.t_mode, self.shift_time, tg
             )
         elif self.mode == "swing":
-            self._swing_targets(tg, t, xl, p_cmd, feet)
+            self._swing_targets(tg, t, xi, p_cmd, feet)
             sched = ContactSchedule(stance, both, "swing", 2, t - self.t_mode, self._T, tg)
         else:
             sched = ContactSchedule(both, both, "stand", 0, t - self.t_mode, float("inf"), tg)
         if self.com_priority > 0:  # the relaxed QP keeps the CoM acceleration (docstring)
             Jc = pin.jacobianCenterOfMass(self.model, self.data, state.q, False)
             self.wbc.relaxation_extra_weight = self.com_priority * self._mass * (Jc.T @ Jc)
-        if self.momentum_priority > 0 and self.cmp_reach > 0:  # and the momentum rate
-            Ag = pin.computeCentroidalMap(self.model, self.data, state.q)[3:6]
-            extra = (self.momentum_priority / self._IG) * (Ag.T @ Ag)
-            rw = self.wbc.relaxation_extra_weight
-            self.wbc.relaxation_extra_weight = extra if rw is None else rw + extra
         try:
             cmd = self.wbc.compute(state, sched)
         finally:
@@ -500,11 +488,11 @@ class PushStepping:
     # -- pieces -----------------------------------------------------------------------------------
     def _momentum_plan(
         self, t: float, state: RobotState, p_d: np.ndarray, p_cmd: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The angular-momentum plan of this step (module docstring): ``(L, L'_ref, L'_des)``,
-        each ``(3,)``, world axes about the CoM: the measured momentum (N·m·s,
-        ``pinocchio.computeCentroidalMomentum``), the planned rate and the rate the task
-        asks for (N·m); updates ``L_ref``."""
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The angular-momentum plan of this step (module docstring): ``(L'_ref, L'_des)``, each
+        ``(3,)`` N·m, world axes about the CoM: the planned rate and the rate the task asks for,
+        ``L'_ref + kd (L_ref - L)`` with the measured ``L`` (N·m·s,
+        ``pinocchio.computeCentroidalMomentum``); updates ``L_ref``."""
         dt, self._t_prev = max(t - self._t_prev, 0.0), t
         hg = pin.computeCentroidalMomentum(self.model, self.data, state.q, state.v)
         L = np.array(hg.angular)
@@ -512,8 +500,17 @@ class PushStepping:
         o = p_d - p_cmd  # the clipped part of the desired ZMP
         n = float(np.linalg.norm(o))
         landed = bool(self.steps) and "landed_at" in self.steps[0]
-        if self._L_since is None and n > 1e-9 and not landed:
-            self._L_since = t
+        if self._L_since is None and n > 1e-9 and not landed and self._cmp_on is None:
+            # the first clipped ZMP: a sideways push (within cmp_cone of the base's lateral
+            # axis) switches the layer on for the episode, any other leaves it off
+            R = self.data.oMf[self._base].rotation
+            left = np.array([-R[1, 0], R[0, 0]]) / max(math.hypot(R[0, 0], R[1, 0]), 1e-9)
+            self._cmp_on = abs(float(o @ left)) >= n * math.cos(math.radians(self.cmp_cone))
+            if self._cmp_on:
+                self._L_since = t
+                self.wbc.momentum_task.gains = self.wbc.gains.angular_momentum  # type: ignore[union-attr]
+        if not self._cmp_on:  # off: no task, no plan (as with cmp_reach 0)
+            return np.zeros(3), np.zeros(3)
         storing = (
             self._L_since is not None
             and self._L_return_at is None
@@ -529,14 +526,6 @@ class PushStepping:
             if nL >= self.momentum_budget and float(rate[:2] @ Lxy) > 0:  # budget: no further
                 rate[:2] -= (float(rate[:2] @ Lxy) / (nL * nL)) * Lxy
             self._L_ref = self._L_ref + rate * dt
-            if self.momentum_keep and n > 1e-9:
-                # the momentum the robot already has about the storing axis (the push's, on a
-                # torso above the CoM) is kept, not given back, up to the budget
-                a = np.array([-o[1], o[0], 0.0]) / n
-                extra = float(L @ a) - float(self._L_ref @ a)
-                room = self.momentum_budget - float(self._L_ref @ a)
-                if extra > 0 and room > 0:
-                    self._L_ref = self._L_ref + min(extra, room) * a
         elif self._L_since is not None:
             if self._L_return_at is None or self._L_peak is None:
                 self._L_return_at, self._L_peak = t, self._L_ref.copy()
@@ -545,7 +534,7 @@ class PushStepping:
             df = -(30 * s**2 - 60 * s**3 + 30 * s**4) / self.momentum_return
             self._L_ref, rate = self._L_peak * f, self._L_peak * df
         kd = self.wbc.gains.angular_momentum.kd
-        return L, rate, rate + kd * (self._L_ref - L)
+        return rate, rate + kd * (self._L_ref - L)
 
     def _stiffness(self, t: float) -> float:
         """The fraction of the torso's and the posture's errors their tasks see: ``compliance``

@@ -99,8 +99,15 @@ def test_sideways_push_is_recovered_with_a_follow_step():
     from wbsim.pushtest import PushTestConfig, _trial
 
     impulse, angle = 21.0, math.pi / 2
-    follow = _trial(PushTestConfig(controller="push_step"), angle, impulse)
-    off = PushTestConfig(controller="push_step", controller_options={"follow_height": 0.0})
+    # without the momentum layer (cmp_reach 0; with it, 21 N s needs no follow step)
+    follow = _trial(
+        PushTestConfig(controller="push_step", controller_options={"cmp_reach": 0.0}),
+        angle,
+        impulse,
+    )
+    off = PushTestConfig(
+        controller="push_step", controller_options={"follow_height": 0.0, "cmp_reach": 0.0}
+    )
     assert follow["survived"] and not _trial(off, angle, impulse)["survived"]
 
 
@@ -126,8 +133,8 @@ def test_the_upper_body_may_lean_unless_told_otherwise(g1):
     assert wbc.gains.torso_orientation.weight == 5.0
 
 
-def test_momentum_options_are_validated_and_off_by_default(g1):
-    assert PushStepping(g1).wbc.gains.angular_momentum.weight == 0.0
+def test_momentum_options_are_validated(g1):
+    assert PushStepping(g1, cmp_reach=0.0).wbc.gains.angular_momentum.weight == 0.0
     with pytest.raises(WbsimError, match="cmp_reach"):
         PushStepping(g1, cmp_reach=-0.01)
     with pytest.raises(WbsimError, match="momentum_return"):
@@ -145,7 +152,7 @@ def test_a_clipped_zmp_becomes_a_cmp_outside_the_feet(g1):
     ``cmp_reach``): ``L'_x < 0``, and the CoM acceleration target gains ``(e_z x L')_xy / (m z)
     = -g cmp_reach / z`` along y: the CMP lies ``cmp_reach`` beyond the same clipped ZMP."""
     vel, reach = (0.0, 0.9), 0.05
-    off, cmd_off = _pushed(g1, vel)
+    off, cmd_off = _pushed(g1, vel, cmp_reach=0.0)
     on, cmd_on = _pushed(g1, vel, cmp_reach=reach)
     np.testing.assert_allclose(cmd_on.info["zmp_command"], cmd_off.info["zmp_command"], atol=1e-9)
     m, g, z = on._mass, on.g, on._z - on._floor
@@ -160,4 +167,19 @@ def test_a_clipped_zmp_becomes_a_cmp_outside_the_feet(g1):
         cdd_on[:2] - cdd_off[:2], np.array([-rate[1], rate[0]]) / (m * z), rtol=1e-6, atol=1e-9
     )
     assert cdd_on[1] - cdd_off[1] < -0.95 * g * reach / z
-    assert off.wbc.momentum_task is None  # off by default: no task at all
+    assert off.wbc.momentum_task is None  # cmp_reach 0: no task at all
+    assert on._cmp_on and on.wbc.momentum_task.gains.weight > 0  # a sideways push: on
+
+
+def test_the_momentum_layer_stays_off_for_a_push_outside_its_cone(g1):
+    """A capture point straight ahead (outside ``cmp_cone`` of the lateral axis): the task's
+    weight stays 0 and the command is that of ``cmp_reach`` 0."""
+    vel = (0.9, 0.0)
+    _, cmd_off = _pushed(g1, vel, cmp_reach=0.0)
+    on, cmd_on = _pushed(g1, vel, cmp_reach=0.05)
+    assert on._cmp_on is False and on.wbc.momentum_task.gains.weight == 0.0
+    np.testing.assert_allclose(cmd_on.tau, cmd_off.tau, atol=1e-8)
+    wide, _ = _pushed(g1, vel, cmp_reach=0.05, cmp_cone=180.0)
+    assert wide._cmp_on and wide.wbc.momentum_task.gains.weight > 0
+    with pytest.raises(WbsimError, match="cmp_cone"):
+        PushStepping(g1, cmp_reach=0.05, cmp_cone=-1.0)
