@@ -29,16 +29,17 @@ frame:
   foot off the floor while the CoM goes over the new one, that foot steps in at once, to a
   ``follow_width`` stance.
 * Centroidal angular momentum (``cmp_reach`` > 0, default 0.05 m; only after a sideways push,
-  ``cmp_cone``): the part ``o`` of the
-  desired ZMP that the support polygon clips is produced by a rate of the angular momentum about
-  the CoM instead, ``L'_xy = m g (-o_y, o_x)``: the centroidal moment pivot (CMP) lies ``o``
-  outside the feet. With ``L'`` the LIPM reads ``cdd = omega^2 (c - p) + (e_z x L')_xy / (m z)``
+  ``cmp_cone``): the part ``o`` of the desired ZMP that the support polygon clips is produced by
+  a rate of the angular momentum about the CoM instead, ``L'_xy = m g (-o_y, o_x)``: the
+  centroidal moment pivot (CMP) lies ``o`` outside the feet. With ``L'`` the LIPM reads ``cdd = omega^2 (c - p) + (e_z x L')_xy / (m z)``
   (``z`` the CoM height; from ``L' = sum (p_i - c) x f_i`` with ``f_z = m g``; checked with
   ``pinocchio.computeCentroidalMomentumTimeVariation``: ``L'_x < 0`` slows a CoM moving to
   ``+y``). The plan ``L_ref`` integrates that rate for at most ``momentum_time`` s (and not after
   the first touch-down), ``|L_ref| <= momentum_budget`` N·m·s, then returns to 0 over
   ``momentum_return`` s (a smooth ramp) while the ZMP, which has room then, makes up for it;
-  the roll axis only, the pitch and yaw momentum (and all of it outside these phases) held at 0.
+  about the axis ``e_z x o`` only (the roll axis in a sideways push), the pitch and yaw
+  momentum (and all of it outside these phases) held at 0. The budget is an option, not yet
+  derived from the waist and hip-roll limits.
   The whole-body controller's angular-momentum task (:class:`~wbsim.controllers.tasks.
   CentroidalAngularMomentumTask`) gets ``L_ref``, ``L'_ref``; the CoM task ``cdd`` above with
   ``L'_des = L'_ref + kd (L_ref - L)`` and the ZMP ``p_cmd`` clamped from ``p_d + (e_z x
