@@ -22,7 +22,8 @@ __all__ = ["VIOLATION_KINDS", "foot_normal_force", "format_table", "plot_run", "
 #: Event kinds counted as violations, in the table's column order (the diagnostics' own list).
 VIOLATION_KINDS = DIAGNOSED_VIOLATIONS
 FEET = ("left_foot", "right_foot")
-_COLUMNS = (*VIOLATION_KINDS[:4], "slides", *VIOLATION_KINDS[4:])
+_SLIP = VIOLATION_KINDS.index("planar_complementarity") + 1
+_COLUMNS = (*VIOLATION_KINDS[:_SLIP], "slides", *VIOLATION_KINDS[_SLIP:])  # slides after slips
 
 
 def foot_normal_force(run, foot: str, kind: str) -> np.ndarray | None:
