@@ -213,6 +213,14 @@ def test_baseline_records_controller_options(tmp_path, monkeypatch, capsys):
     default = json.loads((tmp_path / "baselines/G1Stand-v0_pd.json").read_text())
     assert tuned["controller_options"] == {"frequency_hz": 4}
     assert default["controller_options"] == {}
+    # env options (-e) reach the episodes, are recorded and name the default file
+    assert main([*args, "-e", "noslip_iterations=5"]) == 0
+    noslip = json.loads((tmp_path / "baselines/G1Stand-v0_pd-noslip_iterations=5.json").read_text())
+    assert noslip["env_options"] == {"noslip_iterations": 5} and default["env_options"] == {}
+    assert noslip["per_episode"][0]["return"] != default["per_episode"][0]["return"]
+    capsys.readouterr()
+    assert main([*args, "-e", "noslip_iterations=-1"]) != 0
+    assert "noslip_iterations must be an integer in [0, 1000]" in capsys.readouterr().err
 
 
 def test_every_run_argument_has_help():

@@ -22,12 +22,15 @@ __all__ = ["default_json_path", "run_baseline"]
 
 
 def default_json_path(
-    env: str, controller: str, controller_options: Mapping[str, Any] | None = None
+    env: str,
+    controller: str,
+    controller_options: Mapping[str, Any] | None = None,
+    env_options: Mapping[str, Any] | None = None,
 ) -> str:
     """``baselines/<env>_<controller>[-key=value...].json``: the env id without its namespace, the
     controller and its options that differ from the controller's defaults, sorted by key (values as
-    ``-c`` takes them, e.g. ``baselines/G1OneLeg-v0_projected_id-variant=pinv.json``), so runs of
-    two variants do not overwrite each other."""
+    ``-c`` takes them, e.g. ``baselines/G1OneLeg-v0_projected_id-variant=pinv.json``), then the env
+    options, sorted by key, so runs of two variants do not overwrite each other."""
     import inspect
 
     from wbsim.controllers import controller_class
@@ -40,9 +43,15 @@ def default_json_path(
     for key, value in sorted(dict(controller_options or {}).items()):
         if key in defaults and _same(value, defaults[key]):
             continue
-        text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
-        parts.append(f"{key}={text}".replace("/", "_"))
+        parts.append(_option_text(key, value))
+    parts += [_option_text(k, v) for k, v in sorted(dict(env_options or {}).items())]
     return f"baselines/{'-'.join(parts)}.json"
+
+
+def _option_text(key: str, value: Any) -> str:
+    """``key=value`` as ``-c`` / ``-e`` take it, safe in a file name."""
+    text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+    return f"{key}={text}".replace("/", "_")
 
 
 def _episode(cfg: EpisodeConfig) -> dict[str, Any]:
@@ -89,7 +98,8 @@ def run_baseline(
     """Run ``episodes`` episodes (seeds ``seed``, ``seed + 1``, ...) and aggregate.
 
     Returns (and writes to ``json_path`` if given) a dict with ``env``, ``controller``,
-    ``controller_options`` (as given; baselines written before it was recorded lack it), ``episodes``,
+    ``controller_options`` (as given; baselines written before it was recorded lack it),
+    ``env_options`` (as given, the reset noise apart), ``episodes``,
     ``seconds``, ``return_mean``, ``return_std``, ``success_rate``, ``length_mean``, ``length_std``
     (steps), ``fell``, ``events`` (kind -> count summed over the episodes), ``per_episode``.
 
@@ -156,6 +166,7 @@ def run_baseline(
         "env": env,
         "controller": controller,
         "controller_options": dict(controller_options or {}),
+        "env_options": dict(env_options or {}),
         "episodes": episodes,
         "seed": seed,
         "seconds": seconds,

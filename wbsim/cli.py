@@ -349,6 +349,7 @@ def cmd_baseline(args: argparse.Namespace) -> int:
     from wbsim.baseline import default_json_path, run_baseline
 
     controller_options = _parse_options(args.controller_option)
+    env_options = _parse_options(args.env_option)
     out = run_baseline(
         args.env,
         args.controller,
@@ -357,7 +358,9 @@ def cmd_baseline(args: argparse.Namespace) -> int:
         seconds=args.seconds,
         reset_noise_scale=args.reset_noise,
         controller_options=controller_options,
-        json_path=args.json or default_json_path(args.env, args.controller, controller_options),
+        env_options=env_options,
+        json_path=args.json
+        or default_json_path(args.env, args.controller, controller_options, env_options),
         progress=not args.no_progress,
         workers=args.workers,
         address=args.address,
@@ -609,9 +612,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="controller option, e.g. -c variant=pinv for projected_id (repeatable)",
     )
     p.add_argument(
+        "--env-option",
+        "-e",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="env option, e.g. -e noslip_iterations=5 (repeatable)",
+    )
+    p.add_argument(
         "--json",
         help="output JSON (default baselines/<env>_<controller>.json, with "
-        "-key=value for each -c option that is not the controller's default)",
+        "-key=value for each -c option that is not the controller's default and each -e option)",
     )
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("--overwrite", action="store_true", help="replace an existing JSON")
