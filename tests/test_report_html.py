@@ -2,6 +2,8 @@
 events, pushes) and the self-contained HTML page."""
 
 import base64
+import html
+import json
 from html.parser import HTMLParser
 
 import numpy as np
@@ -88,6 +90,9 @@ def test_html_page_is_one_self_contained_file(pushed, capsys):
     assert base64.b64decode(video.split(",", 1)[1]) == (d / "run.mp4").read_bytes()
     assert "completed" in page and "did not fall" in page and "wbsim/G1Stand-v0" in page
     assert page.count("<tr>") > 15  # key figures, events, setup
+    slides = json.loads((d / "run" / "summary.json").read_text())["diagnostics"]["slides"]
+    key = html.escape("slides (slips at MuJoCo's friction cone)")
+    assert f"<th>{key}</th><td>{slides}</td>" in page
 
 
 def test_html_page_without_a_video_says_how_to_make_one(pushed, tmp_path):

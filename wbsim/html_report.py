@@ -103,6 +103,7 @@ def write_html(
         ("max joint error, rad", s.get("max_joint_error_rad")),
         ("CoM tracking RMS, m", s.get("com_tracking_rms_m", "-")),
         ("momentum residual max (/ m g)", s.get("momentum_residual_max")),
+        ("slides (slips at MuJoCo's friction cone)", s.get("diagnostics", {}).get("slides", "-")),
         ("return", s.get("return")),
         ("real-time factor", s.get("realtime_factor")),
     ]
