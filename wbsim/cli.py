@@ -22,6 +22,23 @@ from wbsim.errors import WbsimError
 __all__ = ["main"]
 
 
+def _add_option_arguments(p: argparse.ArgumentParser, controller_eg: str, env_eg: str) -> None:
+    """``-c`` / ``--controller-option`` and ``-e`` / ``--env-option`` ``KEY=VALUE`` (repeatable;
+    :func:`_parse_options` reads them), with an example of each in the help."""
+    for flag, short, what, eg in (
+        ("--controller-option", "-c", "controller", controller_eg),
+        ("--env-option", "-e", "env", env_eg),
+    ):
+        p.add_argument(
+            flag,
+            short,
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help=f"{what} option, e.g. {short} {eg} (repeatable)",
+        )
+
+
 def _parse_options(pairs: Sequence[str]) -> dict:
     """``key=value`` strings -> dict, values parsed as JSON when they parse (``3``, ``true``)."""
     out = {}
@@ -526,22 +543,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fps", type=float, default=30.0, help="video frames per second")
     p.add_argument("--width", type=int, default=640, help="video frame width, pixels")
     p.add_argument("--height", type=int, default=480, help="video frame height, pixels")
-    p.add_argument(
-        "--controller-option",
-        "-c",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="controller option, e.g. -c frequency_hz=3 (repeatable)",
-    )
-    p.add_argument(
-        "--env-option",
-        "-e",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="env option, e.g. -e push_magnitude=40 (repeatable)",
-    )
+    _add_option_arguments(p, "frequency_hz=3", "push_magnitude=40")
     p.add_argument(
         "--id-variant",
         choices=["qp", "pinv"],
@@ -603,22 +605,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--reset-noise", type=float, default=RESET_NOISE_SCALE, help="joint noise at reset, rad"
     )
-    p.add_argument(
-        "--controller-option",
-        "-c",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="controller option, e.g. -c variant=pinv for projected_id (repeatable)",
-    )
-    p.add_argument(
-        "--env-option",
-        "-e",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="env option, e.g. -e noslip_iterations=5 (repeatable)",
-    )
+    _add_option_arguments(p, "variant=pinv for projected_id", "noslip_iterations=5")
     p.add_argument(
         "--json",
         help="output JSON (default baselines/<env>_<controller>.json, with "
@@ -685,8 +672,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=float, default=80.0, help="largest impulse tried, N s")
     p.add_argument("--refine", type=int, default=3, help="bisections after the ladder")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--controller-option", "-c", action="append", default=[], metavar="KEY=VALUE")
-    p.add_argument("--env-option", "-e", action="append", default=[], metavar="KEY=VALUE")
+    _add_option_arguments(p, "cmp_reach=0.04", "noslip_iterations=5")
     p.add_argument("--json", help="output JSON (default pushtests/<env>_<controller>.json)")
     p.add_argument("--plot", help="polar plot PNG (default pushtests/<env>_<controller>.png)")
     p.add_argument(
