@@ -59,6 +59,7 @@ _LWA = pin.LOCAL_WORLD_ALIGNED
 
 __all__ = [
     "PINV_FORCES",
+    "REFERENCE_MOMENTUM_GAINS",
     "VARIANTS",
     "ContactKinematics",
     "ContactLayout",
@@ -597,9 +598,13 @@ class ProjectedIDGains:
     swing_foot_orientation: TaskGains = field(default_factory=lambda: TaskGains(3.0, 1.0, 10.0))
     posture: TaskGains = field(default_factory=lambda: TaskGains(2.0, 1.0, 0.01))
     #: the centroidal angular momentum ``L`` (:class:`CentroidalAngularMomentumTask`; first
-    #: order, ``L'_des = L'_ref + kd (L_ref - L)``, ``kd = 4 pi zeta f``); weight 0 (default): no
-    #: task, ``L`` is left to the other tasks as before.
-    angular_momentum: TaskGains = field(default_factory=lambda: TaskGains(2.0, 1.0, 0.0))
+    #: order, ``L'_des = L'_ref + kd (L_ref - L)``, ``kd = 4 pi zeta f``). ``None`` (default):
+    #: the task joins the stack, with :data:`REFERENCE_MOMENTUM_GAINS`, from the first step whose
+    #: reference gives ``"angular_momentum"`` (the walking pattern generator's: 0, the LIPM's)
+    #: until the next reset; a reference without it (standing) leaves ``L`` to the other tasks.
+    #: Given: the task is in the stack at every step (``L_ref`` 0 until a reference gives it),
+    #: or never with weight 0.
+    angular_momentum: TaskGains | None = None
 
     @classmethod
     def from_value(cls, value: ProjectedIDGains | Mapping[str, Any] | None) -> ProjectedIDGains:
@@ -614,6 +619,13 @@ class ProjectedIDGains:
                 f"ProjectedIDGains: unknown keys {sorted(unknown)}; known: {sorted(known)}"
             )
         return cls(**{k: TaskGains.from_value(v) for k, v in value.items()})
+
+
+#: The angular-momentum task's gains when a reference asks for it and ``gains`` leaves
+#: ``angular_momentum`` unset: 2 Hz, critically damped, weight 0.3. Measured on ``G1Walk-v0``
+#: (docs/locomotion.md): it removes the mid-step slides of the stance sole; weight 3 at 2 Hz and
+#: weight 10 at 4 Hz fell.
+REFERENCE_MOMENTUM_GAINS = TaskGains(2.0, 1.0, 0.3)
 
 
 _ZERO3 = np.zeros(3)
@@ -661,8 +673,8 @@ class ContactProjectedID:
 
     Each step: one Pinocchio pass (:func:`~wbsim.controllers.tasks.compute_snapshot`); the contact
     Jacobian of the feet in contact; the projection ``N_c``, ``J_c^#W``; the task stack (CoM, base
-    orientation, torso orientation, centroidal angular momentum when its weight is set,
-    swing-foot position and level orientation, posture) ->
+    orientation, torso orientation, centroidal angular momentum (see
+    :attr:`ProjectedIDGains.angular_momentum`), swing-foot position and level orientation, posture) ->
     ``qdd_des``;
     ``qdd* = N_c qdd_des - J_c^#W Jcdot_c v``; inverse dynamics (``variant``) -> ``tau`` and forces.
 
@@ -754,7 +766,7 @@ class ContactProjectedID:
     ``[force; moment]`` at the foot frame origin of a foot in contact (``force_feedforward``);
     ``"angular_momentum"`` ``(3,)`` ``L_ref`` (N·m·s, about the CoM, world axes) and
     ``"angular_momentum_rate"`` ``(3,)`` ``L'_ref`` (N·m) of the angular-momentum task (initially
-    0; read only when ``gains.angular_momentum`` has a weight). An
+    0; with ``gains.angular_momentum`` unset, the first step that gives them adds the task). An
     absent target holds the last one given: initially the values stored by :meth:`reset` (CoM, base
     orientation, posture); a foot that leaves contact holds its placement at lift-off; an absent
     velocity or acceleration is 0 when its position is given.
@@ -1019,11 +1031,17 @@ class ContactProjectedID:
                 self.torso_frame_id, R, g.torso_orientation, name="torso_orientation"
             )
         self.posture_task = PostureTask(self.qidx, self.vidx, self._posture0, g.posture, self.nv)
+        # the angular-momentum task: always in the stack (gains given, weight > 0), never
+        # (weight 0), or from the first step whose reference gives L (gains unset)
+        am = g.angular_momentum
         self.momentum_task = (
-            CentroidalAngularMomentumTask(self.model, g.angular_momentum)
-            if g.angular_momentum.weight > 0
+            CentroidalAngularMomentumTask(
+                self.model, REFERENCE_MOMENTUM_GAINS if am is None else am
+            )
+            if am is None or am.weight > 0
             else None
         )
+        self._momentum_in_stack = am is not None and am.weight > 0
         self.foot_position_tasks = {
             f: FramePositionTask(
                 ft.pin_frame_id, self._feet0[f][0], g.swing_foot_position, name=f"{f}_position"
@@ -1162,6 +1180,7 @@ class ContactProjectedID:
                 (
                     "kernel",
                     key,
+                    self._momentum_in_stack,
                     reached.tobytes(),
                     self.tau_limit.tobytes(),
                     self.regularization,
@@ -1220,8 +1239,8 @@ class ContactProjectedID:
         tasks: list[Task] = [self.com_task, self.base_task]
         if self.torso_task is not None:
             tasks.append(self.torso_task)
-        if self.momentum_task is not None:
-            tasks.append(self.momentum_task)
+        if self._momentum_in_stack:
+            tasks.append(self.momentum_task)  # type: ignore[arg-type]
         for f in self._swing:
             tasks += [self.foot_position_tasks[f], self.foot_orientation_tasks[f]]
         tasks.append(self.posture_task)
@@ -1264,10 +1283,12 @@ class ContactProjectedID:
                     f"got shape {posture.shape}"
                 )
             self.posture_task.target = posture
-        if self.momentum_task is not None and (
-            "angular_momentum" in targets or "angular_momentum_rate" in targets
+        mt = self.momentum_task
+        if (
+            mt is not None
+            and self._momentum_in_stack
+            and ("angular_momentum" in targets or "angular_momentum_rate" in targets)
         ):
-            mt = self.momentum_task
             mt.set_target(
                 targets.get("angular_momentum", mt.target),
                 targets.get("angular_momentum_rate", mt.target_rate),
@@ -1388,7 +1409,15 @@ class ContactProjectedID:
         contact_set = self._contact_set_of(state, schedule)
         info: dict[str, Any] = {"variant": self.variant}
         friction = self._step_friction(state)
-        if contact_set != self._contact_set or friction != self._friction:
+        targets = schedule.targets or {}
+        rebuild = False
+        if (
+            not self._momentum_in_stack
+            and self.momentum_task is not None
+            and ("angular_momentum" in targets or "angular_momentum_rate" in targets)
+        ):  # the reference asks for L: the task joins the stack (gains.angular_momentum)
+            self._momentum_in_stack = rebuild = True
+        if rebuild or contact_set != self._contact_set or friction != self._friction:
             self._friction = friction
             self._switch_mode(
                 contact_set,
@@ -1397,7 +1426,6 @@ class ContactProjectedID:
                 float(state.t),
             )
         events: list[str] = []
-        targets = schedule.targets or {}
         kernel = self._kernel
         terms: _Terms | ProjectedIDKernel
         if kernel is not None:

@@ -60,7 +60,7 @@ import numpy as np
 import pinocchio as pin
 
 from wbsim.controllers.capture_stepping import _eval_quintic, _quintic
-from wbsim.controllers.contact_projected_id import ContactProjectedID
+from wbsim.controllers.contact_projected_id import REFERENCE_MOMENTUM_GAINS, ContactProjectedID
 from wbsim.controllers.tasks import TaskGains
 from wbsim.errors import WbsimError, is_real
 from wbsim.types import Command, ContactSchedule, RobotState
@@ -278,7 +278,8 @@ class PushStepping:
             options["gains"] = {
                 "torso_orientation": (2.0, 1.0, 0.0),
                 "swing_foot_position": (4.5, 1.0, 100.0),
-                **({"angular_momentum": tuple(momentum_gains)} if cmp_reach > 0 else {}),
+                # cmp_reach 0: no momentum task, even where the env's plan gives L
+                "angular_momentum": tuple(momentum_gains) if cmp_reach > 0 else (2.0, 1.0, 0.0),
                 **dict(options.get("gains") or {}),
             }
         check_options("of projected_id (wbc_options)", ContactProjectedID, options, skip=("robot",))
@@ -307,7 +308,9 @@ class PushStepping:
         self.cmp_reach, self.momentum_budget = float(cmp_reach), float(momentum_budget)
         self.momentum_time, self.momentum_return = float(momentum_time), float(momentum_return)
         self.cmp_cone = float(cmp_cone)
-        if self.cmp_reach > 0 and self.wbc.gains.angular_momentum.weight == 0:
+        am = self.wbc.gains.angular_momentum
+        self._momentum_gains = REFERENCE_MOMENTUM_GAINS if am is None else am
+        if self.cmp_reach > 0 and self._momentum_gains.weight == 0:
             raise WbsimError("push_step: cmp_reach > 0 needs an angular_momentum task weight > 0")
         self._mass = float(sum(i.mass for i in self.model.inertias))
         self.feet = tuple(robot.foot_names)
@@ -352,7 +355,7 @@ class PushStepping:
         self._cmp_on: bool | None = None  # decided at the first clipped ZMP (cmp_cone)
         task = self.wbc.momentum_task
         if task is not None:  # weight 0 until the layer switches on
-            g = self.wbc.gains.angular_momentum
+            g = self._momentum_gains
             task.gains = TaskGains(g.frequency_hz, g.damping_ratio, 0.0)
         self.reset_done = True
 
@@ -509,7 +512,7 @@ class PushStepping:
             self._cmp_on = abs(float(o @ left)) >= n * math.cos(math.radians(self.cmp_cone))
             if self._cmp_on:
                 self._L_since = t
-                self.wbc.momentum_task.gains = self.wbc.gains.angular_momentum  # type: ignore[union-attr]
+                self.wbc.momentum_task.gains = self._momentum_gains  # type: ignore[union-attr]
         if not self._cmp_on:  # off: no task, no plan (as with cmp_reach 0)
             return np.zeros(3), np.zeros(3)
         storing = (
@@ -534,7 +537,7 @@ class PushStepping:
             f = 1.0 - (10 * s**3 - 15 * s**4 + 6 * s**5)  # smooth from 1 to 0
             df = -(30 * s**2 - 60 * s**3 + 30 * s**4) / self.momentum_return
             self._L_ref, rate = self._L_peak * f, self._L_peak * df
-        kd = self.wbc.gains.angular_momentum.kd
+        kd = self._momentum_gains.kd
         return rate, rate + kd * (self._L_ref - L)
 
     def _stiffness(self, t: float) -> float:

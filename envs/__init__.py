@@ -42,11 +42,14 @@ ENV_IDS: dict[str, dict[str, Any]] = {
     "wbsim/G1Push-v0": {"robot": "g1", "push_magnitude": 40.0, "push_interval": 2.0},
     "wbsim/TalosPush-v0": {"robot": "talos", "push_magnitude": 100.0, "push_interval": 2.0},
     "wbsim/G1OneLeg-v0": {"robot": "g1", "plan": one_leg_plan, "max_seconds": 7.5},
-    "wbsim/G1StepInPlace-v0": {"robot": "g1", "plan": stepping_plan},
+    # the gaits run MuJoCo's no-slip solver: without it a loaded stance sole creeps (soft
+    # friction) and the diagnostics count slips all through each stance (docs/locomotion.md)
+    "wbsim/G1StepInPlace-v0": {"robot": "g1", "plan": stepping_plan, "noslip_iterations": 5},
     "wbsim/G1Walk-v0": {
         "robot": "g1",
         "plan": walking_plan,
         "reward_weights": {"base_velocity": 1.0},
+        "noslip_iterations": 5,
     },
     "wbsim/G1PlanReplay-v0": {"robot": "g1", "plan": dcc_plan, "max_seconds": 6.0},
     "wbsim/G1PushStep-v0": {
@@ -55,6 +58,7 @@ ENV_IDS: dict[str, dict[str, Any]] = {
         "push_magnitude": 110.0,
         "push_interval": 3.0,
         "plan_options": {"single_support": 0.4, "double_support": 0.15, "n_steps": 18},
+        "noslip_iterations": 5,
     },
     "wbsim/ICubStand-v0": {"robot": "icub"},
     "wbsim/RomeoStand-v0": {"robot": "romeo"},

@@ -1141,4 +1141,40 @@ def test_angular_momentum_gains_are_validated(g1):
         ContactProjectedID(g1, gains={"angular_momentum": (2.0, 1.0, -1.0)})
     with pytest.raises(WbsimError, match="frequency"):
         ContactProjectedID(g1, gains={"angular_momentum": (0.0, 1.0, 1.0)})
-    assert ContactProjectedID(g1).gains.angular_momentum.weight == 0.0  # off by default
+    assert ContactProjectedID(g1).gains.angular_momentum is None  # from the reference
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["kernel", "readable"])
+def test_the_momentum_task_joins_when_the_reference_gives_l(g1, fast):
+    """``gains.angular_momentum`` unset: no task while the schedule gives no ``L`` (standing:
+    the command is that of weight 0, bit for bit); the first step that gives one adds the task
+    with :data:`REFERENCE_MOMENTUM_GAINS` (the realised ``L'`` from Pinocchio turns towards the
+    rate asked for), which stays until the next reset; weight 0 given: never."""
+    from wbsim.controllers.contact_projected_id import REFERENCE_MOMENTUM_GAINS
+
+    model = g1.pin_model
+    q0, v0 = g1.pose_q("stand"), np.zeros(model.nv)
+    state = RobotState(0.0, q0, v0)
+    plain = ContactSchedule(BOTH)
+    asking = ContactSchedule(BOTH, targets={"angular_momentum_rate": np.array([-20.0, 0, 0])})
+
+    def rate(cmd):
+        d = model.createData()
+        pin.computeCentroidalMomentumTimeVariation(model, d, q0, v0, cmd.info["qdd"])
+        return np.array(d.dhg.angular)
+
+    auto = ContactProjectedID(g1, fast=fast)
+    off = ContactProjectedID(g1, fast=fast, gains={"angular_momentum": (2.0, 1.0, 0.0)})
+    for c in (auto, off):
+        c.reset(state)
+    a, o = auto.compute(state, plain), off.compute(state, plain)
+    assert "angular_momentum" not in a.info["task_errors"]
+    np.testing.assert_array_equal(a.tau, o.tau)
+    a, o = auto.compute(state, asking), off.compute(state, asking)
+    assert "angular_momentum" in a.info["task_errors"]
+    assert "angular_momentum" not in o.info["task_errors"]
+    assert auto.momentum_task.gains == REFERENCE_MOMENTUM_GAINS
+    assert rate(a)[0] < -1.0 and abs(rate(o)[0]) < 1.0  # weight 0.3 against the other tasks
+    assert "angular_momentum" in auto.compute(state, plain).info["task_errors"]  # it stays
+    auto.reset(state)
+    assert "angular_momentum" not in auto.compute(state, plain).info["task_errors"]

@@ -191,7 +191,7 @@ def _reference_plan_schedule(plan, t):
         targets[f"{f}_orientation"] = slerp(ref.foot_rotation[:, j])
         if ref.foot_wrench is not None:
             targets[f"{f}_wrench"] = interp(ref.foot_wrench[:, j])
-    for name in ("zmp", "dcm"):
+    for name in ("zmp", "dcm", "angular_momentum", "angular_momentum_rate"):
         if getattr(ref, name) is not None:
             targets[name] = interp(getattr(ref, name))
     later = [s for s in ref.footsteps if s.land_time > t]

@@ -267,7 +267,12 @@ def test_reference_schedule_and_errors():
         "right_foot_landing",
         "landing_time",
         "left_foot_wrench",
+        "angular_momentum",
+        "angular_momentum_rate",
     }
+    # the LIPM's point mass has no angular momentum about the CoM: asked of the whole body
+    for key in ("angular_momentum", "angular_momentum_rate"):
+        assert np.array_equal(s.targets[key], np.zeros(3))
     s = ref.schedule(1.0)
     assert s.phase == "swing_right_foot" and s.phase_time == pytest.approx(0.2)
     assert s.targets["landing_time"][0] == pytest.approx(1.3)

@@ -54,6 +54,9 @@ __all__ = ["TARGET_KEYS", "ContactPhase", "Footstep", "WholeBodyReference"]
 #:                                       order (when given)
 #: ``zmp``                   (3,)        planned zero-moment point on the floor, m (when given)
 #: ``dcm``                   (3,)        planned divergent component of motion, m (when given)
+#: ``angular_momentum``      (3,)        centroidal angular momentum ``L`` about the CoM, world
+#:                                       axes, N·m·s (when given; the LIPM's is 0)
+#: ``angular_momentum_rate`` (3,)        its rate ``L'``, N·m (with ``angular_momentum``)
 #: ``<foot>_landing``        (3,)        where a foot that swings now or in the next phase is
 #:                                       planned to land (foot frame origin), m (footstep plans)
 #: ``landing_time``          (1,)        when that foot lands, s (footstep plans)
@@ -72,6 +75,8 @@ TARGET_KEYS = (
     "posture",
     "zmp",
     "dcm",
+    "angular_momentum",
+    "angular_momentum_rate",
     "<foot>_landing",
     "landing_time",
 )
@@ -133,6 +138,11 @@ class WholeBodyReference:
         posture: ``(T, n_joints)`` rad, or ``None``.
         foot_wrench: ``(T, F, 6)`` feed-forward foot wrenches, or ``None``.
         zmp, dcm: ``(T, 3)`` m, or ``None``.
+        angular_momentum, angular_momentum_rate: ``(T, 3)`` centroidal angular momentum about
+            the CoM (world axes, N·m·s) and its rate (N·m), or ``None`` (both or neither): a
+            reference that gives them asks a tracking controller to hold ``L`` to them
+            (:class:`~wbsim.controllers.contact_projected_id.ContactProjectedID` adds its
+            angular-momentum task).
         footsteps: the planned steps (empty for a reference without a footstep plan).
         source: where the reference comes from (for logs).
 
@@ -158,6 +168,8 @@ class WholeBodyReference:
     foot_wrench: np.ndarray | None = None
     zmp: np.ndarray | None = None
     dcm: np.ndarray | None = None
+    angular_momentum: np.ndarray | None = None
+    angular_momentum_rate: np.ndarray | None = None
     footsteps: tuple[Footstep, ...] = ()
     source: str = ""
     _cache: dict = field(default_factory=dict, repr=False)
@@ -186,7 +198,11 @@ class WholeBodyReference:
         }
         if self.foot_wrench is not None:
             shapes["foot_wrench"] = (T, F, 6)
-        for name in ("zmp", "dcm"):
+        if (self.angular_momentum is None) != (self.angular_momentum_rate is None):
+            raise WbsimError(
+                "WholeBodyReference: angular_momentum and angular_momentum_rate go together"
+            )
+        for name in ("zmp", "dcm", "angular_momentum", "angular_momentum_rate"):
             if getattr(self, name) is not None:
                 shapes[name] = (T, 3)
         if (self.posture is None) != (self.joint_names is None):
@@ -306,6 +322,9 @@ class WholeBodyReference:
             out["zmp"] = lin(self.zmp)
         if self.dcm is not None:
             out["dcm"] = lin(self.dcm)
+        if self.angular_momentum is not None:
+            out["angular_momentum"] = lin(self.angular_momentum)
+            out["angular_momentum_rate"] = lin(_given(self.angular_momentum_rate))
         step = self.next_footstep(t)
         if step is not None:
             out[f"{step.foot}_landing"] = step.position.copy()
@@ -364,6 +383,8 @@ class WholeBodyReference:
                 "joint_names",
                 "posture",
                 "foot_wrench",
+                "angular_momentum",
+                "angular_momentum_rate",
                 "source",
             )
         }

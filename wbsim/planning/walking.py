@@ -398,7 +398,7 @@ def plan_walk(
         ``"swing_<foot>"``, ``"double_support"``, ``"stand"``), foot wrenches (the LIPM's force
         ``m (cdd + g e_z)`` shared in proportion to the ZMP's place between the two stance ZMP
         points, each foot's centre of pressure at its ZMP point moved by what puts the total
-        at the planned ZMP).
+        at the planned ZMP), and a centroidal angular momentum of 0 (the LIPM's, with rate 0).
 
     Raises:
         WbsimError: a CoM not above the floor; the free ZMP knot of the start outside the
@@ -575,6 +575,10 @@ def plan_walk(
         foot_wrench=wrench,
         zmp=zmp,
         dcm=dcm,
+        # the LIPM's point mass has no angular momentum about the CoM: asked of the whole body,
+        # the swing leg's momentum is balanced by the upper body, not by the stance sole
+        angular_momentum=np.zeros((times.size, 3)),
+        angular_momentum_rate=np.zeros((times.size, 3)),
         footsteps=tuple(steps),
         source=(
             f"walking pattern generator: {params.n_steps} steps of {params.step_length:g} m, "
