@@ -221,6 +221,20 @@ def test_baseline_records_controller_options(tmp_path, monkeypatch, capsys):
     capsys.readouterr()
     assert main([*args, "-e", "noslip_iterations=-1"]) != 0
     assert "noslip_iterations must be an integer in [0, 1000]" in capsys.readouterr().err
+    # event tolerances (-t) set the counts, are recorded and name the default file
+    assert main([*args, "-t", "planar_complementarity=1000"]) == 0
+    lax = json.loads(
+        (tmp_path / "baselines/G1Stand-v0_pd-planar_complementarity=1000.json").read_text()
+    )
+    assert lax["tolerances"] == {"planar_complementarity": 1000} and default["tolerances"] == {}
+    assert lax["per_episode"][0]["return"] == default["per_episode"][0]["return"]
+    slips = [d["events"].get("planar_complementarity", 0) for d in (default, lax)]
+    assert slips[0] > 0 and slips[1] == 0, slips
+    capsys.readouterr()
+    assert main([*args, "-t", "slip=1"]) != 0
+    err = capsys.readouterr().err
+    assert "slip" in err and "planar_complementarity" in err  # the known ones listed
+    assert not (tmp_path / "baselines/G1Stand-v0_pd-slip=1.json").exists()
 
 
 def test_every_run_argument_has_help():

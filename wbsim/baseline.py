@@ -26,11 +26,13 @@ def default_json_path(
     controller: str,
     controller_options: Mapping[str, Any] | None = None,
     env_options: Mapping[str, Any] | None = None,
+    tolerances: Mapping[str, Any] | None = None,
 ) -> str:
     """``baselines/<env>_<controller>[-key=value...].json``: the env id without its namespace, the
     controller and its options that differ from the controller's defaults, sorted by key (values as
     ``-c`` takes them, e.g. ``baselines/G1OneLeg-v0_projected_id-variant=pinv.json``), then the env
-    options, sorted by key, so runs of two variants do not overwrite each other."""
+    options and the event tolerances, each sorted by key, so runs of two variants do not overwrite
+    each other."""
     import inspect
 
     from wbsim.controllers import controller_class
@@ -45,6 +47,7 @@ def default_json_path(
             continue
         parts.append(_option_text(key, value))
     parts += [_option_text(k, v) for k, v in sorted(dict(env_options or {}).items())]
+    parts += [_option_text(k, v) for k, v in sorted(dict(tolerances or {}).items())]
     return f"baselines/{'-'.join(parts)}.json"
 
 
@@ -89,6 +92,7 @@ def run_baseline(
     reset_noise_scale: float = RESET_NOISE_SCALE,
     controller_options: Mapping[str, Any] | None = None,
     env_options: Mapping[str, Any] | None = None,
+    tolerances: Mapping[str, float] | None = None,
     json_path: str | Path | None = None,
     progress: bool = True,
     workers: int | None = None,
@@ -99,7 +103,8 @@ def run_baseline(
 
     Returns (and writes to ``json_path`` if given) a dict with ``env``, ``controller``,
     ``controller_options`` (as given; baselines written before it was recorded lack it),
-    ``env_options`` (as given, the reset noise apart), ``episodes``,
+    ``env_options`` (as given, the reset noise apart), ``tolerances`` (the event tolerances
+    given, :class:`wbsim.diagnostics.Tolerances`, which set the event counts), ``episodes``,
     ``seconds``, ``return_mean``, ``return_std``, ``success_rate``, ``length_mean``, ``length_std``
     (steps), ``fell``, ``events`` (kind -> count summed over the episodes), ``per_episode``.
 
@@ -111,7 +116,7 @@ def run_baseline(
         WbsimError: ``episodes`` < 1, a negative or non-integer ``seed``, ``seconds`` not a
             positive number, a ``json_path`` that cannot be written (or exists, without
             ``overwrite``), an unknown env or
-            controller, bad ``workers`` (:func:`wbsim.scaleout.check_workers`; all checked before
+            controller, an unknown tolerance, bad ``workers`` (:func:`wbsim.scaleout.check_workers`; all checked before
             the first episode); what :func:`wbsim.rollout.run_episode` raises.
     """
     from wbsim.controllers import controller_class
@@ -125,6 +130,9 @@ def run_baseline(
     if env not in ENV_IDS:
         raise UnknownNameError("env", env, ENV_IDS)
     controller_class(controller)
+    from wbsim.diagnostics import Tolerances
+
+    Tolerances.from_dict(dict(tolerances or {}))
     check_workers(workers, address)
     if json_path:  # before the episodes, not after them
         from wbsim.errors import check_output_file
@@ -146,6 +154,7 @@ def run_baseline(
                     seed=seed + k,
                     controller_options=dict(controller_options or {}),
                     env_options=env_kwargs,
+                    tolerances=dict(tolerances or {}),
                     progress=progress and workers is None,
                 )
             }
@@ -167,6 +176,7 @@ def run_baseline(
         "controller": controller,
         "controller_options": dict(controller_options or {}),
         "env_options": dict(env_options or {}),
+        "tolerances": dict(tolerances or {}),
         "episodes": episodes,
         "seed": seed,
         "seconds": seconds,

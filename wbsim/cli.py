@@ -39,6 +39,18 @@ def _add_option_arguments(p: argparse.ArgumentParser, controller_eg: str, env_eg
         )
 
 
+def _add_tolerance_argument(p: argparse.ArgumentParser) -> None:
+    """``-t`` / ``--tolerance`` ``KEY=VALUE`` (repeatable): an event tolerance."""
+    p.add_argument(
+        "--tolerance",
+        "-t",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="event tolerance (wbsim.diagnostics.Tolerances), e.g. -t force_sign=0.1",
+    )
+
+
 def _parse_options(pairs: Sequence[str]) -> dict:
     """``key=value`` strings -> dict, values parsed as JSON when they parse (``3``, ``true``)."""
     out = {}
@@ -367,6 +379,7 @@ def cmd_baseline(args: argparse.Namespace) -> int:
 
     controller_options = _parse_options(args.controller_option)
     env_options = _parse_options(args.env_option)
+    tolerances = _parse_options(args.tolerance)
     out = run_baseline(
         args.env,
         args.controller,
@@ -376,8 +389,11 @@ def cmd_baseline(args: argparse.Namespace) -> int:
         reset_noise_scale=args.reset_noise,
         controller_options=controller_options,
         env_options=env_options,
+        tolerances=tolerances,
         json_path=args.json
-        or default_json_path(args.env, args.controller, controller_options, env_options),
+        or default_json_path(
+            args.env, args.controller, controller_options, env_options, tolerances
+        ),
         progress=not args.no_progress,
         workers=args.workers,
         address=args.address,
@@ -549,14 +565,7 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["qp", "pinv"],
         help="projected_id's inverse dynamics (same as -c variant=...)",
     )
-    p.add_argument(
-        "--tolerance",
-        "-t",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="event tolerance (wbsim.diagnostics.Tolerances), e.g. -t force_sign=0.1",
-    )
+    _add_tolerance_argument(p)
     p.add_argument(
         "--viewer",
         action="store_true",
@@ -606,10 +615,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--reset-noise", type=float, default=RESET_NOISE_SCALE, help="joint noise at reset, rad"
     )
     _add_option_arguments(p, "variant=pinv for projected_id", "noslip_iterations=5")
+    _add_tolerance_argument(p)
     p.add_argument(
         "--json",
         help="output JSON (default baselines/<env>_<controller>.json, with "
-        "-key=value for each -c option that is not the controller's default and each -e option)",
+        "-key=value for each -c option that is not the controller's default and each -e and "
+        "-t option)",
     )
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("--overwrite", action="store_true", help="replace an existing JSON")
