@@ -817,3 +817,27 @@ def test_report_shows_a_dash_for_counts_an_older_log_lacks(tmp_path):
         "-",
         "0",
     )
+
+
+def test_report_counts_the_slides_of_a_killed_run_from_its_events(tmp_path):
+    """A run killed before its summary: the slides are its ``planar_complementarity`` events
+    whose ``friction_used`` reaches the run's ``slide`` tolerance (config.json)."""
+    from wbsim.episode_log import load_run
+    from wbsim.report import report_rows
+
+    assert _run("--log", str(tmp_path / "run")) == 0
+    (tmp_path / "run" / "summary.json").unlink()
+    slip = {"kind": "planar_complementarity", "t": 0.1, "where": "left_foot_front_left"}
+    events = [
+        {**slip, "detail": {"friction_used": used}} for used in (1.0, 0.995, 0.5, float("nan"))
+    ]
+    (tmp_path / "run" / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    (row,) = report_rows([load_run(tmp_path / "run")])
+    assert row["slides"] == 2 and row["planar_complementarity"] == 4  # slide tolerance 0.99
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    config["tolerances"]["slide"] = 0.4
+    (tmp_path / "run" / "config.json").write_text(json.dumps(config))
+    assert report_rows([load_run(tmp_path / "run")])[0]["slides"] == 3
+    events[0]["detail"] = {}  # a log older than friction_used: no count
+    (tmp_path / "run" / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    assert report_rows([load_run(tmp_path / "run")])[0]["slides"] is None

@@ -91,7 +91,7 @@ def test_html_page_is_one_self_contained_file(pushed, capsys):
     assert "completed" in page and "did not fall" in page and "wbsim/G1Stand-v0" in page
     assert page.count("<tr>") > 15  # key figures, events, setup
     slides = json.loads((d / "run" / "summary.json").read_text())["diagnostics"]["slides"]
-    key = html.escape("slides (slips at MuJoCo's friction cone)")
+    key = html.escape("slides (slips at MuJoCo's friction cone, f_t / (mu f_n) >= 0.99)")
     assert f"<th>{key}</th><td>{slides}</td>" in page
 
 

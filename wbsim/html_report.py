@@ -93,6 +93,7 @@ def write_html(
         f"{reason}; <span class='{'bad' if fell else 'ok'}'>"
         f"{'fell' if fell else 'did not fall'}</span>.</p>"
     )
+    slide = c.get("tolerances", {}).get("slide", "-")
     figures = [
         ("simulated time, s", s.get("seconds")),
         ("steps", s.get("steps")),
@@ -103,7 +104,10 @@ def write_html(
         ("max joint error, rad", s.get("max_joint_error_rad")),
         ("CoM tracking RMS, m", s.get("com_tracking_rms_m", "-")),
         ("momentum residual max (/ m g)", s.get("momentum_residual_max")),
-        ("slides (slips at MuJoCo's friction cone)", s.get("diagnostics", {}).get("slides", "-")),
+        (
+            f"slides (slips at MuJoCo's friction cone, f_t / (mu f_n) >= {slide})",
+            "-" if row["slides"] is None else row["slides"],
+        ),
         ("return", s.get("return")),
         ("real-time factor", s.get("realtime_factor")),
     ]

@@ -58,7 +58,7 @@ def report_rows(runs: Sequence[RunData]) -> list[dict[str, Any]]:
                 "seconds": float(s.get("seconds", run["t"][-1] if len(run.steps) else 0.0)),
                 "switches": int(events.get("mode_switch", 0)),
                 **{k: int(events[k]) if k in events else missing for k in VIOLATION_KINDS},
-                "slides": s.get("diagnostics", {}).get("slides"),
+                "slides": s.get("diagnostics", {}).get("slides", _slides_of_events(run)),
                 "max_joint_error_rad": s.get("max_joint_error_rad", float("nan")),
                 "com_tracking_rms_m": s.get("com_tracking_rms_m", float("nan")),
                 "fell": bool(s.get("fell", False)),
@@ -66,6 +66,26 @@ def report_rows(runs: Sequence[RunData]) -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+def _slides_of_events(run: RunData) -> int | None:
+    """The slides of a run without a summary (killed): its ``planar_complementarity`` events
+    whose ``friction_used`` reaches the run's ``slide`` tolerance (config.json; the default for a
+    log without it); ``None`` when the summary has events (a log older than slides) or an event
+    lacks ``friction_used``."""
+    if "events" in run.summary:
+        return None
+    from wbsim.diagnostics import Tolerances
+
+    slide = float(run.config.get("tolerances", {}).get("slide", Tolerances().slide))
+    used = [
+        e.get("detail", {}).get("friction_used")
+        for e in run.events
+        if e.get("kind") == "planar_complementarity"
+    ]
+    if any(u is None for u in used):
+        return None
+    return sum(u >= slide for u in used)
 
 
 def s_events(run: RunData) -> dict[str, int]:
