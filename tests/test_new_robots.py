@@ -416,3 +416,38 @@ def test_menagerie_humanoids_load_and_stand(name, menagerie_cache):
     s = run_episode(EpisodeConfig(env=env_id, seconds=2.0, progress=False))
     assert not s["fell"] and s["base_drift_m"] < 2e-3
     assert isinstance(HumanoidEnv(robot=robot.config), HumanoidEnv)
+
+
+@pytest.mark.parametrize("geom", ["box", "ellipsoid", "capsule", "cylinder", "sphere"])
+def test_sole_corners_of_primitive_foot_geoms(geom):
+    """A foot whose collision geom is a MuJoCo primitive: the corners are the bottom face of the
+    geom's box (``size`` half-extents; a capsule's caps and a sphere's radius included), in the
+    foot body's frame, front-left first (independent: the sizes by hand)."""
+    import mujoco
+
+    from wbsim.description import sole_corners
+
+    size = {
+        "box": "0.1 0.04 0.02",
+        "ellipsoid": "0.1 0.04 0.02",
+        "capsule": "0.02 0.05",  # radius, half-length along z
+        "cylinder": "0.03 0.02",
+        "sphere": "0.03",
+    }[geom]
+    xml = f"""<mujoco><worldbody><body name="foot" pos="0 0 0.5">
+      <geom type="{geom}" size="{size}" pos="0.01 0 -0.03"/></body></worldbody></mujoco>"""
+    model = mujoco.MjModel.from_xml_string(xml)
+    corners = sole_corners(model, ["foot"], "foot", np.array([1.0, 0.0, 0.0]), "test")
+    half = {
+        "box": (0.1, 0.04, 0.02),
+        "ellipsoid": (0.1, 0.04, 0.02),
+        "capsule": (0.02, 0.02, 0.07),
+        "cylinder": (0.03, 0.03, 0.02),
+        "sphere": (0.03, 0.03, 0.03),
+    }[geom]
+    hx, hy, hz = half
+    expected = np.array(
+        [[0.01 + hx, hy, 0.0], [0.01 - hx, hy, 0.0], [0.01 - hx, -hy, 0.0], [0.01 + hx, -hy, 0.0]]
+    )
+    expected[:, 2] = -0.03 - hz
+    np.testing.assert_allclose(corners, expected, atol=1e-9)

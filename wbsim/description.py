@@ -333,7 +333,7 @@ def sole_corners(
         ):
             continue
         pos, rot, size = data.geom_xpos[g], data.geom_xmat[g].reshape(3, 3), model.geom_size[g]
-        kind = model.geom_type[g]
+        kind = int(model.geom_type[g])  # an np.int32 is not "in" a tuple of mjtGeom
         if kind == mujoco.mjtGeom.mjGEOM_MESH:
             m = model.geom_dataid[g]
             local = model.mesh_vert[
