@@ -49,6 +49,47 @@ def test_partial_row_and_cut_event_line_are_dropped(tmp_path):
     assert run.steps.shape == (1, 2) and [e["kind"] for e in run.events] == ["x"]
 
 
+@pytest.mark.parametrize("name", ["columns.json", "config.json", "summary.json"])
+def test_a_damaged_json_file_is_named(tmp_path, name, capsys):
+    """A log whose JSON file was cut or overwritten: loading it (``load_run``, ``wbsim report``)
+    gives one line naming the file, not a JSON traceback."""
+    from wbsim.cli import main
+
+    with EpisodeLog(tmp_path / "run", ["t", "a"], {}, {"who": "test"}) as log:
+        log.add_row([0.0, 1.0])
+        log.write_summary({"events": {}})
+    (tmp_path / "run" / name).write_text('{"columns": ["t", ')
+    with pytest.raises(WbsimError, match=f"{name}: cannot be read as JSON"):
+        load_run(tmp_path / "run")
+    assert main(["report", str(tmp_path / "run")]) != 0
+    err = capsys.readouterr().err
+    assert f"{name}: cannot be read as JSON" in err and "Traceback" not in err
+
+
+def test_the_log_writes_its_json_files_whole(tmp_path, monkeypatch):
+    """config.json, columns.json and summary.json are written to a temporary file renamed over
+    the target: a write that fails (a full disk) leaves no half file and names the file."""
+    from pathlib import Path
+
+    real = Path.write_text
+
+    def full_disk(self, text, *a, **k):
+        if self.name == "summary.json.tmp":
+            real(self, text[:5])
+            raise OSError(28, "No space left on device")
+        return real(self, text, *a, **k)
+
+    with EpisodeLog(tmp_path / "run", ["t", "a"], {}, {"who": "test"}) as log:
+        log.add_row([0.0, 1.0])
+        log.write_summary({"events": {"x": 1}})
+        monkeypatch.setattr(Path, "write_text", full_disk)
+        with pytest.raises(WbsimError, match=r"summary.json: could not be written \(No space"):
+            log.write_summary({"events": {"x": 2}})
+        monkeypatch.undo()
+    assert load_run(tmp_path / "run").summary == {"events": {"x": 1}}
+    assert sorted(p.name for p in (tmp_path / "run").iterdir() if p.name.endswith(".tmp")) == []
+
+
 def test_not_a_run_folder(tmp_path):
     with pytest.raises(WbsimError, match="not a wbsim run folder"):
         load_run(tmp_path)

@@ -110,7 +110,9 @@ def run_baseline(
 
     ``workers``: run the episodes as Ray tasks, ``workers`` at a time, on a local Ray or on the
     cluster at ``address`` (:func:`wbsim.scaleout.map_calls`); the result is the sequential one.
-    An existing ``json_path`` is replaced only with ``overwrite``.
+    An existing ``json_path`` is replaced only with ``overwrite``. A Ctrl-C (run here, without
+    ``workers``) writes the episodes already run to ``json_path``, with ``interrupted``, before it
+    propagates.
 
     Raises:
         WbsimError: ``episodes`` < 1, a negative or non-integer ``seed``, ``seconds`` not a
@@ -143,27 +145,51 @@ def run_baseline(
     env_kwargs = {"reset_noise_scale": reset_noise_scale, **dict(env_options or {})}
     if seconds is None:
         seconds = float(ENV_IDS.get(env, {}).get("max_seconds", 10.0))
-    per = map_calls(
-        _episode,
-        [
-            {
-                "cfg": EpisodeConfig(
-                    env=env,
-                    controller=controller,
-                    seconds=seconds,
-                    seed=seed + k,
-                    controller_options=dict(controller_options or {}),
-                    env_options=env_kwargs,
-                    tolerances=dict(tolerances or {}),
-                    progress=progress and workers is None,
-                )
-            }
-            for k in range(episodes)
-        ],
-        workers,
-        address,
-        progress,
-    )
+    calls = [
+        {
+            "cfg": EpisodeConfig(
+                env=env,
+                controller=controller,
+                seconds=seconds,
+                seed=seed + k,
+                controller_options=dict(controller_options or {}),
+                env_options=env_kwargs,
+                tolerances=dict(tolerances or {}),
+                progress=progress and workers is None,
+            )
+        }
+        for k in range(episodes)
+    ]
+    head = {
+        "env": env,
+        "controller": controller,
+        "controller_options": dict(controller_options or {}),
+        "env_options": dict(env_options or {}),
+        "tolerances": dict(tolerances or {}),
+    }
+    if workers is None:  # one by one, so that a Ctrl-C keeps the episodes already run
+        per: list[dict[str, Any]] = []
+        try:
+            for call in calls:
+                per.append(_episode(**call))
+        except KeyboardInterrupt:
+            if per and json_path:
+                out = {**head, **_aggregate(per, seed, seconds, reset_noise_scale)}
+                out["interrupted"] = f"Ctrl-C after {len(per)} of {episodes} episodes"
+                _write(json_path, out)
+            raise
+    else:
+        per = map_calls(_episode, calls, workers, address, progress)
+    out = {**head, **_aggregate(per, seed, seconds, reset_noise_scale)}
+    if json_path:
+        _write(json_path, out)
+    return out
+
+
+def _aggregate(
+    per: list[dict[str, Any]], seed: int, seconds: float, reset_noise_scale: float
+) -> dict[str, Any]:
+    """The statistics of :func:`run_baseline` over the episodes ``per`` (:func:`_episode`)."""
     returns = np.array([p["return"] for p in per])
     lengths = np.array([p["steps"] for p in per])
     success = [not p["fell"] and p["seconds"] >= seconds - 1e-6 for p in per]
@@ -171,13 +197,8 @@ def run_baseline(
     for p in per:
         for kind, n in p["events"].items():
             violations[kind] = violations.get(kind, 0) + n
-    out = {
-        "env": env,
-        "controller": controller,
-        "controller_options": dict(controller_options or {}),
-        "env_options": dict(env_options or {}),
-        "tolerances": dict(tolerances or {}),
-        "episodes": episodes,
+    return {
+        "episodes": len(per),
         "seed": seed,
         "seconds": seconds,
         "reset_noise_scale": reset_noise_scale,
@@ -190,7 +211,8 @@ def run_baseline(
         "events": violations,
         "per_episode": per,
     }
-    if json_path:
-        Path(json_path).parent.mkdir(parents=True, exist_ok=True)
-        Path(json_path).write_text(json.dumps(out, indent=2))
-    return out
+
+
+def _write(json_path: str | Path, out: dict[str, Any]) -> None:
+    Path(json_path).parent.mkdir(parents=True, exist_ok=True)
+    Path(json_path).write_text(json.dumps(out, indent=2))

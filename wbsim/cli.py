@@ -826,6 +826,12 @@ def _run_command(args: argparse.Namespace) -> int:
     except OSError as exc:  # an output path that cannot be written, a full disk
         print(f"wbsim {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # `run` handles its own; the others stop where they are
+        print(
+            f"wbsim {args.command}: interrupted (Ctrl-C); what it had written is left as it is",
+            file=sys.stderr,
+        )
+        return 130
 
 
 if __name__ == "__main__":
