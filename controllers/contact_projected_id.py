@@ -612,6 +612,12 @@ class ProjectedIDGains:
             return cls()
         if isinstance(value, ProjectedIDGains):
             return value
+        if not isinstance(value, Mapping):  # e.g. text that was not JSON: -c 'gains={com: 2}'
+            raise WbsimError(
+                f"ProjectedIDGains: expected a mapping task -> [frequency_hz, damping_ratio, "
+                f"weight], got {type(value).__name__} {value!r} (on the command line a JSON "
+                """object: -c 'gains={"com": [2, 1, 100]}')"""
+            )
         known = {f.name for f in fields(cls)}
         unknown = set(value) - known
         if unknown:

@@ -151,7 +151,10 @@ class TaskGains:
             return cls(**value)
         if isinstance(value, (tuple, list)) and 1 <= len(value) <= 3:
             return cls(*(float(x) if is_real(x) else x for x in value))
-        raise WbsimError(f"TaskGains: cannot build gains from {value!r}")
+        raise WbsimError(
+            f"TaskGains: cannot build gains from {value!r}; expected [frequency_hz, "
+            "damping_ratio, weight] (1 to 3 numbers) or a mapping of those fields"
+        )
 
 
 # ------------------------------------------------------------------------------------------------

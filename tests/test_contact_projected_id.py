@@ -1142,6 +1142,11 @@ def test_angular_momentum_gains_are_validated(g1):
     with pytest.raises(WbsimError, match="frequency"):
         ContactProjectedID(g1, gains={"angular_momentum": (0.0, 1.0, 1.0)})
     assert ContactProjectedID(g1).gains.angular_momentum is None  # from the reference
+    # text that was not JSON on the command line: named as such, not split into characters
+    with pytest.raises(WbsimError, match=r"expected a mapping .* got str"):
+        ContactProjectedID(g1, gains="{angular_momentum: [2, 1, 0.3]}")
+    with pytest.raises(WbsimError, match=r"from 2; expected \[frequency_hz, damping_ratio"):
+        ContactProjectedID(g1, gains={"angular_momentum": 2})
 
 
 @pytest.mark.parametrize("fast", [True, False], ids=["kernel", "readable"])

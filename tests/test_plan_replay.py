@@ -48,3 +48,16 @@ def test_plan_replay_summary_puts_the_simulated_h_fn_next_to_the_plans():
             env="wbsim/G1Stand-v0", controller="projected_id", seconds=0.01, progress=False
         )
     )
+
+
+@pytest.mark.parametrize("content", [b'{"times": [0, 1]}', b"garbage" * 10])
+def test_a_file_that_is_no_plan_is_named_without_pickle_advice(tmp_path, content):
+    """A JSON or a damaged .npz given as a plan: one line naming the file and what is expected;
+    never numpy's advice to allow pickles (which would load untrusted code)."""
+    from wbsim.errors import WbsimError
+
+    path = tmp_path / "plan.npz"
+    path.write_bytes(content)
+    with pytest.raises(WbsimError, match="not a plan file") as info:
+        load_plan(path)
+    assert "wbsim dcc plan --out" in str(info.value) and "pickle" not in str(info.value)

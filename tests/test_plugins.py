@@ -58,6 +58,15 @@ def plugin_dir(tmp_path, monkeypatch):
                 pass
             def compute(self, state, schedule):
                 return Command(np.zeros(self.robot.n_joints))
+
+        class BareTorque:
+            name = "bare_torque"
+            def __init__(self, robot):
+                self.robot = robot
+            def reset(self, state):
+                pass
+            def compute(self, state, schedule):
+                return np.zeros(self.robot.n_joints)
     """)
     )
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -237,3 +246,25 @@ def test_a_text_option_that_reaches_the_pd_stops_the_run_with_a_clear_reason(plu
     )
     assert s["status"] == "stopped" and "non-numeric PD kp" in s["stopped_reason"]
     assert s["events"]["invalid_command"] == 1
+
+
+def test_a_controller_that_returns_no_command_stops_the_run_with_a_clear_reason(
+    plugin_dir, tmp_path
+):
+    """``compute`` returning a bare torque array: the loop stops at the first step with an
+    ``invalid_command`` event saying what came back, not an AttributeError from inside it."""
+    from wbsim.rollout import EpisodeConfig, run_episode
+
+    s = run_episode(
+        EpisodeConfig(
+            controller="bad_controllers:BareTorque",
+            seconds=0.1,
+            progress=False,
+            log=tmp_path / "run",
+        )
+    )
+    assert s["status"] == "stopped" and s["events"]["invalid_command"] == 1
+    assert s["stopped_reason"] == (
+        "controller returned a value of type ndarray instead of a wbsim.types.Command at step 0 "
+        "(t = 0.000 s)"
+    )

@@ -25,6 +25,7 @@ import numpy as np
 from wbsim._signals import signals_deferred
 from wbsim.controllers import make_controller
 from wbsim.errors import WbsimError, joint_list, nonfinite_joints
+from wbsim.types import Command
 
 __all__ = ["LOW_LEVELS", "SUMMARY_KEYS", "EpisodeConfig", "run_episode"]
 
@@ -411,8 +412,8 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
                 summary["status"], summary["stopped_reason"] = (
                     "stopped",
                     (
-                        f"controller returned a {what} at step {step} "
-                        f"(t = {state.t:.3f} s) on {joint_list(bad)}"
+                        f"controller returned a {what} at step {step} (t = {state.t:.3f} s)"
+                        + (f" on {joint_list(bad)}" if bad else "")
                     ),
                 )
                 break
@@ -538,10 +539,13 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
 
 
 def _invalid_command(cmd, joint_names) -> tuple[str, list[str]] | None:
-    """What is wrong with a command the simulation cannot apply, and on which joints: a torque or
+    """What is wrong with a command the simulation cannot apply, and on which joints: not a
+    :class:`~wbsim.types.Command` (no joint named), a torque or
     a joint-PD array (``q``, ``v``, ``kp``, ``kd``) that is not numbers of shape ``(n_joints,)``
     (e.g. an option given as text), or not finite; ``None`` if nothing is."""
     n = len(joint_names)
+    if not isinstance(cmd, Command):  # e.g. a bare torque array
+        return f"value of type {type(cmd).__name__} instead of a wbsim.types.Command", []
     tau, jt = cmd.tau, cmd.joint_targets
     # the common case in a few calls: float arrays of the right shape whose entries sum to a
     # finite number (a NaN or an infinity makes the sum non-finite; an overflow looks closer)

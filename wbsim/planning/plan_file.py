@@ -179,8 +179,11 @@ def load_plan(path: str | Path) -> dict[str, np.ndarray]:
     try:
         with np.load(path, allow_pickle=False) as z:
             plan = {k: z[k] for k in z.files}
-    except (OSError, ValueError) as exc:
-        raise WbsimError(f"{path}: not a plan file ({exc})") from None
+    except (OSError, ValueError, EOFError) as exc:  # numpy's message may suggest pickles: no
+        raise WbsimError(
+            f"{path}: not a plan file (numpy reads no .npz archive of arrays in it: "
+            f"{type(exc).__name__}); expected the .npz that `wbsim dcc plan --out` writes"
+        ) from None
     if str(plan.get("format", "")) != FORMAT:
         raise WbsimError(f"{path}: format {str(plan.get('format', '?'))!r}, expected {FORMAT!r}")
     return plan
