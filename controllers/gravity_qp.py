@@ -451,8 +451,8 @@ class GravityCompensationQP:
         feasibility_tol: tolerance of the physical checks (N, N·m).
         residual_tol: largest statics residual (N·m) of a feasible solution.
         fast: solve the QP with :class:`~wbsim.controllers._gravity_qp_fast.StaticsKernel` where it
-            applies (method ``"qp"``, points model, DAQP, no torque limits, sole points on their
-            foot link); else, and with ``False``, :func:`build_statics_qp` and qpsolvers. Decided
+            applies (method ``"qp"``, points model, DAQP, sole points on their foot link; the
+            kernel keeps the torque limits itself); else, and with ``False``, :func:`build_statics_qp` and qpsolvers. Decided
             here, once; :attr:`uses_kernel` says which.
 
     Raises:
