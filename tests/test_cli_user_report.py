@@ -4,6 +4,7 @@ help."""
 
 import argparse
 import json
+import math
 import signal
 from pathlib import Path
 
@@ -841,3 +842,32 @@ def test_report_counts_the_slides_of_a_killed_run_from_its_events(tmp_path):
     events[0]["detail"] = {}  # a log older than friction_used: no count
     (tmp_path / "run" / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
     assert report_rows([load_run(tmp_path / "run")])[0]["slides"] is None
+
+
+def test_pushtest_ladder_bisection_and_a_ctrl_c_keeps_the_directions_done(
+    tmp_path, monkeypatch, capsys
+):
+    """The protocol on a stand-in trial (survives below 10 + 4 x direction N s): the ladder
+    4, 6, 9, 13.5 ... then bisections find each threshold; a Ctrl-C in the third direction
+    leaves a JSON with the first two, marked ``interrupted``, and ``wbsim pushtest`` ends with
+    one line and status 130."""
+    from wbsim import pushtest
+
+    def trial(cfg, angle, impulse):
+        k = round(angle / (2 * math.pi / cfg.directions))
+        if k == 2:
+            raise KeyboardInterrupt
+        return {"impulse": impulse, "survived": impulse < 10.0 + 4.0 * k}
+
+    monkeypatch.setattr(pushtest, "_trial", trial)
+    out = tmp_path / "p.json"
+    args = ["pushtest", "--directions", "4", "--json", str(out)]
+    assert main(args) == 130
+    assert "interrupted (Ctrl-C)" in capsys.readouterr().err
+    kept = json.loads(out.read_text())
+    assert kept["interrupted"] == "Ctrl-C after 2 of 4 directions"
+    assert kept["directions_deg"] == [0.0, 90.0]
+    # 9 survived, 13.5 fell: 3 bisections (the default) end within 4.5 / 8 below the threshold
+    assert 10.0 - 4.5 / 8 <= kept["max_impulse"][0] < 10.0
+    assert 14.0 - 6.75 / 8 <= kept["max_impulse"][1] < 14.0  # 13.5 survived, 20.25 fell
+    assert [r["impulse"] for r in kept["trials"][0]][:4] == [4.0, 6.0, 9.0, 13.5]

@@ -123,7 +123,9 @@ def run_push_test(
     overwrite: bool = False,
 ) -> dict[str, Any]:
     """Run the protocol; write the JSON and the polar plot if asked; return the result. An
-    existing JSON is replaced only with ``overwrite`` (the plot, drawn from it, always is).
+    existing JSON is replaced only with ``overwrite`` (the plot, drawn from it, always is). A
+    Ctrl-C writes the directions already done to the JSON, with ``interrupted``, before it
+    propagates (no plot).
 
     Returns:
         ``{"config": ..., "phase": the plan's phase at the push, "directions_deg": [...],
@@ -156,54 +158,77 @@ def run_push_test(
     wall0 = time.perf_counter()
     n = int(cfg.directions)
     angles = [2.0 * math.pi * k / n for k in range(n)]
-    best, trials = [], []
-    for k, angle in enumerate(angles):
-        runs: list[dict[str, Any]] = []
-        good, bad = 0.0, None
-        impulse = cfg.start
-        while impulse <= cfg.limit + 1e-9:
-            r = _trial(cfg, angle, impulse)
-            runs.append(r)
-            if not r["survived"]:
-                bad = impulse
-                break
-            good = impulse
-            impulse *= cfg.growth
-        if bad is not None:
-            lo, hi = good, bad
-            for _ in range(cfg.refine):
-                mid = 0.5 * (lo + hi)
-                r = _trial(cfg, angle, mid)
-                runs.append(r)
-                lo, hi = (mid, hi) if r["survived"] else (lo, mid)
-            good = lo
-        best.append(good)
-        trials.append(runs)
-        if progress is not None:
-            progress(
-                f"direction {math.degrees(angle):5.1f} deg: {good:6.2f} N s survived "
-                f"({len(runs)} trials)"
-            )
-    out = {
-        "config": {
-            **asdict(cfg),
-            "controller_options": dict(cfg.controller_options),
-            "env_options": dict(cfg.env_options),
-        },
-        "phase": phase,
-        "directions_deg": [math.degrees(a) for a in angles],
-        "max_impulse": best,
-        "max_force": [b / cfg.duration for b in best],
-        "min_over_directions": float(min(best)),
-        "trials": trials,
-        "wall_seconds": time.perf_counter() - wall0,
-    }
+    best: list[float] = []
+    trials: list[list[dict[str, Any]]] = []
+
+    def result() -> dict[str, Any]:
+        return {
+            "config": {
+                **asdict(cfg),
+                "controller_options": dict(cfg.controller_options),
+                "env_options": dict(cfg.env_options),
+            },
+            "phase": phase,
+            "directions_deg": [math.degrees(a) for a in angles[: len(best)]],
+            "max_impulse": best,
+            "max_force": [b / cfg.duration for b in best],
+            "min_over_directions": float(min(best)),
+            "trials": trials,
+            "wall_seconds": time.perf_counter() - wall0,
+        }
+
+    try:
+        for angle in angles:
+            best_k, runs = _direction(cfg, angle)
+            best.append(best_k)
+            trials.append(runs)
+            if progress is not None:
+                progress(
+                    f"direction {math.degrees(angle):5.1f} deg: {best_k:6.2f} N s survived "
+                    f"({len(runs)} trials)"
+                )
+    except KeyboardInterrupt:  # keep the directions already done
+        if best and json_path:
+            partial = result()
+            partial["interrupted"] = f"Ctrl-C after {len(best)} of {n} directions"
+            _write_json(json_path, partial)
+        raise
+    out = result()
     if json_path:
-        Path(json_path).parent.mkdir(parents=True, exist_ok=True)
-        Path(json_path).write_text(json.dumps(out, indent=2))
+        _write_json(json_path, out)
     if plot_path:
         plot_push_test([out], plot_path)
     return out
+
+
+def _direction(cfg: PushTestConfig, angle: float) -> tuple[float, list[dict[str, Any]]]:
+    """The largest impulse survived from ``angle`` (rad) and the trials that found it: the
+    ladder from ``cfg.start`` to the first fall, then ``cfg.refine`` bisections."""
+    runs: list[dict[str, Any]] = []
+    good, bad = 0.0, None
+    impulse = cfg.start
+    while impulse <= cfg.limit + 1e-9:
+        r = _trial(cfg, angle, impulse)
+        runs.append(r)
+        if not r["survived"]:
+            bad = impulse
+            break
+        good = impulse
+        impulse *= cfg.growth
+    if bad is not None:
+        lo, hi = good, bad
+        for _ in range(cfg.refine):
+            mid = 0.5 * (lo + hi)
+            r = _trial(cfg, angle, mid)
+            runs.append(r)
+            lo, hi = (mid, hi) if r["survived"] else (lo, mid)
+        good = lo
+    return good, runs
+
+
+def _write_json(path: str | Path, out: dict[str, Any]) -> None:
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps(out, indent=2))
 
 
 def load_push_test(path: str | Path) -> dict[str, Any]:
