@@ -51,6 +51,13 @@ ENV_IDS: dict[str, dict[str, Any]] = {
         "reward_weights": {"base_velocity": 1.0},
         "noslip_iterations": 5,
     },
+    "wbsim/TalosStepInPlace-v0": {"robot": "talos", "plan": stepping_plan, "noslip_iterations": 5},
+    "wbsim/TalosWalk-v0": {
+        "robot": "talos",
+        "plan": walking_plan,
+        "reward_weights": {"base_velocity": 1.0},
+        "noslip_iterations": 5,
+    },
     "wbsim/G1PlanReplay-v0": {"robot": "g1", "plan": dcc_plan, "max_seconds": 6.0},
     "wbsim/G1PushStep-v0": {
         "robot": "g1",

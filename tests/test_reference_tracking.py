@@ -341,3 +341,25 @@ def _slips_away_from_touchdowns(events: list[dict]) -> list[dict]:
             td - lo <= e["t"] <= td + hi for td in makes.get(e["where"].rsplit("_", 2)[0], [])
         )
     ]
+
+
+@pytest.mark.slow
+def test_talos_walks_with_the_g1s_plan_and_gains():
+    """TalosWalk-v0 as registered (the G1's walking plan from Talos's feet and CoM, projected_id's
+    defaults), 10 s, seed 0 with reset noise: no fall, >= 1.5 m with the feet < 10 cm off the
+    line, 21 planned switches sensed within 20 ms, no force_sign."""
+    s = run_episode(
+        EpisodeConfig(
+            env="wbsim/TalosWalk-v0",
+            controller="projected_id",
+            seconds=10.0,
+            seed=0,
+            progress=False,
+            env_options={"reset_noise_scale": 0.02},
+        )
+    )
+    assert s["status"] == "completed" and s["events"]["force_sign"] == 0
+    dx, dy = s["feet_displacement_m"][:2]
+    assert dx > 1.5 and abs(dy) < 0.1
+    gait = s["gait"]
+    assert gait["sensed_within_window"] == gait["planned_switches"] == 21
