@@ -119,16 +119,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.robot or args.robot_config:
         if "robot" in env_options:
             raise WbsimError("give the robot once: --robot (and --robot-config) or -e robot=...")
-        from wbsim.robot import resolve_config
+        from wbsim.robot import is_robot_path, resolve_config
 
         if not args.robot and not Path(args.robot_config).expanduser().is_file():
             # alone, the config file is the robot (it names its description): say which file
             raise WbsimError(f"robot config file not found: {Path(args.robot_config).expanduser()}")
-        env_options["robot"] = (
+        config = (
             resolve_config(args.robot, args.robot_config)
             if args.robot
             else resolve_config(args.robot_config)
-        )
+        )  # checked here, before any work
+        # a name stays a name (config.json then says "icub"); a file or a name with a config is
+        # the config (the log records its fields, which rebuild it: wbsim replay)
+        named = args.robot and not args.robot_config and not is_robot_path(args.robot)
+        env_options["robot"] = args.robot if named else config
     cfg = EpisodeConfig(
         env=args.env or _default_env(args.robot),
         controller=args.controller,

@@ -70,8 +70,16 @@ class LoggedRun:
                 )
         from wbsim.envs import make_humanoid
 
+        env_options = dict(cfg["env_options"])
+        robot = env_options.get("robot")
+        if (
+            isinstance(robot, str)
+            and robot.startswith("RobotConfig(")
+            and isinstance(cfg.get("robot_config"), dict)
+        ):  # logged by an older wbsim as the repr of a config: the loaded robot's config rebuilds it
+            env_options["robot"] = cfg["robot_config"]
         try:
-            self.env = make_humanoid(cfg["env"], max_seconds=cfg["seconds"], **cfg["env_options"])
+            self.env = make_humanoid(cfg["env"], max_seconds=cfg["seconds"], **env_options)
         except (WbsimError, TypeError, ValueError) as exc:
             raise WbsimError(
                 f"{self.run.dir}: the env cannot be rebuilt from config.json ({exc})"

@@ -348,7 +348,7 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
                 "seconds": cfg.seconds,
                 "seed": cfg.seed,
                 "controller_options": dict(cfg.controller_options),
-                "env_options": dict(cfg.env_options),
+                "env_options": logged_env_options(cfg.env_options),
                 "video": str(cfg.video or ""),
                 "fps": cfg.fps,
                 "width": cfg.width,
@@ -642,6 +642,28 @@ def _close(summary, pending, video, bar, log, env, cfg, detector, own_events) ->
                 first.add_note(str(other))
         if pending is None:
             raise first
+
+
+def logged_env_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """``options`` as a run's ``config.json`` records them, so that the env can be rebuilt from
+    them (``wbsim replay``): a ``robot`` given as a :class:`~wbsim.robot_config.RobotConfig` (or a
+    :class:`wbsim.Robot`: its config) becomes the config's fields
+    (:meth:`~wbsim.robot_config.RobotConfig.to_dict`, which :func:`wbsim.load_robot` takes back),
+    a robot file its absolute path; a name stays a name."""
+    import os
+
+    from wbsim.robot import Robot, is_robot_path
+    from wbsim.robot_config import RobotConfig
+
+    out = dict(options)
+    robot = out.get("robot")
+    if isinstance(robot, Robot):
+        robot = robot.config
+    if isinstance(robot, RobotConfig):
+        out["robot"] = robot.to_dict()
+    elif isinstance(robot, (str, os.PathLike)) and is_robot_path(str(robot)):
+        out["robot"] = str(Path(robot).expanduser().resolve())
+    return out
 
 
 #: env options that :func:`run_episode` sets itself or that its loop cannot drive, with the reason
