@@ -120,7 +120,7 @@ def run_baseline(
             the first episode); what :func:`wbsim.rollout.run_episode` raises.
     """
     from wbsim.controllers import controller_class
-    from wbsim.envs import ENV_IDS
+    from wbsim.envs import ENV_IDS, time_limit
     from wbsim.errors import UnknownNameError, WbsimError
     from wbsim.scaleout import check_workers, map_calls
 
@@ -142,7 +142,7 @@ def run_baseline(
         raise WbsimError(f"seconds must be a positive number, got {seconds}")
     env_kwargs = {"reset_noise_scale": reset_noise_scale, **dict(env_options or {})}
     if seconds is None:
-        seconds = float(ENV_IDS.get(env, {}).get("max_seconds", 10.0))
+        seconds = time_limit(env)
     per = map_calls(
         _episode,
         [

@@ -133,8 +133,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         # the config (the log records its fields, which rebuild it: wbsim replay)
         named = args.robot and not args.robot_config and not is_robot_path(args.robot)
         env_options["robot"] = args.robot if named else config
+    env = args.env or _default_env(args.robot)
+    if args.seconds is None:
+        from wbsim.envs import time_limit
+
+        args.seconds = time_limit(env)  # as wbsim baseline; an unknown id lists the known ones
     cfg = EpisodeConfig(
-        env=args.env or _default_env(args.robot),
+        env=env,
         controller=args.controller,
         seconds=args.seconds,
         video=args.video,
@@ -550,7 +555,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="CFG.toml",
         help="robot config (feet links, ...; README: Use your own robot)",
     )
-    p.add_argument("--seconds", type=float, default=10.0, help="simulated time, s")
+    p.add_argument(
+        "--seconds", type=float, help="simulated time, s (default: the env's time limit)"
+    )
     p.add_argument("--video", help="MP4 path (H.264), new (see --overwrite)")
     p.add_argument("--log", help="episode folder, new or empty (see --overwrite)")
     p.add_argument(

@@ -1,0 +1,55 @@
+"""The command line's defaults: episode lengths, output names, help texts (no physics: the
+episodes are stubbed where only the arguments matter)."""
+
+import json
+
+import pytest
+
+import wbsim.baseline
+import wbsim.rollout
+from wbsim.cli import main
+from wbsim.envs import ENV_IDS, time_limit
+
+
+def _fake_summary(cfg) -> dict:
+    return {
+        "status": "completed",
+        "stopped_reason": "",
+        "return": 1.0,
+        "steps": 1,
+        "seconds": cfg.seconds,
+        "fell": False,
+        "events": {},
+    }
+
+
+@pytest.mark.parametrize(
+    "env_id",
+    ["wbsim/G1HandWall-v0", "wbsim/G1OneLeg-v0", "wbsim/G1PlanReplay-v0", "wbsim/G1Stand-v0"],
+)
+def test_run_and_baseline_default_to_the_envs_time_limit(env_id, monkeypatch, tmp_path, capsys):
+    expected = ENV_IDS[env_id].get("max_seconds", 10.0)
+    assert time_limit(env_id) == expected
+    seen = []
+
+    def fake(cfg):
+        seen.append(cfg.seconds)
+        return _fake_summary(cfg)
+
+    monkeypatch.setattr(wbsim.rollout, "run_episode", fake)
+    monkeypatch.setattr(wbsim.baseline, "run_episode", fake)
+    assert main(["run", "--env", env_id, "--no-progress"]) == 0
+    out = tmp_path / "b.json"
+    args = ["baseline", "--env", env_id, "--episodes", "1", "--json", str(out), "--no-progress"]
+    assert main(args) == 0
+    assert seen == [expected, expected]
+    assert json.loads(out.read_text())["seconds"] == expected
+    assert main(["run", "--env", env_id, "--seconds", "0.5", "--no-progress"]) == 0
+    assert seen[-1] == 0.5  # given, it wins
+    capsys.readouterr()
+
+
+def test_run_with_an_unknown_env_names_it(capsys):
+    assert main(["run", "--env", "wbsim/Nope-v0", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "wbsim/Nope-v0" in err and "wbsim/G1Stand-v0" in err and len(err.splitlines()) == 1
