@@ -706,6 +706,15 @@ class HumanoidEnv(gym.Env):
 
     # -- helpers -----------------------------------------------------------------------------------
     @property
+    def camera_options(self) -> dict[str, Any]:
+        """The camera of this env's frames as :class:`wbsim.render.FrameRenderer` keyword
+        arguments (``camera``, and those of ``default_camera_config`` given: ``track_body``,
+        ``distance``, ``azimuth``, ``elevation``): what ``camera_name``, ``camera_id`` and
+        ``default_camera_config`` ask for, also for the videos of :func:`wbsim.rollout.run_episode`
+        and ``wbsim replay``."""
+        return dict(self._camera)
+
+    @property
     def frame_renderer(self):
         """The :class:`wbsim.render.FrameRenderer`, created when a frame is first asked for."""
         if self._frame_renderer is None:

@@ -268,3 +268,50 @@ def test_a_run_logged_with_a_config_repr_replays_from_its_robot_config(tmp_path,
     (old / "config.json").write_text(json.dumps(config))
     assert main(["replay", str(old), "--video", str(tmp_path / "old.mp4")]) == 0
     assert "replay: 4 frames" in capsys.readouterr().out
+
+
+def _first_frames(tmp_path, name: str, env_options: dict) -> tuple[np.ndarray, np.ndarray]:
+    """The first live frame of a 0.1 s run with ``env_options`` and the first frame of its
+    replay (default camera)."""
+    frames = []
+    append = VideoWriter.append
+
+    def keep(self, frame):
+        frames.append(np.array(frame))
+        append(self, frame)
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(VideoWriter, "append", keep)
+    try:
+        run_episode(
+            EpisodeConfig(
+                seconds=0.1,
+                log=tmp_path / name,
+                video=tmp_path / f"{name}.mp4",
+                width=160,
+                height=120,
+                progress=False,
+                env_options=env_options,
+            )
+        )
+    finally:
+        mp.undo()
+    logged = LoggedRun(tmp_path / name)
+    replayed = next(logged.frames(logged.frame_states()))
+    logged.close()
+    return frames[0], replayed
+
+
+def test_the_envs_camera_options_frame_the_live_video_and_its_replay(tmp_path):
+    """-e camera_name / camera_id / default_camera_config set the run's video camera (as they
+    set the env's rendered frames); its replay draws the same frames by default."""
+    default, replayed = _first_frames(tmp_path, "default", {})
+    np.testing.assert_array_equal(default, replayed)
+    for name, options in (
+        ("side", {"camera_name": "side"}),
+        ("id", {"camera_id": 1}),
+        ("config", {"default_camera_config": {"distance": 8, "azimuth": 90}}),
+    ):
+        live, replayed = _first_frames(tmp_path, name, options)
+        assert np.abs(live.astype(int) - default.astype(int)).max() > 50, name
+        np.testing.assert_array_equal(live, replayed)

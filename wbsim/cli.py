@@ -731,8 +731,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--video", help="MP4 path (default RUN_DIR/replay.mp4)")
     p.add_argument(
         "--camera",
-        default="track",
-        help="track (follows the robot, as the live video) or a model camera: front, side",
+        help="track (follows the robot) or a model camera: front, side (default: the live "
+        "video's, i.e. the run's -e camera_name / camera_id / default_camera_config, else track)",
     )
     p.add_argument("--start", type=float, help="from this time, s")
     p.add_argument("--end", type=float, help="until this time, s")

@@ -365,7 +365,10 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
 
             video = VideoWriter(cfg.video, fps=cfg.fps)
         if cfg.video or cfg.web is not None:
-            scene = Scene(robot, cfg.width, cfg.height, reset_qpos=sim.data.qpos)
+            # the env's camera (-e camera_name / camera_id / default_camera_config)
+            scene = Scene(
+                robot, cfg.width, cfg.height, reset_qpos=sim.data.qpos, **env.camera_options
+            )
         if cfg.web is not None:
             cfg.web.load(robot)
             cfg.web.look_at(sim.data.subtree_com[1])
