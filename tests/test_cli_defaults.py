@@ -53,3 +53,45 @@ def test_run_with_an_unknown_env_names_it(capsys):
     assert main(["run", "--env", "wbsim/Nope-v0", "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert "wbsim/Nope-v0" in err and "wbsim/G1Stand-v0" in err and len(err.splitlines()) == 1
+
+
+def test_baseline_default_name_holds_non_default_episodes_seconds_noise_and_seed():
+    """A short or otherwise different baseline does not take the name of a default run (which
+    stays as it was: the names of docs/baselines)."""
+    from wbsim.baseline import default_json_path
+
+    assert default_json_path("wbsim/G1Stand-v0", "gravity_qp") == (
+        "baselines/G1Stand-v0_gravity_qp.json"
+    )
+    # the defaults given explicitly (seconds: the env's limit) keep the default name
+    assert default_json_path(
+        "wbsim/G1HandWall-v0", "gravity_qp", episodes=20, seconds=8.5, reset_noise_scale=0.02
+    ) == ("baselines/G1HandWall-v0_gravity_qp.json")
+    assert default_json_path("wbsim/G1Stand-v0", "gravity_qp", episodes=2, seconds=3.0) == (
+        "baselines/G1Stand-v0_gravity_qp-episodes=2-seconds=3.json"
+    )
+    assert default_json_path(
+        "wbsim/G1OneLeg-v0",
+        "projected_id",
+        {"variant": "pinv"},
+        {"noslip_iterations": 5},
+        reset_noise_scale=0.05,
+        seed=7,
+        seconds=2.5,
+    ) == (
+        "baselines/G1OneLeg-v0_projected_id-variant=pinv-noslip_iterations=5-seconds=2.5"
+        "-reset_noise=0.05-seed=7.json"
+    )
+
+
+def test_cli_baseline_writes_a_short_run_under_its_own_name(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(wbsim.baseline, "run_episode", _fake_summary)
+    monkeypatch.chdir(tmp_path)
+    args = ["baseline", "--episodes", "2", "--seconds", "3", "--no-progress"]
+    assert main(args) == 0
+    assert (tmp_path / "baselines/G1Stand-v0_gravity_qp-episodes=2-seconds=3.json").is_file()
+    assert not (tmp_path / "baselines/G1Stand-v0_gravity_qp.json").exists()
+    assert ": 2 episodes of 3 s" in capsys.readouterr().out
+    assert main(["baseline", "--episodes", "1", "--no-progress"]) == 0
+    assert ": 1 episode of 10 s" in capsys.readouterr().out  # not "1 episodes"
+    assert (tmp_path / "baselines/G1Stand-v0_gravity_qp-episodes=1.json").is_file()

@@ -401,14 +401,26 @@ def cmd_baseline(args: argparse.Namespace) -> int:
         tolerances=tolerances,
         json_path=args.json
         or default_json_path(
-            args.env, args.controller, controller_options, env_options, tolerances
+            args.env,
+            args.controller,
+            controller_options,
+            env_options,
+            tolerances,
+            episodes=args.episodes,
+            seconds=args.seconds,
+            reset_noise_scale=args.reset_noise,
+            seed=args.seed,
         ),
         progress=not args.no_progress,
         workers=args.workers,
         address=args.address,
         overwrite=args.overwrite,
     )
-    print(f"{out['env']} {out['controller']}: {out['episodes']} episodes of {out['seconds']:g} s")
+    n = out["episodes"]
+    print(
+        f"{out['env']} {out['controller']}: {n} episode{'' if n == 1 else 's'} of "
+        f"{out['seconds']:g} s"
+    )
     print(f"  return        {out['return_mean']:.2f} ± {out['return_std']:.2f}")
     print(f"  success rate  {out['success_rate']:.2f}  (fell {out['fell']})")
     print(f"  length        {out['length_mean']:.1f} ± {out['length_std']:.1f} steps")
@@ -630,8 +642,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--json",
         help="output JSON (default baselines/<env>_<controller>.json, with "
-        "-key=value for each -c option that is not the controller's default and each -e and "
-        "-t option)",
+        "-key=value for each -c option that is not the controller's default, each -e and "
+        "-t option, and --episodes, --seconds, --reset-noise and --seed when not their "
+        "defaults, e.g. -episodes=2-seconds=3)",
     )
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("--overwrite", action="store_true", help="replace an existing JSON")
