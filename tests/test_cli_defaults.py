@@ -95,3 +95,78 @@ def test_cli_baseline_writes_a_short_run_under_its_own_name(monkeypatch, tmp_pat
     assert main(["baseline", "--episodes", "1", "--no-progress"]) == 0
     assert ": 1 episode of 10 s" in capsys.readouterr().out  # not "1 episodes"
     assert (tmp_path / "baselines/G1Stand-v0_gravity_qp-episodes=1.json").is_file()
+
+
+@pytest.mark.parametrize(
+    ("command", "defaults"),
+    [
+        ("baseline", ["wbsim/G1Stand-v0", "gravity_qp", "20", "0"]),
+        ("pushtest", ["wbsim/G1Stand-v0", "projected_id", "0"]),
+    ],
+)
+def test_baseline_and_pushtest_help_show_their_defaults(command, defaults, capsys):
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for value in defaults:
+        assert f"(default: {value})" in text, value
+
+
+def test_pushtest_compare_writes_its_documented_default_and_keeps_an_existing_plot(
+    tmp_path, monkeypatch, capsys
+):
+    from pathlib import Path
+
+    from wbsim.cli import COMPARE_PLOT
+
+    videos = Path(__file__).resolve().parents[1] / "videos"
+    results = [str(videos / f"pushtest_g1_stand_{c}.json") for c in ("projected_id", "push_step")]
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit):
+        main(["pushtest", "--help"])
+    assert COMPARE_PLOT in " ".join(capsys.readouterr().out.split())  # the help names it
+    assert main(["pushtest", "--compare", *results]) == 0
+    assert (tmp_path / COMPARE_PLOT).stat().st_size > 10_000
+    assert not (tmp_path / "pushtest.png").exists()
+    before = (tmp_path / COMPARE_PLOT).stat().st_mtime_ns
+    capsys.readouterr()
+    assert main(["pushtest", "--compare", results[0]]) == 2  # not replaced silently
+    assert "exists" in capsys.readouterr().err
+    assert (tmp_path / COMPARE_PLOT).stat().st_mtime_ns == before
+    assert main(["pushtest", "--compare", results[0], "--overwrite"]) == 0
+
+
+def test_run_refuses_the_web_viewer_with_mujocos_before_serving(monkeypatch, capsys):
+    import wbsim.web_viewer
+
+    def no_server(*args, **kwargs):
+        raise AssertionError("the web server was started")
+
+    monkeypatch.setattr(wbsim.web_viewer, "WebViewer", no_server)
+    assert main(["run", "--web", "--viewer", "--seconds", "0.1", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot be combined" in err and "web viewer:" not in err
+    assert len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run", "--log", ""],
+        ["run", "--video", ""],
+        ["run", "--video", " "],
+        ["run", "--robot", ""],
+        ["replay", "somewhere", "--video", ""],
+        ["baseline", "--json", ""],
+        ["pushtest", "--json", ""],
+        ["pushtest", "--compare", "a.json", "--plot", ""],
+    ],
+)
+def test_an_empty_output_path_is_refused(args, monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(wbsim.rollout, "run_episode", _fake_summary)  # nothing would run anyway
+    monkeypatch.chdir(tmp_path)
+    assert main([*args, "--no-progress"] if args[0] in ("run", "baseline") else args) == 2
+    err = capsys.readouterr().err
+    flag = args[[a.strip() for a in args].index("") - 1]  # the option given the empty path
+    assert f"{flag} is an empty path" in err and len(err.splitlines()) == 1
+    assert not any(tmp_path.iterdir())  # nothing written

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 import wbsim
+from wbsim.baseline import DEFAULT_EPISODES
 from wbsim.envs import RESET_NOISE_SCALE
 from wbsim.errors import WbsimError
 
@@ -65,6 +66,15 @@ def _parse_options(pairs: Sequence[str]) -> dict:
     return out
 
 
+def _refuse_empty_paths(args: argparse.Namespace, *names: str) -> None:
+    """Raise :class:`WbsimError` for a path option given as ``""`` (e.g. ``--log ""``, an unset
+    shell variable), which would otherwise mean silently "none" or "the default"."""
+    for name in names:
+        if getattr(args, name) is not None and not str(getattr(args, name)).strip():
+            flag = "--" + name.replace("_", "-")
+            raise WbsimError(f"{flag} is an empty path: give a path, or leave {flag} out")
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     import warnings
 
@@ -107,6 +117,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     from wbsim.rollout import EpisodeConfig, _install_sigint_as_keyboard_interrupt
 
     _install_sigint_as_keyboard_interrupt()
+    _refuse_empty_paths(args, "log", "video", "robot", "robot_config")
+    if args.web and args.viewer:  # before the web server starts and prints its address
+        raise WbsimError(
+            "MuJoCo's viewer (--viewer) and the web viewer (--web) cannot be combined: pick one"
+        )
     controller_options = _parse_options(args.controller_option)
     if args.id_variant:
         if args.controller != "projected_id":
@@ -358,6 +373,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from wbsim.rollout import _install_sigint_as_keyboard_interrupt
 
     _install_sigint_as_keyboard_interrupt()  # kill -TERM too closes the video and the server
+    _refuse_empty_paths(args, "video")
     if args.web:
         web = _web_viewer(args)
         try:
@@ -386,6 +402,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 def cmd_baseline(args: argparse.Namespace) -> int:
     from wbsim.baseline import default_json_path, run_baseline
 
+    _refuse_empty_paths(args, "json")
     controller_options = _parse_options(args.controller_option)
     env_options = _parse_options(args.env_option)
     tolerances = _parse_options(args.tolerance)
@@ -458,13 +475,21 @@ def cmd_soak(args: argparse.Namespace) -> int:
     return 1 if failures else 0
 
 
+#: The plot of ``wbsim pushtest --compare`` without ``--plot``.
+COMPARE_PLOT = "pushtests/compare.png"
+
+
 def cmd_pushtest(args: argparse.Namespace) -> int:
     """``wbsim pushtest``: the push-recovery protocol (wbsim.pushtest)."""
     from wbsim.pushtest import PushTestConfig, load_push_test, plot_push_test, run_push_test
 
+    _refuse_empty_paths(args, "json", "plot")
     if args.compare:
+        from wbsim.errors import check_output_file
+
+        plot = check_output_file(args.plot or COMPARE_PLOT, "push-test plot", args.overwrite)
         results = [load_push_test(path) for path in args.compare]
-        out = plot_push_test(results, args.plot or "pushtest.png")
+        out = plot_push_test(results, plot)
         print(f"wbsim pushtest: plot {out}")
         return 0
     controller_options = _parse_options(args.controller_option)
@@ -629,10 +654,14 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
         help="a controller's statistics over seeded episodes",
     )
-    p.add_argument("--env", default="wbsim/G1Stand-v0")
-    p.add_argument("--controller", default="gravity_qp")
-    p.add_argument("--episodes", type=int, default=20)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--env", default="wbsim/G1Stand-v0", help="env id (wbsim list shows them)")
+    p.add_argument(
+        "--controller", default="gravity_qp", help="controller name (wbsim list shows them)"
+    )
+    p.add_argument("--episodes", type=int, default=DEFAULT_EPISODES, help="seeded episodes")
+    p.add_argument(
+        "--seed", type=int, default=0, help="seed of the first episode (then seed + 1, ...)"
+    )
     p.add_argument("--seconds", type=float, help="episode length, s (default: the env's limit)")
     p.add_argument(
         "--reset-noise", type=float, default=RESET_NOISE_SCALE, help="joint noise at reset, rad"
@@ -691,8 +720,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="push recovery: largest impulse on the torso survived per direction "
         "(polar plot + JSON)",
     )
-    p.add_argument("--env", default="wbsim/G1Stand-v0")
-    p.add_argument("--controller", default="projected_id")
+    p.add_argument("--env", default="wbsim/G1Stand-v0", help="env id (wbsim list shows them)")
+    p.add_argument(
+        "--controller", default="projected_id", help="controller name (wbsim list shows them)"
+    )
     p.add_argument("--directions", type=int, default=8, help="push directions, from +x (forward)")
     p.add_argument("--at", type=float, default=2.5, help="push start, s")
     p.add_argument("--duration", type=float, default=0.1, help="push duration, s")
@@ -706,10 +737,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--growth", type=float, default=1.5, help="ladder factor per rung")
     p.add_argument("--limit", type=float, default=80.0, help="largest impulse tried, N s")
     p.add_argument("--refine", type=int, default=3, help="bisections after the ladder")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of every trial episode")
     _add_option_arguments(p, "cmp_reach=0.04", "noslip_iterations=5")
     p.add_argument("--json", help="output JSON (default pushtests/<env>_<controller>.json)")
-    p.add_argument("--plot", help="polar plot PNG (default pushtests/<env>_<controller>.png)")
+    p.add_argument(
+        "--plot",
+        help="polar plot PNG (default pushtests/<env>_<controller>.png; with --compare "
+        f"{COMPARE_PLOT})",
+    )
     p.add_argument(
         "--compare",
         nargs="+",
@@ -717,7 +752,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="only plot these results together into --plot (no episodes)",
     )
     p.add_argument(
-        "--overwrite", action="store_true", help="replace an existing JSON (and its plot)"
+        "--overwrite",
+        action="store_true",
+        help="replace an existing JSON (and its plot), or an existing --compare plot",
     )
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=cmd_pushtest)
