@@ -30,6 +30,7 @@ __all__ = [
     "make_humanoid",
     "register_envs",
     "register_robot_env",
+    "time_limit",
 ]
 
 ENTRY_POINT = "wbsim.envs.humanoid:make_humanoid_env"
@@ -106,6 +107,31 @@ def register_envs() -> None:
             )
 
 
+def time_limit(env_id: str) -> float:
+    """The time limit of a registered id, s: its ``max_seconds``, else the env's default (10 s).
+    The episode length of ``wbsim run`` and ``wbsim baseline`` without ``--seconds``.
+
+    Raises:
+        UnknownNameError: an unknown id (the message lists the known ones).
+    """
+    from wbsim.errors import UnknownNameError
+
+    if env_id not in ENV_IDS:
+        raise UnknownNameError("env", env_id, ENV_IDS)
+    return float(_max_seconds(ENV_IDS[env_id]))
+
+
+def _max_seconds(kwargs: dict[str, Any]) -> Any:
+    """The ``max_seconds`` of an id's ``kwargs``, or the env's default."""
+    import inspect
+
+    from wbsim.envs.humanoid import HumanoidEnv
+
+    return kwargs.get(
+        "max_seconds", inspect.signature(HumanoidEnv).parameters["max_seconds"].default
+    )
+
+
 def _max_episode_steps(kwargs: dict[str, Any]) -> int:
     """Control steps in the ``max_seconds`` of an id's ``kwargs`` (or the env's defaults)."""
     import inspect
@@ -117,7 +143,7 @@ def _max_episode_steps(kwargs: dict[str, Any]) -> int:
     defaults = inspect.signature(HumanoidEnv).parameters
     option = ET.parse(SCENE_XML).getroot().find("option")
     timestep = float(getattr(option, "attrib", {}).get("timestep", 0.002))  # MuJoCo's default
-    seconds = kwargs.get("max_seconds", defaults["max_seconds"].default)
+    seconds = _max_seconds(kwargs)
     frame_skip = kwargs.get("frame_skip", defaults["frame_skip"].default)
     return math.ceil(seconds / (timestep * frame_skip) - 1e-9)
 

@@ -187,7 +187,8 @@ class HumanoidEnv(gym.Env):
 
     Args:
         robot: what :func:`wbsim.load_robot` takes (a name, a ``.toml`` config or description
-            path, a :class:`~wbsim.robot_config.RobotConfig`), or a :class:`wbsim.Robot` (the env
+            path, a :class:`~wbsim.robot_config.RobotConfig` or a dict of its fields, as a run's
+            ``config.json`` records it), or a :class:`wbsim.Robot` (the env
             works on a copy, :meth:`wbsim.Robot.copy`: envs made from one robot share no model).
         plan: a callable returning a fresh :class:`~wbsim.envs.schedules.PhasePlan` (default: stand).
         pose: name of the reset pose.
@@ -233,7 +234,7 @@ class HumanoidEnv(gym.Env):
 
     def __init__(
         self,
-        robot: str | wbsim.RobotConfig | wbsim.Robot = "g1",
+        robot: str | wbsim.RobotConfig | wbsim.Robot | Mapping[str, Any] = "g1",
         plan: Callable[[], PhasePlan] = standing_plan,
         pose: str = "stand",
         frame_skip: int = 1,
@@ -704,6 +705,15 @@ class HumanoidEnv(gym.Env):
             self._pd.reset(self._q_ref)
 
     # -- helpers -----------------------------------------------------------------------------------
+    @property
+    def camera_options(self) -> dict[str, Any]:
+        """The camera of this env's frames as :class:`wbsim.render.FrameRenderer` keyword
+        arguments (``camera``, and those of ``default_camera_config`` given: ``track_body``,
+        ``distance``, ``azimuth``, ``elevation``): what ``camera_name``, ``camera_id`` and
+        ``default_camera_config`` ask for, also for the videos of :func:`wbsim.rollout.run_episode`
+        and ``wbsim replay``."""
+        return dict(self._camera)
+
     @property
     def frame_renderer(self):
         """The :class:`wbsim.render.FrameRenderer`, created when a frame is first asked for."""

@@ -208,15 +208,20 @@ def test_baseline_records_controller_options(tmp_path, monkeypatch, capsys):
         "0.05",
         "--no-progress",
     ]
+    short = "-episodes=1-seconds=0.05"  # a short run's name says so (after the options)
     assert main([*args, "-c", "frequency_hz=4"]) == 0
     assert main(args) == 0
-    tuned = json.loads((tmp_path / "baselines/G1Stand-v0_pd-frequency_hz=4.json").read_text())
-    default = json.loads((tmp_path / "baselines/G1Stand-v0_pd.json").read_text())
+    tuned = json.loads(
+        (tmp_path / f"baselines/G1Stand-v0_pd-frequency_hz=4{short}.json").read_text()
+    )
+    default = json.loads((tmp_path / f"baselines/G1Stand-v0_pd{short}.json").read_text())
     assert tuned["controller_options"] == {"frequency_hz": 4}
     assert default["controller_options"] == {}
     # env options (-e) reach the episodes, are recorded and name the default file
     assert main([*args, "-e", "noslip_iterations=5"]) == 0
-    noslip = json.loads((tmp_path / "baselines/G1Stand-v0_pd-noslip_iterations=5.json").read_text())
+    noslip = json.loads(
+        (tmp_path / f"baselines/G1Stand-v0_pd-noslip_iterations=5{short}.json").read_text()
+    )
     assert noslip["env_options"] == {"noslip_iterations": 5} and default["env_options"] == {}
     assert noslip["per_episode"][0]["return"] != default["per_episode"][0]["return"]
     capsys.readouterr()
@@ -225,7 +230,7 @@ def test_baseline_records_controller_options(tmp_path, monkeypatch, capsys):
     # event tolerances (-t) set the counts, are recorded and name the default file
     assert main([*args, "-t", "planar_complementarity=1000"]) == 0
     lax = json.loads(
-        (tmp_path / "baselines/G1Stand-v0_pd-planar_complementarity=1000.json").read_text()
+        (tmp_path / f"baselines/G1Stand-v0_pd-planar_complementarity=1000{short}.json").read_text()
     )
     assert lax["tolerances"] == {"planar_complementarity": 1000} and default["tolerances"] == {}
     assert lax["per_episode"][0]["return"] == default["per_episode"][0]["return"]
@@ -235,7 +240,7 @@ def test_baseline_records_controller_options(tmp_path, monkeypatch, capsys):
     assert main([*args, "-t", "slip=1"]) != 0
     err = capsys.readouterr().err
     assert "slip" in err and "planar_complementarity" in err  # the known ones listed
-    assert not (tmp_path / "baselines/G1Stand-v0_pd-slip=1.json").exists()
+    assert not (tmp_path / f"baselines/G1Stand-v0_pd-slip=1{short}.json").exists()
 
 
 def test_every_run_argument_has_help():

@@ -1,5 +1,7 @@
 """``wbsim replay`` draws a logged run frame for frame as its live video was drawn."""
 
+from pathlib import Path
+
 import imageio.v3 as iio
 import numpy as np
 import pytest
@@ -189,3 +191,127 @@ def test_frame_events_count_an_event_from_when_it_was_emitted(g1):
     assert red.tolist() == [True] * 4 + [False, True, False, False]
     _, _, red = frame_events(events, g1, 200, 0.06 + LINGER + 0.01)
     assert not red.any()
+
+
+def _run_and_replay(tmp_path, capsys, *robot_args: str) -> dict:
+    """``wbsim run ROBOT_ARGS --log`` for 0.1 s, then ``wbsim replay`` of it from another working
+    folder; returns the run's ``config.json``."""
+    import json
+    import os
+
+    from wbsim.cli import main
+
+    run = tmp_path / "run"
+    args = ["run", *robot_args, "--seconds", "0.1", "--log", str(run), "--no-progress"]
+    assert main(args) == 0, capsys.readouterr().err
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    here = os.getcwd()
+    os.chdir(elsewhere)  # relative paths of the run must not matter
+    try:
+        assert main(["replay", str(run), "--video", str(tmp_path / "r.mp4")]) == 0
+    finally:
+        os.chdir(here)
+    assert "replay: 4 frames" in capsys.readouterr().out
+    return json.loads((run / "config.json").read_text())
+
+
+def test_a_run_of_a_named_robot_replays(tmp_path, capsys):
+    config = _run_and_replay(tmp_path, capsys, "--robot", "icub")
+    assert config["env_options"]["robot"] == "icub"  # a name is logged as the name
+
+
+def test_a_run_of_a_robot_config_file_replays(tmp_path, capsys, monkeypatch):
+    """A relative .toml path whose description is relative to the .toml's folder: the log holds
+    the config's fields with the description's absolute path, replayed from anywhere."""
+    import os
+
+    from wbsim.robot import example_robot_data_dir
+
+    (tmp_path / "cfg").mkdir()
+    urdf = example_robot_data_dir() / "icub_description/robots/icub_reduced.urdf"
+    (tmp_path / "cfg" / "mine.toml").write_text(
+        f'description = "{os.path.relpath(urdf, tmp_path / "cfg")}"\n'
+        'feet = { left_foot = "l_sole", right_foot = "r_sole" }\n'
+    )
+    monkeypatch.chdir(tmp_path)
+    config = _run_and_replay(tmp_path, capsys, "--robot", "cfg/mine.toml")
+    logged = config["env_options"]["robot"]
+    assert isinstance(logged, dict) and logged["name"] == "mine"  # the config's fields
+    assert Path(logged["description"]).is_absolute()
+
+
+def test_a_run_of_a_description_with_a_config_replays(tmp_path, capsys):
+    from wbsim.robot import example_robot_data_dir
+
+    cfg = tmp_path / "feet.toml"
+    cfg.write_text('feet = { left_foot = "l_sole", right_foot = "r_sole" }\ntorso = "chest"\n')
+    urdf = example_robot_data_dir() / "icub_description/robots/icub_reduced.urdf"
+    config = _run_and_replay(tmp_path, capsys, "--robot", str(urdf), "--robot-config", str(cfg))
+    logged = config["env_options"]["robot"]
+    assert logged["name"] == "icub_reduced" and logged["feet"]["left_foot"]["link"] == "l_sole"
+
+
+def test_a_run_logged_with_a_config_repr_replays_from_its_robot_config(tmp_path, capsys):
+    """Logs of wbsim run --robot written before the fix hold the config's repr: replay rebuilds
+    the robot from the config.json's robot_config."""
+    import json
+    import shutil
+
+    from wbsim.cli import main
+    from wbsim.robot_config import ROBOT_CONFIG_DIR
+
+    config = _run_and_replay(tmp_path, capsys, "--robot", str(ROBOT_CONFIG_DIR / "icub.toml"))
+    old = tmp_path / "old"
+    shutil.copytree(tmp_path / "run", old)
+    config["env_options"]["robot"] = "RobotConfig(name='icub', description='...')"
+    (old / "config.json").write_text(json.dumps(config))
+    assert main(["replay", str(old), "--video", str(tmp_path / "old.mp4")]) == 0
+    assert "replay: 4 frames" in capsys.readouterr().out
+
+
+def _first_frames(tmp_path, name: str, env_options: dict) -> tuple[np.ndarray, np.ndarray]:
+    """The first live frame of a 0.1 s run with ``env_options`` and the first frame of its
+    replay (default camera)."""
+    frames = []
+    append = VideoWriter.append
+
+    def keep(self, frame):
+        frames.append(np.array(frame))
+        append(self, frame)
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(VideoWriter, "append", keep)
+    try:
+        run_episode(
+            EpisodeConfig(
+                seconds=0.1,
+                log=tmp_path / name,
+                video=tmp_path / f"{name}.mp4",
+                width=160,
+                height=120,
+                progress=False,
+                env_options=env_options,
+            )
+        )
+    finally:
+        mp.undo()
+    logged = LoggedRun(tmp_path / name)
+    replayed = next(logged.frames(logged.frame_states()))
+    logged.close()
+    return frames[0], replayed
+
+
+def test_the_envs_camera_options_frame_the_live_video_and_its_replay(tmp_path):
+    """-e camera_name / camera_id / default_camera_config set the run's video camera (as they
+    set the env's rendered frames); its replay draws the same frames by default."""
+    default, replayed = _first_frames(tmp_path, "default", {})
+    np.testing.assert_array_equal(default, replayed)
+    for name, options in (
+        ("side", {"camera_name": "side"}),
+        ("id", {"camera_id": 1}),
+        ("config", {"default_camera_config": {"distance": 8, "azimuth": 90}}),
+    ):
+        live, replayed = _first_frames(tmp_path, name, options)
+        assert np.abs(live.astype(int) - default.astype(int)).max() > 50, name
+        np.testing.assert_array_equal(live, replayed)

@@ -106,3 +106,31 @@ def test_html_page_without_a_video_says_how_to_make_one(pushed, tmp_path):
     cfg.write_text(cfg.read_text().replace(str(d / "run.mp4"), str(tmp_path / "gone.mp4")))
     page = write_html(tmp_path / "run").read_text()
     assert "<video" not in page and "wbsim replay" in page
+
+
+@pytest.mark.parametrize(
+    "logged",
+    [
+        {"name": "icub", "description": "icub_description/robots/icub_reduced.urdf", "feet": {}},
+        "RobotConfig(name='icub', description='icub_description/robots/icub_reduced.urdf', ...)",
+    ],
+    ids=["fields", "older_repr"],
+)
+def test_html_setup_names_a_robot_logged_as_a_config(pushed, tmp_path, logged):
+    """A robot given as a config (wbsim run --robot FILE) is logged as its fields (older wbsim:
+    its repr); the page's env options name it and its description instead of dumping it."""
+    import shutil
+
+    from wbsim.html_report import write_html
+
+    d, _ = pushed
+    shutil.copytree(d / "run", tmp_path / "run")
+    cfg_path = tmp_path / "run" / "config.json"
+    cfg = json.loads(cfg_path.read_text())
+    cfg["env_options"] = {"robot": logged, "push_magnitude": 40.0}
+    cfg["robot"] = "icub"
+    cfg_path.write_text(json.dumps(cfg))
+    page = html.unescape(write_html(tmp_path / "run").read_text())
+    row = page[page.index("<th>env options</th>") :].split("</tr>")[0]
+    assert "icub" in row and "push_magnitude" in row
+    assert "RobotConfig(" not in row and "feet" not in row

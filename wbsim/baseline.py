@@ -18,7 +18,10 @@ import numpy as np
 from wbsim.envs import RESET_NOISE_SCALE
 from wbsim.rollout import EpisodeConfig, check_seed, run_episode
 
-__all__ = ["default_json_path", "run_baseline"]
+__all__ = ["DEFAULT_EPISODES", "default_json_path", "run_baseline"]
+
+#: Episodes of :func:`run_baseline` (and ``wbsim baseline``) unless told.
+DEFAULT_EPISODES = 20
 
 
 def default_json_path(
@@ -27,12 +30,20 @@ def default_json_path(
     controller_options: Mapping[str, Any] | None = None,
     env_options: Mapping[str, Any] | None = None,
     tolerances: Mapping[str, Any] | None = None,
+    *,
+    episodes: int = DEFAULT_EPISODES,
+    seconds: float | None = None,
+    reset_noise_scale: float = RESET_NOISE_SCALE,
+    seed: int = 0,
 ) -> str:
     """``baselines/<env>_<controller>[-key=value...].json``: the env id without its namespace, the
     controller and its options that differ from the controller's defaults, sorted by key (values as
     ``-c`` takes them, e.g. ``baselines/G1OneLeg-v0_projected_id-variant=pinv.json``), then the env
-    options and the event tolerances, each sorted by key, so runs of two variants do not overwrite
-    each other."""
+    options and the event tolerances, each sorted by key, then ``episodes``, ``seconds``,
+    ``reset_noise`` and ``seed`` where they differ from :func:`run_baseline`'s defaults (``seconds``:
+    the env's time limit; e.g. ``baselines/G1Stand-v0_gravity_qp-episodes=2-seconds=3.json``), so
+    runs of two variants do not overwrite each other and a short run does not take a full run's
+    name."""
     import inspect
 
     from wbsim.controllers import controller_class
@@ -48,6 +59,17 @@ def default_json_path(
         parts.append(_option_text(key, value))
     parts += [_option_text(k, v) for k, v in sorted(dict(env_options or {}).items())]
     parts += [_option_text(k, v) for k, v in sorted(dict(tolerances or {}).items())]
+    from wbsim.envs import ENV_IDS, time_limit
+
+    limit = time_limit(env) if env in ENV_IDS else None
+    for key, value, default in (
+        ("episodes", episodes, DEFAULT_EPISODES),
+        ("seconds", seconds, limit if seconds is not None else None),
+        ("reset_noise", reset_noise_scale, RESET_NOISE_SCALE),
+        ("seed", seed, 0),
+    ):
+        if not _same(value, default):
+            parts.append(f"{key}={value:g}" if isinstance(value, float) else f"{key}={value}")
     return f"baselines/{'-'.join(parts)}.json"
 
 
@@ -86,7 +108,7 @@ def _same(value: Any, default: Any) -> bool:
 def run_baseline(
     env: str,
     controller: str,
-    episodes: int = 20,
+    episodes: int = DEFAULT_EPISODES,
     seed: int = 0,
     seconds: float | None = None,
     reset_noise_scale: float = RESET_NOISE_SCALE,
@@ -122,7 +144,7 @@ def run_baseline(
             the first episode); what :func:`wbsim.rollout.run_episode` raises.
     """
     from wbsim.controllers import controller_class
-    from wbsim.envs import ENV_IDS
+    from wbsim.envs import ENV_IDS, time_limit
     from wbsim.errors import UnknownNameError, WbsimError
     from wbsim.scaleout import check_workers, map_calls
 
@@ -144,7 +166,7 @@ def run_baseline(
         raise WbsimError(f"seconds must be a positive number, got {seconds}")
     env_kwargs = {"reset_noise_scale": reset_noise_scale, **dict(env_options or {})}
     if seconds is None:
-        seconds = float(ENV_IDS.get(env, {}).get("max_seconds", 10.0))
+        seconds = time_limit(env)
     calls = [
         {
             "cfg": EpisodeConfig(

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 import wbsim
+from wbsim.baseline import DEFAULT_EPISODES
 from wbsim.envs import RESET_NOISE_SCALE
 from wbsim.errors import WbsimError
 
@@ -65,6 +66,15 @@ def _parse_options(pairs: Sequence[str]) -> dict:
     return out
 
 
+def _refuse_empty_paths(args: argparse.Namespace, *names: str) -> None:
+    """Raise :class:`WbsimError` for a path option given as ``""`` (e.g. ``--log ""``, an unset
+    shell variable), which would otherwise mean silently "none" or "the default"."""
+    for name in names:
+        if getattr(args, name) is not None and not str(getattr(args, name)).strip():
+            flag = "--" + name.replace("_", "-")
+            raise WbsimError(f"{flag} is an empty path: give a path, or leave {flag} out")
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     import warnings
 
@@ -107,6 +117,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     from wbsim.rollout import EpisodeConfig, _install_sigint_as_keyboard_interrupt
 
     _install_sigint_as_keyboard_interrupt()
+    _refuse_empty_paths(args, "log", "video", "robot", "robot_config")
+    if args.web and args.viewer:  # before the web server starts and prints its address
+        raise WbsimError(
+            "MuJoCo's viewer (--viewer) and the web viewer (--web) cannot be combined: pick one"
+        )
     controller_options = _parse_options(args.controller_option)
     if args.id_variant:
         if args.controller != "projected_id":
@@ -119,18 +134,27 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.robot or args.robot_config:
         if "robot" in env_options:
             raise WbsimError("give the robot once: --robot (and --robot-config) or -e robot=...")
-        from wbsim.robot import resolve_config
+        from wbsim.robot import is_robot_path, resolve_config
 
         if not args.robot and not Path(args.robot_config).expanduser().is_file():
             # alone, the config file is the robot (it names its description): say which file
             raise WbsimError(f"robot config file not found: {Path(args.robot_config).expanduser()}")
-        env_options["robot"] = (
+        config = (
             resolve_config(args.robot, args.robot_config)
             if args.robot
             else resolve_config(args.robot_config)
-        )
+        )  # checked here, before any work
+        # a name stays a name (config.json then says "icub"); a file or a name with a config is
+        # the config (the log records its fields, which rebuild it: wbsim replay)
+        named = args.robot and not args.robot_config and not is_robot_path(args.robot)
+        env_options["robot"] = args.robot if named else config
+    env = args.env or _default_env(args.robot)
+    if args.seconds is None:
+        from wbsim.envs import time_limit
+
+        args.seconds = time_limit(env)  # as wbsim baseline; an unknown id lists the known ones
     cfg = EpisodeConfig(
-        env=args.env or _default_env(args.robot),
+        env=env,
         controller=args.controller,
         seconds=args.seconds,
         video=args.video,
@@ -349,6 +373,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from wbsim.rollout import _install_sigint_as_keyboard_interrupt
 
     _install_sigint_as_keyboard_interrupt()  # kill -TERM too closes the video and the server
+    _refuse_empty_paths(args, "video")
     if args.web:
         web = _web_viewer(args)
         try:
@@ -377,6 +402,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 def cmd_baseline(args: argparse.Namespace) -> int:
     from wbsim.baseline import default_json_path, run_baseline
 
+    _refuse_empty_paths(args, "json")
     controller_options = _parse_options(args.controller_option)
     env_options = _parse_options(args.env_option)
     tolerances = _parse_options(args.tolerance)
@@ -392,14 +418,26 @@ def cmd_baseline(args: argparse.Namespace) -> int:
         tolerances=tolerances,
         json_path=args.json
         or default_json_path(
-            args.env, args.controller, controller_options, env_options, tolerances
+            args.env,
+            args.controller,
+            controller_options,
+            env_options,
+            tolerances,
+            episodes=args.episodes,
+            seconds=args.seconds,
+            reset_noise_scale=args.reset_noise,
+            seed=args.seed,
         ),
         progress=not args.no_progress,
         workers=args.workers,
         address=args.address,
         overwrite=args.overwrite,
     )
-    print(f"{out['env']} {out['controller']}: {out['episodes']} episodes of {out['seconds']:g} s")
+    n = out["episodes"]
+    print(
+        f"{out['env']} {out['controller']}: {n} episode{'' if n == 1 else 's'} of "
+        f"{out['seconds']:g} s"
+    )
     print(f"  return        {out['return_mean']:.2f} ± {out['return_std']:.2f}")
     print(f"  success rate  {out['success_rate']:.2f}  (fell {out['fell']})")
     print(f"  length        {out['length_mean']:.1f} ± {out['length_std']:.1f} steps")
@@ -437,13 +475,21 @@ def cmd_soak(args: argparse.Namespace) -> int:
     return 1 if failures else 0
 
 
+#: The plot of ``wbsim pushtest --compare`` without ``--plot``.
+COMPARE_PLOT = "pushtests/compare.png"
+
+
 def cmd_pushtest(args: argparse.Namespace) -> int:
     """``wbsim pushtest``: the push-recovery protocol (wbsim.pushtest)."""
     from wbsim.pushtest import PushTestConfig, load_push_test, plot_push_test, run_push_test
 
+    _refuse_empty_paths(args, "json", "plot")
     if args.compare:
+        from wbsim.errors import check_output_file
+
+        plot = check_output_file(args.plot or COMPARE_PLOT, "push-test plot", args.overwrite)
         results = [load_push_test(path) for path in args.compare]
-        out = plot_push_test(results, args.plot or "pushtest.png")
+        out = plot_push_test(results, plot)
         print(f"wbsim pushtest: plot {out}")
         return 0
     controller_options = _parse_options(args.controller_option)
@@ -546,7 +592,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="CFG.toml",
         help="robot config (feet links, ...; README: Use your own robot)",
     )
-    p.add_argument("--seconds", type=float, default=10.0, help="simulated time, s")
+    p.add_argument(
+        "--seconds", type=float, help="simulated time, s (default: the env's time limit)"
+    )
     p.add_argument("--video", help="MP4 path (H.264), new (see --overwrite)")
     p.add_argument("--log", help="episode folder, new or empty (see --overwrite)")
     p.add_argument(
@@ -606,10 +654,14 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
         help="a controller's statistics over seeded episodes",
     )
-    p.add_argument("--env", default="wbsim/G1Stand-v0")
-    p.add_argument("--controller", default="gravity_qp")
-    p.add_argument("--episodes", type=int, default=20)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--env", default="wbsim/G1Stand-v0", help="env id (wbsim list shows them)")
+    p.add_argument(
+        "--controller", default="gravity_qp", help="controller name (wbsim list shows them)"
+    )
+    p.add_argument("--episodes", type=int, default=DEFAULT_EPISODES, help="seeded episodes")
+    p.add_argument(
+        "--seed", type=int, default=0, help="seed of the first episode (then seed + 1, ...)"
+    )
     p.add_argument("--seconds", type=float, help="episode length, s (default: the env's limit)")
     p.add_argument(
         "--reset-noise", type=float, default=RESET_NOISE_SCALE, help="joint noise at reset, rad"
@@ -619,8 +671,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--json",
         help="output JSON (default baselines/<env>_<controller>.json, with "
-        "-key=value for each -c option that is not the controller's default and each -e and "
-        "-t option)",
+        "-key=value for each -c option that is not the controller's default, each -e and "
+        "-t option, and --episodes, --seconds, --reset-noise and --seed when not their "
+        "defaults, e.g. -episodes=2-seconds=3)",
     )
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("--overwrite", action="store_true", help="replace an existing JSON")
@@ -667,8 +720,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="push recovery: largest impulse on the torso survived per direction "
         "(polar plot + JSON)",
     )
-    p.add_argument("--env", default="wbsim/G1Stand-v0")
-    p.add_argument("--controller", default="projected_id")
+    p.add_argument("--env", default="wbsim/G1Stand-v0", help="env id (wbsim list shows them)")
+    p.add_argument(
+        "--controller", default="projected_id", help="controller name (wbsim list shows them)"
+    )
     p.add_argument("--directions", type=int, default=8, help="push directions, from +x (forward)")
     p.add_argument("--at", type=float, default=2.5, help="push start, s")
     p.add_argument("--duration", type=float, default=0.1, help="push duration, s")
@@ -682,10 +737,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--growth", type=float, default=1.5, help="ladder factor per rung")
     p.add_argument("--limit", type=float, default=80.0, help="largest impulse tried, N s")
     p.add_argument("--refine", type=int, default=3, help="bisections after the ladder")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of every trial episode")
     _add_option_arguments(p, "cmp_reach=0.04", "noslip_iterations=5")
     p.add_argument("--json", help="output JSON (default pushtests/<env>_<controller>.json)")
-    p.add_argument("--plot", help="polar plot PNG (default pushtests/<env>_<controller>.png)")
+    p.add_argument(
+        "--plot",
+        help="polar plot PNG (default pushtests/<env>_<controller>.png; with --compare "
+        f"{COMPARE_PLOT})",
+    )
     p.add_argument(
         "--compare",
         nargs="+",
@@ -693,7 +752,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="only plot these results together into --plot (no episodes)",
     )
     p.add_argument(
-        "--overwrite", action="store_true", help="replace an existing JSON (and its plot)"
+        "--overwrite",
+        action="store_true",
+        help="replace an existing JSON (and its plot), or an existing --compare plot",
     )
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=cmd_pushtest)
@@ -720,8 +781,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--video", help="MP4 path (default RUN_DIR/replay.mp4)")
     p.add_argument(
         "--camera",
-        default="track",
-        help="track (follows the robot, as the live video) or a model camera: front, side",
+        help="track (follows the robot) or a model camera: front, side (default: the live "
+        "video's, i.e. the run's -e camera_name / camera_id / default_camera_config, else track)",
     )
     p.add_argument("--start", type=float, help="from this time, s")
     p.add_argument("--end", type=float, help="until this time, s")

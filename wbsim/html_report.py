@@ -149,7 +149,7 @@ def write_html(
         ("env", c.get("env")),
         ("controller", c.get("controller")),
         ("controller options", c.get("controller_options", {})),
-        ("env options", c.get("env_options", {})),
+        ("env options", _env_options_shown(c)),
         ("timestep, s", c.get("timestep")),
         ("frame_skip", c.get("frame_skip")),
         ("versions", c.get("versions", {})),
@@ -196,6 +196,19 @@ def write_html(
     except OSError as exc:
         raise WbsimError(f"{out}: could not be written ({exc.strerror or exc})") from None
     return out
+
+
+def _env_options_shown(config: dict[str, Any]) -> dict[str, Any]:
+    """The run's env options for the setup table: a robot logged as its config's fields (or, by
+    an older wbsim, as the config's repr) shown by its name and description (the whole config is
+    ``config.json``'s ``robot_config``)."""
+    options = dict(config.get("env_options") or {})
+    robot = options.get("robot")
+    if isinstance(robot, dict):
+        options["robot"] = f"{robot.get('name')} (config of {robot.get('description')})"
+    elif isinstance(robot, str) and robot.startswith("RobotConfig("):
+        options["robot"] = f"{config.get('robot')} (a config)"
+    return options
 
 
 def _plot_normal_forces(run: RunData) -> Path:

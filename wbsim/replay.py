@@ -7,8 +7,8 @@ sensing recomputed by the rebuilt env's reset, as live), state ``s >= 1`` the st
 ``s - 1`` (row ``s - 1`` of the step table: ``qpos/*``, contacts and commands), with the events the
 detector had emitted by then (:func:`wbsim.scene.frame_events`). Frames are due at the states the
 live loop drew them (:class:`wbsim.scene.FrameClock` on the logged times, plus the final state of a
-run that completed or fell), so :func:`replay_video` with the run's own fps, size and the
-``"track"`` camera writes the frames of the live video, pixel for pixel (``tests/test_replay.py``).
+run that completed or fell), so :func:`replay_video` with the run's own fps, size and camera (the
+defaults) writes the frames of the live video, pixel for pixel (``tests/test_replay.py``).
 
 Where a replay can differ from the live video: an interrupted run (Ctrl-C, an exception) may or
 may not have drawn its last state; a run whose ``rearm_time`` is not below 0.25 s minus a control
@@ -70,8 +70,16 @@ class LoggedRun:
                 )
         from wbsim.envs import make_humanoid
 
+        env_options = dict(cfg["env_options"])
+        robot = env_options.get("robot")
+        if (
+            isinstance(robot, str)
+            and robot.startswith("RobotConfig(")
+            and isinstance(cfg.get("robot_config"), dict)
+        ):  # logged by an older wbsim as the repr of a config: the loaded robot's config rebuilds it
+            env_options["robot"] = cfg["robot_config"]
         try:
-            self.env = make_humanoid(cfg["env"], max_seconds=cfg["seconds"], **cfg["env_options"])
+            self.env = make_humanoid(cfg["env"], max_seconds=cfg["seconds"], **env_options)
         except (WbsimError, TypeError, ValueError) as exc:
             raise WbsimError(
                 f"{self.run.dir}: the env cannot be rebuilt from config.json ({exc})"
@@ -134,10 +142,17 @@ class LoggedRun:
         hi = math.inf if end is None else end + 1e-9
         return [s for s in states if lo <= self.times[s] <= hi]
 
-    def frames(self, states: list[int], camera: str = "track") -> Generator[np.ndarray, None, None]:
+    def frames(
+        self, states: list[int], camera: str | None = None
+    ) -> Generator[np.ndarray, None, None]:
         """The RGB frames ``(height, width, 3)`` ``uint8`` of ``states``, drawn by
-        :class:`~wbsim.scene.Scene` as the live video's are."""
-        scene = Scene(self.robot, self.width, self.height, camera, reset_qpos=self._reset.qpos)
+        :class:`~wbsim.scene.Scene` as the live video's are: with the run's camera (its env's
+        ``camera_options``), or ``camera`` (``"track"``, with the run's tracking distance and
+        angles, or a camera of the model)."""
+        view = self.env.camera_options
+        if camera is not None:
+            view["camera"] = camera
+        scene = Scene(self.robot, self.width, self.height, reset_qpos=self._reset.qpos, **view)
         try:
             for s in states:
                 yield scene.frame(self.values(s))
@@ -171,7 +186,7 @@ def check_window(
 def replay_video(
     run_dir: str | Path,
     video: str | Path | None = None,
-    camera: str = "track",
+    camera: str | None = None,
     start: float | None = None,
     end: float | None = None,
     fps: float | None = None,
@@ -183,7 +198,8 @@ def replay_video(
         run_dir: the run folder.
         video: ``.mp4`` path (default ``RUN_DIR/replay.mp4``); an existing file needs
             ``overwrite``.
-        camera: ``"track"`` (as the live video) or a camera of the model.
+        camera: ``None`` (the live video's: the run's env options ``camera_name``,
+            ``camera_id``, ``default_camera_config``), ``"track"`` or a camera of the model.
         start, end: the stretch of the run, s (default: all of it).
         fps: frames per second (default: the live video's).
         overwrite: replace an existing video file.

@@ -57,6 +57,7 @@ __all__ = [
     "Pose",
     "Robot",
     "example_robot_data_dir",
+    "is_robot_path",
     "load_robot",
     "resolve_config",
 ]
@@ -792,12 +793,21 @@ _DESCRIPTION_SUFFIXES = (".urdf", ".xml")
 _CONFIG_SUFFIXES = (".toml", ".json")
 
 
+def is_robot_path(text: str) -> bool:
+    """Whether :func:`resolve_config` takes ``text`` as a file (a description or a config) rather
+    than a name: it has a folder separator or a description or config suffix."""
+    return os.sep in text or text.lower().endswith(_DESCRIPTION_SUFFIXES + _CONFIG_SUFFIXES)
+
+
 def resolve_config(
-    name_or_path: str | os.PathLike | RobotConfig,
+    name_or_path: str | os.PathLike | RobotConfig | Mapping[str, Any],
     config: RobotConfig | Mapping | str | os.PathLike | None = None,
 ) -> RobotConfig:
     """The :class:`RobotConfig` that :func:`load_robot` builds for the same arguments, without
     building anything (cheap: a command checks its robot before any work).
+
+    ``name_or_path`` may also be a :class:`RobotConfig`'s fields as a dict
+    (:meth:`RobotConfig.to_dict`: how a run's ``config.json`` records a robot given as a config).
 
     Raises:
         UnknownNameError: an unknown name (the message lists the built-in robots and the other
@@ -807,8 +817,15 @@ def resolve_config(
     """
     if isinstance(name_or_path, RobotConfig):
         return name_or_path
+    if isinstance(name_or_path, Mapping):
+        if config is not None:
+            raise RobotLoadError("a robot given as a dict of config fields takes no second config")
+        try:
+            return RobotConfig.from_dict(name_or_path)
+        except TypeError as exc:  # a missing field or a value of the wrong kind
+            raise WbsimError(f"robot config fields: {exc}") from None
     text = str(name_or_path)
-    is_path = os.sep in text or text.lower().endswith(_DESCRIPTION_SUFFIXES + _CONFIG_SUFFIXES)
+    is_path = is_robot_path(text)
     if is_path and not Path(text).expanduser().is_file():
         raise RobotLoadError(f"robot file not found: {Path(text).expanduser()}")
     if text.lower().endswith(_CONFIG_SUFFIXES):  # a config file that names its description
@@ -925,7 +942,7 @@ def _robot_descriptions_path(name: str) -> str:
 
 
 def load_robot(
-    name_or_path: str | os.PathLike | RobotConfig = "g1",
+    name_or_path: str | os.PathLike | RobotConfig | Mapping[str, Any] = "g1",
     *,
     config: RobotConfig | Mapping | str | os.PathLike | None = None,
 ) -> Robot:
@@ -936,7 +953,8 @@ def load_robot(
             ``"romeo"``, ...; see :data:`wbsim.robot_config.ROBOTS`), a path to a URDF
             (``.urdf``) or MJCF (``.xml``) description, a robot config file (``.toml``, ``.json``)
             that names its description, a ``robot_descriptions`` module name
-            (``"h1_mj_description"``, loaded from its cache only), or a :class:`RobotConfig`.
+            (``"h1_mj_description"``, loaded from its cache only), a :class:`RobotConfig`, or a
+            dict of its fields (:meth:`RobotConfig.to_dict`).
         config: for a description path or a ``robot_descriptions`` name: a :class:`RobotConfig`,
             a dict of its fields (``feet``, ``poses``, ...) or a TOML / JSON file of them. Without
             it the robot loads with no feet; :attr:`Robot.feet` then raises :class:`NoFeetError`.

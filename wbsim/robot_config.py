@@ -349,13 +349,13 @@ class RobotConfig:
             )
         desc = Path(str(data["description"])).expanduser()
         if not desc.is_absolute() and (path.parent / desc).exists():
-            desc = path.parent / desc
+            desc = (path.parent / desc).resolve()  # the same file from any working folder
         data["description"] = str(desc)
         data.setdefault("name", Path(str(description)).stem if description else path.stem)
         if isinstance(data.get("scene"), str) and data["scene"]:
             scene = Path(data["scene"]).expanduser()
             if not scene.is_absolute() and (path.parent / scene).exists():
-                data["scene"] = str(path.parent / scene)
+                data["scene"] = str((path.parent / scene).resolve())
         feet = data.get("feet", {})
         if not isinstance(feet, Mapping):
             raise WbsimError(f"{path}: feet must be a table of foot name -> link, got {feet!r}")

@@ -349,7 +349,7 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
                 "seconds": cfg.seconds,
                 "seed": cfg.seed,
                 "controller_options": dict(cfg.controller_options),
-                "env_options": dict(cfg.env_options),
+                "env_options": logged_env_options(cfg.env_options),
                 "video": str(cfg.video or ""),
                 "fps": cfg.fps,
                 "width": cfg.width,
@@ -366,7 +366,10 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
 
             video = VideoWriter(cfg.video, fps=cfg.fps)
         if cfg.video or cfg.web is not None:
-            scene = Scene(robot, cfg.width, cfg.height, reset_qpos=sim.data.qpos)
+            # the env's camera (-e camera_name / camera_id / default_camera_config)
+            scene = Scene(
+                robot, cfg.width, cfg.height, reset_qpos=sim.data.qpos, **env.camera_options
+            )
         if cfg.web is not None:
             cfg.web.load(robot)
             cfg.web.look_at(sim.data.subtree_com[1])
@@ -646,6 +649,28 @@ def _close(summary, pending, video, bar, log, env, cfg, detector, own_events) ->
                 first.add_note(str(other))
         if pending is None:
             raise first
+
+
+def logged_env_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """``options`` as a run's ``config.json`` records them, so that the env can be rebuilt from
+    them (``wbsim replay``): a ``robot`` given as a :class:`~wbsim.robot_config.RobotConfig` (or a
+    :class:`wbsim.Robot`: its config) becomes the config's fields
+    (:meth:`~wbsim.robot_config.RobotConfig.to_dict`, which :func:`wbsim.load_robot` takes back),
+    a robot file its absolute path; a name stays a name."""
+    import os
+
+    from wbsim.robot import Robot, is_robot_path
+    from wbsim.robot_config import RobotConfig
+
+    out = dict(options)
+    robot = out.get("robot")
+    if isinstance(robot, Robot):
+        robot = robot.config
+    if isinstance(robot, RobotConfig):
+        out["robot"] = robot.to_dict()
+    elif isinstance(robot, (str, os.PathLike)) and is_robot_path(str(robot)):
+        out["robot"] = str(Path(robot).expanduser().resolve())
+    return out
 
 
 #: env options that :func:`run_episode` sets itself or that its loop cannot drive, with the reason

@@ -307,6 +307,9 @@ class Scene:
             ``reset_qpos``) or a camera of the model (``"front"``, ``"side"``).
         reset_qpos: ``(nq,)`` the episode's first state (sets the tracking distance, so that any
             stretch of a run is framed as its whole video is).
+        track_body, distance, azimuth, elevation: the ``"track"`` camera's body, distance (m;
+            default: from ``reset_qpos``, else the renderer's), azimuth and elevation (deg)
+            (:class:`wbsim.render.FrameRenderer`; an env's ``camera_options``).
 
     Raises:
         WbsimError: a size or camera the renderer refuses (when the scene is made); no OpenGL
@@ -320,18 +323,31 @@ class Scene:
         height: int = 480,
         camera: str = "track",
         reset_qpos: np.ndarray | None = None,
+        track_body: int = 1,
+        distance: float | None = None,
+        azimuth: float = 135.0,
+        elevation: float = -15.0,
     ):
         from wbsim.render import FrameRenderer, track_distance
 
         self.robot = robot
         self.model = robot.mj_model
         self.data = mujoco.MjData(self.model)
-        distance = None
         if reset_qpos is not None:
             self.data.qpos[:] = reset_qpos
             mujoco.mj_kinematics(self.model, self.data)
-            distance = track_distance(self.data.xpos[1][2])
-        self.renderer = FrameRenderer(self.model, width, height, camera=camera, distance=distance)
+            if distance is None:
+                distance = track_distance(self.data.xpos[track_body][2])
+        self.renderer = FrameRenderer(
+            self.model,
+            width,
+            height,
+            camera=camera,
+            track_body=track_body,
+            distance=distance,
+            azimuth=azimuth,
+            elevation=elevation,
+        )
         self._warm = False
 
     def show(self, values: FrameValues) -> OverlayData:
