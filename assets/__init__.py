@@ -2,8 +2,9 @@
 ``wbsim.assets``).
 
 ``plans/g1_dcc_step.npz``, ``plans/g1_dcc_walk.npz``: the plans of the README's planning section
-(``wbsim dcc plan --task step --seconds 4`` and ``--task walk --seconds 3.5``, Baumgarte 0.05 / 20,
-2026-12-01), replayed by ``wbsim/G1PlanReplay-v0`` (:func:`wbsim.envs.schedules.dcc_plan`).
+(``wbsim dcc plan --task step --seconds 4.5`` and ``--task walk --seconds 4.5``, Baumgarte 0.05 /
+20, ending at rest, 2026-12-02), replayed by ``wbsim/G1PlanReplay-v0``
+(:func:`wbsim.envs.schedules.dcc_plan`).
 """
 
 from pathlib import Path

@@ -27,7 +27,7 @@ def test_complementarity_accuracy_hand_values():
 def test_plan_replay_summary_puts_the_simulated_h_fn_next_to_the_plans():
     """G1PlanReplay-v0 (step plan), 0.3 s: the summary's ``dcc_complementarity`` has the plan's own
     accuracy of its knots and the simulation's over the steps run so far (all inside the plan's
-    4 s), sensed and commanded, finite and >= 0."""
+    4.5 s), sensed and commanded, finite and >= 0."""
     s = run_episode(
         EpisodeConfig(
             env="wbsim/G1PlanReplay-v0", controller="projected_id", seconds=0.3, progress=False

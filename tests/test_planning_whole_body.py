@@ -111,6 +111,23 @@ def test_a_solve_checked_at_all_its_knots(kin, g1):
     assert max(worst.values()) < TOL, worst
 
 
+def test_rest_flags_reach_the_planner(run, kin, g1):
+    """Rest knots (``Task.stop``) are a parameter of the built NLP: flags outside [0, 1] are
+    refused, and the rest term is part of the cost."""
+    from wbsim.planning.receding import com_reference, initial_state
+
+    _, pl = run
+    assert "rest_momentum" in pl.terms and pl.settings.weights["rest_momentum"] > 0
+    start = initial_state(kin, g1)
+    t = np.arange(6) * 0.1
+    ref = com_reference(Task("step"), t, start)
+    with pytest.raises(WbsimError, match="rest flags"):
+        pl.set_parameters(start, ref, start["s"], start["P"], rest=np.full(6, 2.0))
+    pl.set_parameters(
+        start, ref, start["s"], start["P"], rest=Task("step", half_periods=1).rest(t + 2.5)
+    )
+
+
 def test_plan_file_loads_with_numpy_alone(run, tmp_path):
     res, _ = run
     path = plan_file.save_plan(tmp_path / "plan.npz", res)

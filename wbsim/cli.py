@@ -549,6 +549,7 @@ def cmd_dcc(args: argparse.Namespace) -> int:
             knots=args.knots,
             speed=args.speed,
             video=args.video,
+            rest=None if args.no_rest else args.rest,
         )
     return run_compare(json_path=args.json, task=args.task, steps=args.steps, knots=args.knots)
 
@@ -830,6 +831,19 @@ def build_parser() -> argparse.ArgumentParser:
             )
             q.add_argument("--seconds", type=float, default=2.5, help="planned duration, s")
             q.add_argument("--speed", type=float, default=0.1, help="walk: forward speed, m/s")
+            q.add_argument(
+                "--rest",
+                type=float,
+                default=0.3,
+                help="the plan ends at rest: the CoM reference's sway (and walk) slows to a stop "
+                "at the feet's middle after whole half-periods, still for at least the last "
+                "REST s",
+            )
+            q.add_argument(
+                "--no-rest",
+                action="store_true",
+                help="no end at rest: the sway runs until --seconds (plans stop mid-motion)",
+            )
         else:
             q.add_argument("--steps", type=int, default=20, help="receding-horizon solves (K)")
             q.add_argument("--json", help="write the results as JSON")

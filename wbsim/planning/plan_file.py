@@ -190,12 +190,15 @@ def load_plan(path: str | Path) -> dict[str, np.ndarray]:
 
 
 def summary(plan: dict[str, np.ndarray]) -> str:
-    """A few lines: duration, foot lifts, base and CoM displacement, switches, solve figures."""
+    """A few lines: duration, foot lifts, base and CoM displacement, switches, the end state (CoM
+    speed, angular momentum, feet in contact), solve figures."""
     t = plan["times"]
     P = plan["point_positions"]
     lift = [P[:, :4, 2].min(axis=1).max(), P[:, 4:, 2].min(axis=1).max()]
     base = plan["base_position"]
     times = plan["solve_time_s"]
+    mass = plan["point_forces"][0, :, 2].sum() / 9.81  # at rest at the start
+    v_end = plan["momentum"][-1, :3] / mass
     lines = [
         (
             f"plan {plan['formulation']!s} {plan['params_json']!s}: {t[-1]:.2f} s, "
@@ -214,6 +217,11 @@ def summary(plan: dict[str, np.ndarray]) -> str:
             f"  contact switches: {len(plan['switch_times'])} (foot lift-offs: left "
             f"{int(np.sum(np.diff(plan['foot_contact'][:, 0].astype(int)) < 0))}, right "
             f"{int(np.sum(np.diff(plan['foot_contact'][:, 1].astype(int)) < 0))})"
+        ),
+        (
+            f"  end ({t[-1]:.2f} s): CoM speed {100 * np.linalg.norm(v_end):.1f} cm/s, angular "
+            f"momentum {np.linalg.norm(plan['momentum'][-1, 3:]):.3f} kg m^2/s, feet in contact: "
+            f"left {bool(plan['foot_contact'][-1, 0])}, right {bool(plan['foot_contact'][-1, 1])}"
         ),
         (
             f"  solves: median {np.median(times):.2f} s wall, max {np.max(times):.2f} s (CPU median "

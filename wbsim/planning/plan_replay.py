@@ -2,8 +2,11 @@
 
 Owns :func:`reference_from_plan`: the plan's knots (``dt`` apart, 0.1 s for the G1 planner)
 resampled on a fine grid, with the contact phases the plan implies, and a completion after its
-last knot so that the reference ends at rest (the planner's horizon ends wherever it ends: mid-sway,
-or with a foot in the air). Reads the plan with numpy only (:mod:`~wbsim.planning.plan_file`); no
+last knot so that the reference ends at rest. Plans of ``wbsim dcc plan`` end at rest already
+(:class:`~wbsim.planning.receding.Task`: the shipped ones with both feet down and the CoM still
+at the feet's middle), and the completion then only holds; a plan made with ``--no-rest`` ends
+wherever its horizon ends, mid-sway or with a foot in the air, and the completion lands that foot
+and stops the CoM. Reads the plan with numpy only (:mod:`~wbsim.planning.plan_file`); no
 CasADi, no MuJoCo.
 
 Resampling (world frame, SI):

@@ -9,6 +9,7 @@ solution, and the comparison over formulations.
 from __future__ import annotations
 
 import json
+import math
 import statistics
 import sys
 from dataclasses import dataclass, field
@@ -39,6 +40,7 @@ __all__ = [
     "run_compare",
     "run_plan",
     "run_receding",
+    "task_clock",
 ]
 
 #: ``step``: the CoM sways from one foot to the other (period ``period`` s, amplitude
@@ -54,19 +56,81 @@ class Task:
     """A CoM reference: ``name`` (:data:`TASKS`), ``speed`` (m/s, walk), ``sway`` (m),
     ``period`` (s), ``settle`` (s of standing still before the sway starts: the first solve,
     cold-started from rest, is then cheap, and later solves see the sway enter the horizon
-    0.1 s at a time; with 0.3 s the first step solve took 240 iterations)."""
+    0.1 s at a time; with 0.3 s the first step solve took 240 iterations).
+
+    The end at rest: after ``half_periods`` half-periods of sway (``None``: the sway never
+    ends) the reference comes to rest at the feet's middle. The sway's phase runs on a task
+    clock (:func:`task_clock`) whose rate falls from 1 to 0 over the last ``taper`` s (a quintic
+    smoothstep: zero slope and curvature at both ends), ending when the phase has made exactly
+    ``half_periods`` half-periods, at the middle, at :attr:`stop` (s). The walk's forward travel
+    runs on the same clock stopped a quarter period earlier, mid-way through the last step
+    (``speed (half_periods period / 2 - period / 4)`` m in all), so that the last foot lands
+    level with the CoM and the CoM ends between the feet, not ahead of them (on the clock of
+    the sway it ended 6 cm ahead of the feet's middle, on the front edge of the rear sole). The
+    CoM reference arrives with zero velocity and acceleration and stays there. Knots at or after
+    ``stop`` are *rest knots* (:meth:`rest`): the planner's swing target drops to the floor there
+    and their centroidal momentum is penalised (``rest_momentum`` weight), so both feet come down
+    and the robot stops.
+    """
 
     name: str = "step"
     speed: float = 0.1
     sway: float = 0.14
     period: float = 2.8
     settle: float = 1.0
+    half_periods: int | None = None
+    taper: float = 0.8
 
     def __post_init__(self):
         if self.name not in TASKS:
             raise UnknownNameError("task", self.name, TASKS)
         if not (np.isfinite(self.speed) and abs(self.speed) <= 0.5):
             raise WbsimError(f"speed must be in [-0.5, 0.5] m/s, got {self.speed}")
+        if self.half_periods is None:
+            return
+        if not (isinstance(self.half_periods, int) and self.half_periods >= 1):
+            raise WbsimError(
+                f"half_periods must be an integer >= 1 or None, got {self.half_periods!r}"
+            )
+        longest = (self.half_periods - 0.5) * self.period  # the walk's clock starts its taper
+        if not (np.isfinite(self.taper) and 0 < self.taper <= longest):  # after settle
+            raise WbsimError(
+                f"taper must be in (0, (half_periods - 1/2) period] = (0, {longest:g}] s, "
+                f"got {self.taper}"
+            )
+
+    @property
+    def stop(self) -> float | None:
+        """When the reference comes to rest, s: ``settle + half_periods period / 2 + taper /
+        2`` (the taper runs the clock at half speed on average); ``None`` without an end."""
+        if self.half_periods is None:
+            return None
+        return self.settle + self.half_periods * self.period / 2 + self.taper / 2
+
+    def rest(self, t: np.ndarray) -> np.ndarray:
+        """``(len(t),)`` 1.0 at rest knots (``t >= stop``, s), else 0.0 (all 0 without an end)."""
+        t = np.asarray(t, float)
+        stop = self.stop
+        if stop is None:
+            return np.zeros(t.shape)
+        return (t >= stop - 1e-9).astype(float)
+
+
+def task_clock(task: Task, t: np.ndarray, early: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """The task clock of :class:`Task` at times ``t`` (s), stopped ``early`` s before ``stop``:
+    its rate ``w`` (1 until ``stop - early - taper``, then ``1 - S(u)``, ``S(u) = 10 u^3 - 15 u^4
+    + 6 u^5``, ``u`` from 0 to 1 over the taper, 0 from ``stop - early`` on) and its time since
+    ``settle``, s (0 before it; ``half_periods period / 2 - early`` at the end). Without an end:
+    ``w = 1`` and ``t - settle``."""
+    t = np.asarray(t, float)
+    tt = np.maximum(t, task.settle) - task.settle
+    stop = task.stop
+    if stop is None:
+        return np.ones(t.shape), tt
+    a = stop - early - task.taper - task.settle  # the taper's start on the clock (>= 0)
+    u = np.clip((tt - a) / task.taper, 0.0, 1.0)
+    w = 1.0 - (10 * u**3 - 15 * u**4 + 6 * u**5)
+    return w, np.minimum(tt, a) + task.taper * (u - 2.5 * u**4 + 3 * u**5 - u**6)
 
 
 def initial_state(kin: G1Kinematics, robot=None) -> dict[str, np.ndarray]:
@@ -94,14 +158,16 @@ def initial_state(kin: G1Kinematics, robot=None) -> dict[str, np.ndarray]:
 
 def com_reference(task: Task, t: np.ndarray, start: dict[str, np.ndarray]) -> np.ndarray:
     """CoM reference ``(len(t), 3)`` (m, world) at times ``t`` (s) from the initial state
-    ``start`` (its CoM; the feet centre gives the sway's centre)."""
+    ``start`` (its CoM; the feet centre gives the sway's centre), on the task clock
+    (:func:`task_clock`: with ``half_periods`` the sway and the walk slow to a stop)."""
     centre = start["P"].mean(axis=0)
     x0 = start["x"]
-    tt = np.maximum(np.asarray(t, float) - task.settle, 0.0)
+    t = np.asarray(t, float)
+    _, tt = task_clock(task, t)
     ref = np.tile(x0, (len(tt), 1))
     ref[:, 1] = centre[1] + task.sway * np.sin(2 * np.pi * tt / task.period)
     if task.name == "walk":
-        ref[:, 0] = x0[0] + task.speed * tt
+        ref[:, 0] = x0[0] + task.speed * task_clock(task, t, early=task.period / 4)[1]
     return ref
 
 
@@ -180,7 +246,9 @@ def run_receding(
     solves = []
     for j in range(steps):
         t = (j + np.arange(N)) * dt
-        planner.set_parameters(state, com_reference(task, t, start), s_ref, start["P"])
+        planner.set_parameters(
+            state, com_reference(task, t, start), s_ref, start["P"], rest=task.rest(t)
+        )
         planner.set_guess(guess_s, guess_c, lam)
         res = planner.solve()
         hf = np.clip(res.states["P"][:, :, 2], 0, None) * np.clip(res.states["F"][:, :, 2], 0, None)
@@ -246,11 +314,20 @@ def run_plan(
     knots: int = 10,
     speed: float = 0.1,
     video: str | None = None,
+    rest: float | None = 0.3,
 ) -> int:
     """``wbsim dcc plan``: plan ``seconds`` of motion, write the plan file (and the video).
 
+    ``rest``: the plan ends at rest, its reference still for at least the last ``rest`` s: the
+    sway makes as many half-periods as fit (:class:`Task` ``half_periods``; none: the plan
+    stands still); ``None``: the sway runs to the end (the plan stops mid-motion, as the plans
+    before the end at rest did).
+
     Returns 0 when every solve succeeded, 1 otherwise (the plan is written either way, its
     ``solve_status`` says which failed).
+
+    Raises:
+        WbsimError: bad ``seconds`` or ``rest``.
     """
     from wbsim.errors import check_output_file
     from wbsim.planning import plan_file
@@ -267,7 +344,17 @@ def run_plan(
     )
     settings.check()
     steps = round(seconds / settings.dt)
-    res = run_receding(steps, settings, Task(task, speed=speed), progress=True)
+    if rest is not None and not (np.isfinite(rest) and rest >= 0):
+        raise WbsimError(f"--rest must be a number of seconds >= 0, got {rest}")
+    the_task = Task(task, speed=speed)
+    if rest is not None:
+        room = steps * settings.dt - rest - the_task.settle - the_task.taper / 2
+        halves = math.floor(room / (the_task.period / 2) + 1e-9)
+        if halves >= 1:
+            the_task = Task(task, speed=speed, half_periods=halves)
+        else:  # too short for half a sway: stand
+            the_task = Task(task, speed=0.0, sway=0.0)
+    res = run_receding(steps, settings, the_task, progress=True)
     path = plan_file.save_plan(out, res)
     print(plan_file.summary(plan_file.load_plan(path)))
     if video:

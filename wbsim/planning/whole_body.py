@@ -30,7 +30,10 @@ Model (flat ground, ``n = e3``; every vector in the world frame):
   point is pulled towards ``swing_height`` with one constant weight, so a foot that the CoM
   reference leaves unloaded gains by lifting, and none is told when. (A weight that grew as the
   force fell, ``exp(-f_z / f_swing)``, was tried first: its gradient rewards *loading* both feet,
-  and no foot lifted.)
+  and no foot lifted.) At *rest knots* (a per-knot parameter ``r_k`` in ``[0, 1]``, 1 once the
+  task's reference has come to rest: :meth:`wbsim.planning.receding.Task.rest`) the swing target
+  is ``(1 - r_k) swing_height`` (the floor: both feet come down) and ``rest_momentum`` adds
+  ``r_k |h_k|^2`` (the centroidal momentum, linear and angular: the robot stops).
 """
 
 from __future__ import annotations
@@ -79,7 +82,7 @@ class PlannerSettings:
             N/s. mu: friction coefficient of the pyramid.
         d_min: least lateral distance of the feet, m. M_hf: largest feet height difference, m.
         com_z_min: least CoM height, m. M_homega: angular momentum bound, kg m²/s.
-        swing_height: height the swing term pulls the points to, m.
+        swing_height: height the swing term pulls the points to, m (at rest knots: 0).
         weights: cost weights by term name.
         ipopt: IPOPT options (replace the defaults of :data:`IPOPT_OPTIONS`).
     """
@@ -111,6 +114,7 @@ class PlannerSettings:
             "force_spread": 1e-4,
             "foot_lateral": 100.0,
             "foot_forward": 100.0,
+            "rest_momentum": 1.0,
         }
     )
     ipopt: dict[str, Any] = field(default_factory=dict)
@@ -211,15 +215,22 @@ class Planner:
         com_ref: np.ndarray,
         s_ref: np.ndarray,
         P_ref: np.ndarray,
+        rest: np.ndarray | None = None,
     ) -> None:
         """Initial state (:data:`STATE_FIELDS`, ``P``/``F`` as ``(8, 3)``), CoM reference
         ``(knots, 3)`` m, posture reference ``(n,)`` rad, sole point reference ``(8, 3)`` m (its
-        x and y enter the ``foot_forward`` and ``foot_lateral`` terms)."""
+        x and y enter the ``foot_forward`` and ``foot_lateral`` terms), rest flags ``(knots,)``
+        in ``[0, 1]`` (module docstring; ``None``: no rest knot)."""
         for name in STATE_FIELDS:
             self.opti.set_value(self.par[name], _col(initial[name]))
         self.opti.set_value(self.par["com_ref"], np.asarray(com_ref, float).T)
         self.opti.set_value(self.par["s_ref"], np.asarray(s_ref, float))
         self.opti.set_value(self.par["P_ref"], _col(P_ref))
+        N = self.settings.knots
+        r = np.zeros(N) if rest is None else np.asarray(rest, float).reshape(N)
+        if not np.all((r >= 0) & (r <= 1)):
+            raise WbsimError(f"rest flags must be in [0, 1], got {r}")
+        self.opti.set_value(self.par["rest"], r)
 
     def set_guess(
         self,
@@ -320,6 +331,7 @@ def build_planner(kin: G1Kinematics, settings: PlannerSettings | None = None) ->
     par["com_ref"] = opti.parameter(3, N)
     par["s_ref"] = opti.parameter(n)
     par["P_ref"] = opti.parameter(24)
+    par["rest"] = opti.parameter(N)
     X = {
         name: [par[name]] + [opti.variable(sizes[name]) for _ in range(1, N)]
         for name in STATE_FIELDS
@@ -405,9 +417,13 @@ def build_planner(kin: G1Kinematics, settings: PlannerSettings | None = None) ->
     terms["tangential_force"] = sum(
         X["F"][k][3 * i] ** 2 + X["F"][k][3 * i + 1] ** 2 for k in range(1, N) for i in range(8)
     )
+    rest = par["rest"]
     terms["swing"] = sum(
-        (X["P"][k][3 * i + 2] - st.swing_height) ** 2 for k in range(1, N) for i in range(8)
+        (X["P"][k][3 * i + 2] - (1 - rest[k]) * st.swing_height) ** 2
+        for k in range(1, N)
+        for i in range(8)
     )
+    terms["rest_momentum"] = sum(rest[k] * ca.sumsqr(X["h"][k]) for k in range(1, N))
     P_ref = par["P_ref"]
     terms["foot_lateral"] = sum(
         (X["P"][k][3 * i + 1] - P_ref[3 * i + 1]) ** 2 for k in range(1, N) for i in range(8)
