@@ -198,7 +198,14 @@ def test_cli_plan_and_compare(tmp_path, capsys):
     )
     assert code == 0 and "foot lift" in capsys.readouterr().out
     assert str(plan_file.load_plan(out)["formulation"]) == "relaxed"
-    assert main(["dcc", "plan", "--out", str(out), "--formulation", "bogus"]) == 2
+    assert main(["dcc", "plan", "--out", str(out), "--formulation", "bogus", "--overwrite"]) == 2
+    assert "bogus" in capsys.readouterr().err
+    # an existing plan is never replaced silently; a plan is a .npz (checked before the work)
+    before = out.read_bytes()
+    assert main(["dcc", "plan", "--out", str(out), "--seconds", "0.1", "--knots", "4"]) == 2
+    assert "exists" in capsys.readouterr().err and out.read_bytes() == before
+    assert main(["dcc", "plan", "--out", str(tmp_path / "p.txt")]) == 2
+    assert ".npz" in capsys.readouterr().err and not (tmp_path / "p.txt").exists()
     js = tmp_path / "c.json"
     assert (
         run_compare(str(js), steps=1, knots=4, grid=[("baumgarte", {"eps": 0.05, "K_bs": 20.0})])
@@ -207,3 +214,15 @@ def test_cli_plan_and_compare(tmp_path, capsys):
     row = json.loads(js.read_text())["rows"][0]
     for key in ("formulation", "params", "status", "iterations", "solve_time_s", "accuracy"):
         assert key in row
+
+
+@pytest.mark.parametrize("command", ["toy", "compare"])
+def test_dcc_json_outputs_are_not_replaced_silently(command, tmp_path, capsys):
+    """``wbsim dcc toy|compare --json F`` with ``F`` existing: refused before any solve, the file
+    left as it was."""
+    from wbsim.cli import main
+
+    out = tmp_path / "r.json"
+    out.write_text('{"mine": 1}')
+    assert main(["dcc", command, "--json", str(out)]) == 2
+    assert "exists" in capsys.readouterr().err and out.read_text() == '{"mine": 1}'

@@ -536,7 +536,7 @@ def cmd_dcc(args: argparse.Namespace) -> int:
     if args.dcc_command == "toy":
         from wbsim.planning.toy import run_toy
 
-        return run_toy(args.json, args.repeats, args.ipopt_defaults)
+        return run_toy(args.json, args.repeats, args.ipopt_defaults, args.overwrite)
     from wbsim.planning.receding import run_compare, run_plan
 
     if args.dcc_command == "plan":
@@ -550,8 +550,15 @@ def cmd_dcc(args: argparse.Namespace) -> int:
             speed=args.speed,
             video=args.video,
             rest=None if args.no_rest else args.rest,
+            overwrite=args.overwrite,
         )
-    return run_compare(json_path=args.json, task=args.task, steps=args.steps, knots=args.knots)
+    return run_compare(
+        json_path=args.json,
+        task=args.task,
+        steps=args.steps,
+        knots=args.knots,
+        overwrite=args.overwrite,
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -801,6 +808,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     q.add_argument("--json", help="write the results (with trajectories) as JSON")
     q.add_argument("--repeats", type=int, default=3, help="solves per setting (median time)")
+    q.add_argument("--overwrite", action="store_true", help="replace an existing --json")
     q.add_argument(
         "--ipopt-defaults",
         action="store_true",
@@ -818,6 +826,12 @@ def build_parser() -> argparse.ArgumentParser:
             help="step in place, or walk forward at --speed",
         )
         q.add_argument("--knots", type=int, default=10, help="horizon knots (dt 0.1 s)")
+        q.add_argument(
+            "--overwrite",
+            action="store_true",
+            help="replace existing outputs ("
+            + ("--out, --video)" if name == "plan" else "--json)"),
+        )
         if name == "plan":
             q.add_argument("--out", default="runs/dcc_plan.npz", help="plan file (.npz)")
             q.add_argument("--video", help="MP4 of the kinematic replay with the point forces")

@@ -315,8 +315,10 @@ def run_plan(
     speed: float = 0.1,
     video: str | None = None,
     rest: float | None = 0.3,
+    overwrite: bool = False,
 ) -> int:
-    """``wbsim dcc plan``: plan ``seconds`` of motion, write the plan file (and the video).
+    """``wbsim dcc plan``: plan ``seconds`` of motion, write the plan file (and the video); an
+    existing plan file or video is replaced only with ``overwrite`` (checked before the work).
 
     ``rest``: the plan ends at rest, its reference still for at least the last ``rest`` s: the
     sway makes as many half-periods as fit (:class:`Task` ``half_periods``; none: the plan
@@ -332,9 +334,11 @@ def run_plan(
     from wbsim.errors import check_output_file
     from wbsim.planning import plan_file
 
-    check_output_file(out, "plan file")
+    if not str(out).endswith(".npz"):
+        raise WbsimError(f"--out must name a .npz file (numpy's archive), got {out!r}")
+    check_output_file(out, "plan file", overwrite)
     if video:
-        check_output_file(video, "--video")
+        check_output_file(video, "--video", overwrite)
     if not (np.isfinite(seconds) and 0 < seconds <= 20):
         raise WbsimError(f"--seconds must be in (0, 20], got {seconds}")
     settings = PlannerSettings(
@@ -376,7 +380,12 @@ COMPARE_GRID: list[tuple[str, dict[str, float]]] = [
 
 
 def run_compare(
-    json_path: str | None = None, task: str = "step", steps: int = 20, knots: int = 10, grid=None
+    json_path: str | None = None,
+    task: str = "step",
+    steps: int = 20,
+    knots: int = 10,
+    grid=None,
+    overwrite: bool = False,
 ) -> int:
     """``wbsim dcc compare``: the planner in receding horizon for ``steps`` solves per setting of
     :data:`COMPARE_GRID`; a table (median solve time, iterations, accuracy ``mean(sum_i h_i
@@ -384,7 +393,7 @@ def run_compare(
     from wbsim.errors import check_output_file
 
     if json_path:
-        check_output_file(json_path, "--json")
+        check_output_file(json_path, "--json", overwrite)
     kin = load_kinematics()
     rows: list[dict[str, Any]] = []
     print(

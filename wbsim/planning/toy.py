@@ -339,14 +339,20 @@ def format_table(results: list[ToyResult]) -> str:
     return "\n".join(lines)
 
 
-def run_toy(json_path: str | None = None, repeats: int = 3, ipopt_defaults: bool = False) -> int:
+def run_toy(
+    json_path: str | None = None,
+    repeats: int = 3,
+    ipopt_defaults: bool = False,
+    overwrite: bool = False,
+) -> int:
     """``wbsim dcc toy``: the sweep, its table on stdout, the JSON (with trajectories) if asked.
 
     Returns 0 when every setting solved (a local minimum counts as solved, and is flagged), 1 when
     IPOPT failed on one.
 
     Raises:
-        WbsimError: ``repeats < 1``; ``json_path`` cannot be written (checked before the work).
+        WbsimError: ``repeats < 1``; ``json_path`` cannot be written, or exists without
+            ``overwrite`` (checked before the work).
     """
     import json
     import sys
@@ -355,7 +361,7 @@ def run_toy(json_path: str | None = None, repeats: int = 3, ipopt_defaults: bool
     from wbsim.errors import check_output_file
 
     if json_path:
-        check_output_file(json_path, "--json")
+        check_output_file(json_path, "--json", overwrite)
     if repeats < 1:
         raise WbsimError(f"--repeats must be >= 1, got {repeats}")
     started = time.perf_counter()
