@@ -35,6 +35,14 @@ __all__ = [
 
 ENTRY_POINT = "wbsim.envs.humanoid:make_humanoid_env"
 
+
+def _gait(robot: str, plan: Any, **options: Any) -> dict[str, Any]:
+    """The options of a gait env: its robot and plan, and MuJoCo's no-slip solver (5 iterations):
+    without it a loaded stance sole creeps (soft friction) and the diagnostics count slips all
+    through each stance (docs/locomotion.md)."""
+    return {"robot": robot, "plan": plan, "noslip_iterations": 5, **options}
+
+
 #: Registered ids -> keyword arguments of :func:`wbsim.envs.humanoid.make_humanoid_env` (any
 #: :class:`~wbsim.envs.humanoid.HumanoidEnv` option, plus ``action_mode="residual"`` options).
 ENV_IDS: dict[str, dict[str, Any]] = {
@@ -43,31 +51,18 @@ ENV_IDS: dict[str, dict[str, Any]] = {
     "wbsim/G1Push-v0": {"robot": "g1", "push_magnitude": 40.0, "push_interval": 2.0},
     "wbsim/TalosPush-v0": {"robot": "talos", "push_magnitude": 100.0, "push_interval": 2.0},
     "wbsim/G1OneLeg-v0": {"robot": "g1", "plan": one_leg_plan, "max_seconds": 7.5},
-    # the gaits run MuJoCo's no-slip solver: without it a loaded stance sole creeps (soft
-    # friction) and the diagnostics count slips all through each stance (docs/locomotion.md)
-    "wbsim/G1StepInPlace-v0": {"robot": "g1", "plan": stepping_plan, "noslip_iterations": 5},
-    "wbsim/G1Walk-v0": {
-        "robot": "g1",
-        "plan": walking_plan,
-        "reward_weights": {"base_velocity": 1.0},
-        "noslip_iterations": 5,
-    },
-    "wbsim/TalosStepInPlace-v0": {"robot": "talos", "plan": stepping_plan, "noslip_iterations": 5},
-    "wbsim/TalosWalk-v0": {
-        "robot": "talos",
-        "plan": walking_plan,
-        "reward_weights": {"base_velocity": 1.0},
-        "noslip_iterations": 5,
-    },
+    "wbsim/G1StepInPlace-v0": _gait("g1", stepping_plan),
+    "wbsim/G1Walk-v0": _gait("g1", walking_plan, reward_weights={"base_velocity": 1.0}),
+    "wbsim/TalosStepInPlace-v0": _gait("talos", stepping_plan),
+    "wbsim/TalosWalk-v0": _gait("talos", walking_plan, reward_weights={"base_velocity": 1.0}),
     "wbsim/G1PlanReplay-v0": {"robot": "g1", "plan": dcc_plan, "max_seconds": 6.0},
-    "wbsim/G1PushStep-v0": {
-        "robot": "g1",
-        "plan": stepping_plan,
-        "push_magnitude": 110.0,
-        "push_interval": 3.0,
-        "plan_options": {"single_support": 0.4, "double_support": 0.15, "n_steps": 18},
-        "noslip_iterations": 5,
-    },
+    "wbsim/G1PushStep-v0": _gait(
+        "g1",
+        stepping_plan,
+        push_magnitude=110.0,
+        push_interval=3.0,
+        plan_options={"single_support": 0.4, "double_support": 0.15, "n_steps": 18},
+    ),
     "wbsim/ICubStand-v0": {"robot": "icub"},
     "wbsim/RomeoStand-v0": {"robot": "romeo"},
     # the G1 with hands leans on a wall with its right hand and lifts its right foot

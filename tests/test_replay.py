@@ -1,5 +1,7 @@
 """``wbsim replay`` draws a logged run frame for frame as its live video was drawn."""
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
 import imageio.v3 as iio
@@ -30,16 +32,7 @@ RUNS = {
 def live(request, tmp_path_factory):
     """A run with its log, its MP4 and the frames handed to the video writer (before encoding)."""
     d = tmp_path_factory.mktemp(request.param)
-    frames = []
-    append = VideoWriter.append
-
-    def keep(self, frame):
-        frames.append(np.array(frame))
-        append(self, frame)
-
-    mp = pytest.MonkeyPatch()
-    mp.setattr(VideoWriter, "append", keep)
-    try:
+    with _kept_frames() as frames:
         summary = run_episode(
             EpisodeConfig(
                 **RUNS[request.param],
@@ -50,9 +43,25 @@ def live(request, tmp_path_factory):
                 progress=False,
             )
         )
+    return d, summary, frames
+
+
+@contextlib.contextmanager
+def _kept_frames() -> Iterator[list[np.ndarray]]:
+    """The frames handed to the video writer (before encoding) while the block runs."""
+    frames: list[np.ndarray] = []
+    append = VideoWriter.append
+
+    def keep(self, frame):
+        frames.append(np.array(frame))
+        append(self, frame)
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(VideoWriter, "append", keep)
+    try:
+        yield frames
     finally:
         mp.undo()
-    return d, summary, frames
 
 
 def test_replayed_frames_equal_the_live_frames(live):
@@ -273,16 +282,7 @@ def test_a_run_logged_with_a_config_repr_replays_from_its_robot_config(tmp_path,
 def _first_frames(tmp_path, name: str, env_options: dict) -> tuple[np.ndarray, np.ndarray]:
     """The first live frame of a 0.1 s run with ``env_options`` and the first frame of its
     replay (default camera)."""
-    frames = []
-    append = VideoWriter.append
-
-    def keep(self, frame):
-        frames.append(np.array(frame))
-        append(self, frame)
-
-    mp = pytest.MonkeyPatch()
-    mp.setattr(VideoWriter, "append", keep)
-    try:
+    with _kept_frames() as frames:
         run_episode(
             EpisodeConfig(
                 seconds=0.1,
@@ -294,8 +294,6 @@ def _first_frames(tmp_path, name: str, env_options: dict) -> tuple[np.ndarray, n
                 env_options=env_options,
             )
         )
-    finally:
-        mp.undo()
     logged = LoggedRun(tmp_path / name)
     replayed = next(logged.frames(logged.frame_states()))
     logged.close()
