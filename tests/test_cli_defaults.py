@@ -115,12 +115,20 @@ def test_baseline_and_pushtest_help_show_their_defaults(command, defaults, capsy
 def test_pushtest_compare_writes_its_documented_default_and_keeps_an_existing_plot(
     tmp_path, monkeypatch, capsys
 ):
-    from pathlib import Path
+    import json
 
     from wbsim.cli import COMPARE_PLOT
 
-    videos = Path(__file__).resolve().parents[1] / "videos"
-    results = [str(videos / f"pushtest_g1_stand_{c}.json") for c in ("projected_id", "push_step")]
+    results = []  # two small results of the protocol's form (an sdist ships no videos/)
+    for name, impulses in (("projected_id", [10.7, 15.2, 16.9, 11.3]), ("push_step", [22.8] * 4)):
+        path = tmp_path / f"{name}.json"
+        config = {"env": "wbsim/G1Stand-v0", "controller": name, "duration": 0.1}
+        path.write_text(
+            json.dumps(
+                {"config": config, "directions_deg": [0, 90, 180, 270], "max_impulse": impulses}
+            )
+        )
+        results.append(str(path))
     monkeypatch.chdir(tmp_path)
     with pytest.raises(SystemExit):
         main(["pushtest", "--help"])

@@ -38,15 +38,15 @@ def quat_to_rot(rho):
     The unnormalised form ``R = (w² - |v|²) I + 2 v v^T + 2 w [v]x`` divided by ``|rho|²`` is not
     used: the planner constrains ``|rho| = 1``, so the homogeneous form below is exact there.
     """
-    import casadi as ca
-
     w, x, y, z = rho[0], rho[1], rho[2], rho[3]
     rows = [
         [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
         [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
         [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
     ]
-    if type(w).__module__.startswith("casadi"):
+    if type(w).__module__.startswith("casadi"):  # numpy needs no CasADi (the [plan] extra)
+        import casadi as ca
+
         return ca.vertcat(*[ca.horzcat(*r) for r in rows])
     return np.array(rows, dtype=float)
 
