@@ -525,6 +525,7 @@ def walking_plan(
     zmp_inward: float = 0.015,
     zmp_travel: float = 0.06,
     first_swing: str = "right_foot",
+    momentum: bool = True,
 ) -> ReferencePlan:
     """Walk straight ahead (along the feet's heading at reset) at ``speed`` m/s: ``n_steps`` steps
     of ``speed (single_support + double_support)`` m from the LIPM/DCM pattern generator
@@ -537,7 +538,9 @@ def walking_plan(
     force, so above ~8.4 N per point (~1.0 m/s^2 on one foot of the G1) the diagnostics count
     ``planar_complementarity`` (0.02 W) in every stance (docs/locomotion.md). A single support of
     0.5 s (0.4 s of double support) lowers that acceleration but swings the foot faster: its
-    momentum then asks the stance ankle for more than the G1's 35 N·m in pitch.
+    momentum then asks the stance ankle for more than the G1's 35 N·m in pitch. ``momentum``:
+    the reference gives the LIPM's centroidal angular momentum, 0, which adds ``projected_id``'s
+    momentum task (``False``: it does not; Talos walks better without it, docs/locomotion.md).
 
     Raises:
         WbsimError: ``|speed| > MAX_WALK_SPEED`` or invalid gait values
@@ -565,7 +568,7 @@ def walking_plan(
     )
 
     def build(c):
-        return plan_walk(params, **_walk_inputs(c))
+        return plan_walk(params, **_walk_inputs(c), momentum=momentum)
 
     def velocity(c):  # along the feet's mean heading at reset
         R = c.get("left_foot_rotation", np.eye(3)) + c.get("right_foot_rotation", np.eye(3))
@@ -583,6 +586,7 @@ def stepping_plan(
     touchdown_speed: float = 0.02,
     zmp_inward: float = 0.015,
     first_swing: str = "right_foot",
+    momentum: bool = True,
 ) -> ReferencePlan:
     """Step in place: :func:`walking_plan` at speed 0 (the feet land where they lifted; the CoM
     sways from sole to sole on the LIPM). With the defaults: 12 steps, the first lift-off at 0.8 s,
@@ -597,6 +601,7 @@ def stepping_plan(
         zmp_inward=zmp_inward,
         zmp_travel=0.0,
         first_swing=first_swing,
+        momentum=momentum,
     )
 
 

@@ -331,3 +331,21 @@ def test_reference_schedule_and_errors():
         WalkingParameters(first_swing="tail")
     with pytest.raises(WbsimError, match="single_support"):
         WalkingParameters(single_support=0.0)
+
+
+def test_the_gait_envs_momentum_reference():
+    """The walking plans give the LIPM's angular momentum (0) unless told not to: TalosWalk-v0
+    does not (Talos walks better without projected_id's momentum task, docs/locomotion.md)."""
+    from wbsim.envs import make
+
+    for env_id, given in (
+        ("wbsim/G1Walk-v0", True),
+        ("wbsim/TalosStepInPlace-v0", True),
+        ("wbsim/TalosWalk-v0", False),
+    ):
+        env = make(env_id)
+        env.reset(seed=0)
+        targets = env.unwrapped.schedule().targets
+        assert ("angular_momentum" in targets) == given, env_id
+        assert ("angular_momentum_rate" in targets) == given, env_id
+        env.close()

@@ -372,6 +372,7 @@ def plan_walk(
     floor_height: float = 0.0,
     duration: float | None = None,
     sole_depth: Mapping[str, float] | None = None,
+    momentum: bool = True,
 ) -> WholeBodyReference:
     """The walk of ``params`` from rest as a :class:`~wbsim.reference.WholeBodyReference`.
 
@@ -390,6 +391,8 @@ def plan_walk(
         duration: sample the reference up to this time, s (default: 1 s after the walk's end).
         sole_depth: per foot, the height of the foot frame above its sole when level, m: a step
             lands the frame at ``floor_height + sole_depth`` (``None``: at its start height).
+        momentum: give the LIPM's centroidal angular momentum (0) as a reference, which asks a
+            tracking controller to hold it (``False``: no momentum in the reference).
 
     Returns:
         The reference: CoM, DCM and ZMP of :class:`LipmTrajectory` (CoM height constant),
@@ -398,7 +401,8 @@ def plan_walk(
         ``"swing_<foot>"``, ``"double_support"``, ``"stand"``), foot wrenches (the LIPM's force
         ``m (cdd + g e_z)`` shared in proportion to the ZMP's place between the two stance ZMP
         points, each foot's centre of pressure at its ZMP point moved by what puts the total
-        at the planned ZMP), and a centroidal angular momentum of 0 (the LIPM's, with rate 0).
+        at the planned ZMP), and (``momentum``) a centroidal angular momentum of 0 (the LIPM's,
+        with rate 0).
 
     Raises:
         WbsimError: a CoM not above the floor; the free ZMP knot of the start outside the
@@ -577,8 +581,8 @@ def plan_walk(
         dcm=dcm,
         # the LIPM's point mass has no angular momentum about the CoM: asked of the whole body,
         # the swing leg's momentum is balanced by the upper body, not by the stance sole
-        angular_momentum=np.zeros((times.size, 3)),
-        angular_momentum_rate=np.zeros((times.size, 3)),
+        angular_momentum=np.zeros((times.size, 3)) if momentum else None,
+        angular_momentum_rate=np.zeros((times.size, 3)) if momentum else None,
         footsteps=tuple(steps),
         source=(
             f"walking pattern generator: {params.n_steps} steps of {params.step_length:g} m, "
