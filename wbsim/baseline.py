@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from wbsim.envs import RESET_NOISE_SCALE
+from wbsim.jsonfile import write_json
 from wbsim.rollout import EpisodeConfig, check_seed, run_episode
 
 __all__ = ["DEFAULT_EPISODES", "default_json_path", "run_baseline"]
@@ -198,13 +199,13 @@ def run_baseline(
             if per and json_path:
                 out = {**head, **_aggregate(per, seed, seconds, reset_noise_scale)}
                 out["interrupted"] = f"Ctrl-C after {len(per)} of {episodes} episodes"
-                _write(json_path, out)
+                write_json(json_path, out)
             raise
     else:
         per = map_calls(_episode, calls, workers, address, progress)
     out = {**head, **_aggregate(per, seed, seconds, reset_noise_scale)}
     if json_path:
-        _write(json_path, out)
+        write_json(json_path, out)
     return out
 
 
@@ -233,8 +234,3 @@ def _aggregate(
         "events": violations,
         "per_episode": per,
     }
-
-
-def _write(json_path: str | Path, out: dict[str, Any]) -> None:
-    Path(json_path).parent.mkdir(parents=True, exist_ok=True)
-    Path(json_path).write_text(json.dumps(out, indent=2))

@@ -78,7 +78,6 @@ few, short blocks (a smoke test, not figures).
 from __future__ import annotations
 
 import datetime
-import json
 import math
 import os
 import platform
@@ -94,6 +93,7 @@ import mujoco
 import numpy as np
 
 from wbsim.errors import WbsimError
+from wbsim.jsonfile import write_json
 
 if TYPE_CHECKING:
     from wbsim.envs.humanoid import HumanoidEnv
@@ -1201,7 +1201,5 @@ def run_bench(robot: str = "g1", json_path: str | Path | None = None, quick: boo
     result = _json_ready(_collect(robot, QUICK if quick else FULL))
     print(format_table(result))
     if json_path is not None:
-        path = Path(json_path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(result, indent=2, allow_nan=False) + "\n")
+        write_json(json_path, result, allow_nan=False)
     return 0

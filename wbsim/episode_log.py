@@ -47,6 +47,7 @@ from typing import Any, Self
 import numpy as np
 
 from wbsim.errors import WbsimError, check_writable_folder
+from wbsim.jsonfile import read_json, write_json
 
 __all__ = ["EpisodeLog", "RunData", "load_run", "state_columns", "write_parquet"]
 
@@ -127,11 +128,11 @@ class EpisodeLog:
         self.n_cols = len(self.columns)
         self.n_rows = 0
         self.n_events = 0
-        _write_json(self.dir / CONFIG_FILE, _jsonable(config or {}), 2)
-        _write_json(
+        write_json(self.dir / CONFIG_FILE, _jsonable(config or {}))
+        write_json(
             self.dir / COLUMNS_FILE,
             {"columns": list(self.columns), "units": dict(units or {}), "dtype": "<f8"},
-            1,
+            indent=1,
         )
         for stale in (
             SUMMARY_FILE,
@@ -227,7 +228,7 @@ class EpisodeLog:
 
         Raises:
             WbsimError: it cannot be written (the message names it and the cause)."""
-        _write_json(self.dir / SUMMARY_FILE, _jsonable(summary), 2)
+        write_json(self.dir / SUMMARY_FILE, _jsonable(summary))
 
     def close(self) -> None:
         """Close the files, then write ``steps.parquet`` from ``steps.f64`` (:func:`write_parquet`).
@@ -279,37 +280,6 @@ class RunData:
         return [self.columns[i] for i in idx], self.steps[:, idx]
 
 
-def _write_json(path: Path, obj: Any, indent: int) -> None:
-    """``obj`` as JSON into ``path``, atomically (a temporary file renamed over it: a full disk
-    leaves no half file).
-
-    Raises:
-        WbsimError: it cannot be written, naming the file and the cause.
-    """
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        tmp.write_text(json.dumps(obj, indent=indent))
-        tmp.replace(path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise WbsimError(f"{path}: could not be written ({exc.strerror or exc})") from None
-
-
-def _read_json(path: Path, default: Any = None) -> Any:
-    """The JSON in ``path`` (``default`` if it does not exist and one is given).
-
-    Raises:
-        WbsimError: it is missing (without ``default``), unreadable or not valid JSON (a damaged
-            log), naming the file.
-    """
-    if default is not None and not path.exists():
-        return default
-    try:
-        return json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise WbsimError(f"{path}: cannot be read as JSON ({exc}); the log is damaged") from None
-
-
 def check_run_folder(run_dir: str | Path) -> Path:
     """``run_dir`` as a ``Path`` if it is a run log folder (``wbsim run --log``) to read.
 
@@ -331,7 +301,7 @@ def check_run_folder(run_dir: str | Path) -> Path:
 def load_run(run_dir: str | Path) -> RunData:
     """Load an episode folder (numpy and json only). Raises :class:`WbsimError` if it is not one."""
     d = check_run_folder(run_dir)
-    schema = _read_json(d / COLUMNS_FILE)
+    schema = read_json(d / COLUMNS_FILE, what="the log")
     cols = tuple(schema["columns"])
     raw = np.fromfile(d / STEPS_FILE, dtype="<f8") if (d / STEPS_FILE).exists() else np.empty(0)
     steps = raw[: len(raw) // len(cols) * len(cols)].reshape(-1, len(cols))
@@ -342,8 +312,8 @@ def load_run(run_dir: str | Path) -> RunData:
                 events.append(json.loads(line))
             except json.JSONDecodeError:  # a line cut by a kill or a full disk
                 break
-    summary = _read_json(d / SUMMARY_FILE, {})
-    config = _read_json(d / CONFIG_FILE, {})
+    summary = read_json(d / SUMMARY_FILE, {}, what="the log")
+    config = read_json(d / CONFIG_FILE, {}, what="the log")
     return RunData(d, cols, dict(schema.get("units", {})), steps, events, summary, config)
 
 
@@ -370,7 +340,7 @@ def write_parquet(run_dir: str | Path) -> Path:
             f"{target}: pyarrow is not installed (pip install pyarrow); "
             f"{d / STEPS_FILE} holds the table"
         ) from None
-    schema = _read_json(d / COLUMNS_FILE)
+    schema = read_json(d / COLUMNS_FILE, what="the log")
     cols, units = list(schema["columns"]), dict(schema.get("units", {}))
     raw = np.fromfile(d / STEPS_FILE, dtype="<f8") if (d / STEPS_FILE).exists() else np.empty(0)
     table = np.ascontiguousarray(raw[: len(raw) // len(cols) * len(cols)].reshape(-1, len(cols)).T)

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from wbsim.errors import WbsimError
+from wbsim.jsonfile import write_json
 
 __all__ = ["PushTestConfig", "plot_push_test", "run_push_test"]
 
@@ -191,11 +192,11 @@ def run_push_test(
         if best and json_path:
             partial = result()
             partial["interrupted"] = f"Ctrl-C after {len(best)} of {n} directions"
-            _write_json(json_path, partial)
+            write_json(json_path, partial)
         raise
     out = result()
     if json_path:
-        _write_json(json_path, out)
+        write_json(json_path, out)
     if plot_path:
         plot_push_test([out], plot_path)
     return out
@@ -224,11 +225,6 @@ def _direction(cfg: PushTestConfig, angle: float) -> tuple[float, list[dict[str,
             lo, hi = (mid, hi) if r["survived"] else (lo, mid)
         good = lo
     return good, runs
-
-
-def _write_json(path: str | Path, out: dict[str, Any]) -> None:
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(json.dumps(out, indent=2))
 
 
 def load_push_test(path: str | Path) -> dict[str, Any]:

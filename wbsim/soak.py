@@ -17,7 +17,6 @@ An exception is a crash: the episode, the traceback's last line and the seed are
 
 from __future__ import annotations
 
-import json
 import math
 import tempfile
 import time
@@ -28,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from wbsim.errors import WbsimError
+from wbsim.jsonfile import write_json
 
 __all__ = ["KINDS", "run_soak"]
 
@@ -121,8 +121,7 @@ def run_soak(
                 )
     report["wall_seconds"] = time.perf_counter() - wall0
     if json_path is not None:
-        Path(json_path).parent.mkdir(parents=True, exist_ok=True)
-        Path(json_path).write_text(json.dumps(report, indent=2))
+        write_json(json_path, report)
     return report
 
 
