@@ -178,3 +178,18 @@ def test_an_empty_output_path_is_refused(args, monkeypatch, tmp_path, capsys):
     flag = args[[a.strip() for a in args].index("") - 1]  # the option given the empty path
     assert f"{flag} is an empty path" in err and len(err.splitlines()) == 1
     assert not any(tmp_path.iterdir())  # nothing written
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["run", "statics", "baseline", "bench", "soak", "pushtest", "report", "replay", "dcc"],
+)
+def test_help_gives_no_empty_default(command, capsys):
+    """argparse's "(default: None)" says nothing: an unset option gets none, and an option whose
+    help gives its default in words gets it once."""
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for empty in ("(default: None)", "(default: [])", "(default: False)"):
+        assert empty not in text
+    assert "time limit) (default" not in text

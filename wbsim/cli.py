@@ -561,25 +561,36 @@ def cmd_dcc(args: argparse.Namespace) -> int:
     )
 
 
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Argparse's "(default: X)" only where it says something: not for an unset option (``None``,
+    an empty list, a flag) nor where the help already gives the default in words."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        unset = action.default is None or action.default is False or action.default == []
+        if unset or "default" in (action.help or ""):
+            return action.help
+        return super()._get_help_string(action)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="wbsim",
         description=wbsim.__doc__.splitlines()[0],
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=_HelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"wbsim {wbsim.__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser(
         "list",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=_HelpFormatter,
         help="known robots (DoF, mass, feet), envs and controllers",
     )
     p.set_defaults(func=cmd_list)
 
     p = sub.add_parser(
         "run",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=_HelpFormatter,
         help="run one episode headless, write a video and a log",
     )
     p.add_argument(
@@ -640,7 +651,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "statics",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=_HelpFormatter,
         help="one static (gravity compensation) solve",
     )
     p.add_argument("--robot", default="g1")
@@ -659,7 +670,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "baseline",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=_HelpFormatter,
         help="a controller's statistics over seeded episodes",
     )
     p.add_argument("--env", default="wbsim/G1Stand-v0", help="env id (wbsim list shows them)")
@@ -699,7 +710,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "bench",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=_HelpFormatter,
         help="speed against raw mj_step and Humanoid-v5, in one run",
     )
     p.add_argument("--robot", default="g1")
@@ -711,7 +722,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "soak",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=_HelpFormatter,
         help="many seeded episodes over every env, controller and action mode: no "
         "crash, no NaN, every log loads",
     )
@@ -724,7 +735,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "pushtest",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=_HelpFormatter,
         help="push recovery: largest impulse on the torso survived per direction "
         "(polar plot + JSON)",
     )
@@ -769,7 +780,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "report",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=_HelpFormatter,
         help="table of runs, plots per run (--html: one page per run)",
     )
     p.add_argument("runs", nargs="+", metavar="RUN_DIR")
@@ -782,7 +793,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "replay",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=_HelpFormatter,
         help="re-render a logged run with the overlay, frame for frame as its live video",
     )
     p.add_argument("run", metavar="RUN_DIR", help="a run folder (wbsim run --log)")
@@ -803,7 +814,7 @@ def build_parser() -> argparse.ArgumentParser:
     dcc = p.add_subparsers(dest="dcc_command", required=True)
     q = dcc.add_parser(
         "toy",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=_HelpFormatter,
         help="the point-mass comparison over the seed's parameter grid",
     )
     q.add_argument("--json", help="write the results (with trajectories) as JSON")
@@ -818,7 +829,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("plan", "plan a G1 motion in receding horizon, write .npz (+ video)"),
         ("compare", "receding-horizon G1 planning per formulation: time, h f_n"),
     ):
-        q = dcc.add_parser(name, formatter_class=argparse.ArgumentDefaultsHelpFormatter, help=text)
+        q = dcc.add_parser(name, formatter_class=_HelpFormatter, help=text)
         q.add_argument(
             "--task",
             default="step",
