@@ -390,3 +390,20 @@ def test_a_fall_matches_the_reference(monkeypatch, tmp_path):
     run, summary, steps, robot, env = _run(monkeypatch, tmp_path, controller="pd", seconds=2.5)
     assert summary["fell"]
     _check_run(run, summary, steps, robot, env)
+
+
+def test_seconds_default_to_the_env_time_limit(monkeypatch):
+    """``EpisodeConfig.seconds`` unset runs the env's time limit (as ``wbsim run`` without
+    ``--seconds``), not a fixed 10 s."""
+    import wbsim.envs
+
+    asked = []
+
+    def short_limit(env_id):
+        asked.append(env_id)
+        return 0.02
+
+    monkeypatch.setattr(wbsim.envs, "time_limit", short_limit)
+    summary = run_episode(EpisodeConfig(env="wbsim/G1OneLeg-v0", progress=False))
+    assert asked == ["wbsim/G1OneLeg-v0"]
+    assert summary["seconds"] == pytest.approx(0.02)

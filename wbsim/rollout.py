@@ -10,6 +10,7 @@ the end) it hands them to the event detector, the momentum balance, the metrics 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import signal
 import sys
@@ -58,7 +59,8 @@ class EpisodeConfig:
         env: a registered env id (``wbsim/G1Stand-v0``).
         controller: a registered controller name (``gravity_qp``, ``pd``, ...).
         seconds: simulated time, s (the env is built with ``max_seconds=seconds``, so its time
-            limit never cuts the episode short).
+            limit never cuts the episode short), or ``None``: the env's time limit
+            (:func:`wbsim.envs.time_limit`, as ``wbsim run`` without ``--seconds``).
         video: ``.mp4`` path, or ``None`` for no video (an existing file needs ``overwrite``).
         log: episode folder, or ``None`` for no log.
         seed: reset seed.
@@ -81,7 +83,7 @@ class EpisodeConfig:
 
     env: str = "wbsim/G1Stand-v0"
     controller: str = "gravity_qp"
-    seconds: float = 10.0
+    seconds: float | None = None
     video: str | Path | None = None
     log: str | Path | None = None
     seed: int = 0
@@ -134,7 +136,7 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
     """
     from wbsim.controllers import controller_class
     from wbsim.diagnostics import EVENT_KINDS, Event, EventDetector
-    from wbsim.envs import ENV_IDS, make_humanoid
+    from wbsim.envs import ENV_IDS, make_humanoid, time_limit
     from wbsim.episode_log import StepTable
     from wbsim.errors import UnknownNameError
     from wbsim.metrics import EpisodeMetrics
@@ -146,6 +148,8 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
         raise UnknownNameError("env", cfg.env, ENV_IDS)
     _check_env_options(dict(cfg.env_options))
     check_seed(cfg.seed)
+    if cfg.seconds is None:
+        cfg = dataclasses.replace(cfg, seconds=time_limit(cfg.env))
     if not (
         isinstance(cfg.seconds, (int, float)) and math.isfinite(cfg.seconds) and cfg.seconds > 0
     ):
