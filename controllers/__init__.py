@@ -43,6 +43,7 @@ __all__ = [
     "check_controller_class",
     "controller_class",
     "make_controller",
+    "shadowed_plugins",
 ]
 
 #: Registry: controller name -> ``"module:Class"`` (imported when first used).
@@ -79,6 +80,17 @@ def available_controllers() -> dict[str, str]:
             dist = ep.dist.name if ep.dist is not None else "?"
             out[name] = f"{dist} ({ep.value})"
     return out
+
+
+def shadowed_plugins() -> dict[str, str]:
+    """Plug-ins registered under a built-in controller's name (the built-in wins, so they are never
+    reached by that name): name -> ``"<distribution> (module:Class)"``; reach one by its
+    ``module:Class``."""
+    return {
+        name: f"{ep.dist.name if ep.dist is not None else '?'} ({ep.value})"
+        for name, ep in _entry_points().items()
+        if name in CONTROLLERS
+    }
 
 
 def _import_target(target: str, what: str) -> Any:

@@ -216,6 +216,7 @@ def test_entry_point_plugins_are_found_and_listed(plugin_dir, g1, capsys):
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: my-plugin\nVersion: 1.0\n")
     (dist / "entry_points.txt").write_text(
         "[wbsim.controllers]\nmine = my_controllers:PostureGravityPD\nbroken = not_a_module:X\n"
+        "pd = my_controllers:PostureGravityPD\n"
     )
     assert available_controllers()["mine"] == "my-plugin (my_controllers:PostureGravityPD)"
     assert available_controllers()["gravity_qp"].startswith("wbsim (")
@@ -227,6 +228,11 @@ def test_entry_point_plugins_are_found_and_listed(plugin_dir, g1, capsys):
     assert main(["list"]) == 0
     out = capsys.readouterr().out
     assert re.search(r"^  mine +my-plugin \(my_controllers:PostureGravityPD\)$", out, re.MULTILINE)
+    # a plug-in named like a built-in: the built-in wins, and the list says so
+    assert available_controllers()["pd"].startswith("wbsim (")
+    assert controller_class("pd").__name__ == "PDController"
+    assert "the plug-in 'pd' of my-plugin (my_controllers:PostureGravityPD) is named like" in out
+    assert "--controller my_controllers:PostureGravityPD" in out
 
 
 def test_a_text_option_that_reaches_the_pd_stops_the_run_with_a_clear_reason(plugin_dir, tmp_path):

@@ -78,7 +78,7 @@ def _refuse_empty_paths(args: argparse.Namespace, *names: str) -> None:
 def cmd_list(args: argparse.Namespace) -> int:
     import warnings
 
-    from wbsim.controllers import available_controllers
+    from wbsim.controllers import available_controllers, shadowed_plugins
     from wbsim.envs import ENV_IDS
 
     print(f"{'robot':<8} {'joints':>6} {'mass kg':>8}  feet (contact points); description")
@@ -99,6 +99,12 @@ def cmd_list(args: argparse.Namespace) -> int:
     print("\ncontrollers (name: from where; or any package.module:Class):")
     for name, origin in available_controllers().items():
         print(f"  {name:<14} {origin}")
+    for name, origin in shadowed_plugins().items():
+        target = origin.rpartition("(")[2].rstrip(")")
+        print(
+            f"  note: the plug-in {name!r} of {origin} is named like a built-in controller, "
+            f"which wins; run it as --controller {target}"
+        )
     return 0
 
 
