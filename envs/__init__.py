@@ -30,6 +30,7 @@ __all__ = [
     "make_humanoid",
     "register_envs",
     "register_robot_env",
+    "registration",
     "time_limit",
 ]
 
@@ -82,6 +83,9 @@ ENV_IDS: dict[str, dict[str, Any]] = {
     },
 }
 
+
+#: The ids wbsim registers itself (any other id of :data:`ENV_IDS` came from :func:`register_robot_env`).
+_BUILT_IN = frozenset(ENV_IDS)
 
 #: Uniform joint noise at reset, rad, of the ids made through Gymnasium (``gymnasium.make``; their
 #: ``spec.kwargs``): each seed starts from its own posture, as Gymnasium's MuJoCo envs do, with the
@@ -183,6 +187,19 @@ def register_robot_env(env_id: str, robot: Any, *, config: Any = None, **options
     gym.registry.pop(env_id, None)
     register_envs()
     return env_id
+
+
+def registration(env_id: str) -> dict[str, Any] | None:
+    """What :func:`register_robot_env` was given for ``env_id``, as a run's ``config.json``
+    records it (``env_registration``) so that a replay in another process registers the id again:
+    its options with the robot as its config's fields (:meth:`RobotConfig.to_dict`); ``None`` for
+    an id wbsim registers itself. An option that is a Python object (a plan function) is recorded
+    by its ``repr`` and cannot be rebuilt from the file."""
+    from wbsim.rollout import logged_env_options
+
+    if env_id in _BUILT_IN or env_id not in ENV_IDS:
+        return None
+    return logged_env_options(ENV_IDS[env_id])
 
 
 def make(env_id: str, **kwargs: Any) -> gym.Env:

@@ -313,3 +313,46 @@ def test_the_envs_camera_options_frame_the_live_video_and_its_replay(tmp_path):
         live, replayed = _first_frames(tmp_path, name, options)
         assert np.abs(live.astype(int) - default.astype(int)).max() > 50, name
         np.testing.assert_array_equal(live, replayed)
+
+
+def test_a_run_of_a_registered_robot_env_replays_in_another_process(tmp_path, capsys):
+    """An id made by ``register_robot_env`` exists only in the process that registered it: the
+    log records the registration (``env_registration``) and a replay in a fresh process
+    registers the id again from it."""
+    import json
+    import subprocess
+    import sys
+
+    import gymnasium
+
+    import wbsim.envs
+    from wbsim.robot_config import ROBOT_CONFIG_DIR
+
+    env_id = wbsim.envs.register_robot_env(
+        "test/MyICub-v0", ROBOT_CONFIG_DIR / "icub.toml", max_seconds=3.0
+    )
+    try:
+        run = tmp_path / "run"
+        run_episode(EpisodeConfig(env=env_id, seconds=0.1, log=run, progress=False))
+        registered = json.loads((run / "config.json").read_text())["env_registration"]
+        assert registered["max_seconds"] == 3.0 and registered["robot"]["name"] == "icub"
+        code = (
+            "from wbsim.cli import main; "
+            f"raise SystemExit(main(['replay', {str(run)!r}, '--video', {str(tmp_path / 'r.mp4')!r}]))"
+        )
+        out = subprocess.run(
+            [sys.executable, "-c", code],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=tmp_path,
+        )
+        assert out.returncode == 0, out.stderr
+        assert "replay: 4 frames" in out.stdout
+        # a built-in id records no registration
+        run_episode(EpisodeConfig(seconds=0.02, log=tmp_path / "g1", progress=False))
+        assert json.loads((tmp_path / "g1" / "config.json").read_text())["env_registration"] is None
+    finally:  # other tests see only the built-in ids
+        wbsim.envs.ENV_IDS.pop(env_id, None)
+        gymnasium.registry.pop(env_id, None)

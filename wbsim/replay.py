@@ -68,8 +68,18 @@ class LoggedRun:
                     f"{self.run.dir}/config.json has no {key!r}: the run cannot be "
                     "rebuilt (logged by an older wbsim)"
                 )
-        from wbsim.envs import make_humanoid
+        from wbsim.envs import ENV_IDS, make_humanoid, register_robot_env
 
+        registered = cfg.get("env_registration")
+        if cfg["env"] not in ENV_IDS and isinstance(registered, dict):
+            try:  # an id that register_robot_env made in the recording process
+                options = dict(registered)
+                register_robot_env(cfg["env"], options.pop("robot"), **options)
+            except (KeyError, WbsimError, TypeError, ValueError) as exc:
+                raise WbsimError(
+                    f"{self.run.dir}: the env {cfg['env']!r} cannot be registered again from "
+                    f"config.json ({exc})"
+                ) from None
         env_options = dict(cfg["env_options"])
         robot = env_options.get("robot")
         if (

@@ -136,7 +136,7 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
     """
     from wbsim.controllers import controller_class
     from wbsim.diagnostics import EVENT_KINDS, Event, EventDetector
-    from wbsim.envs import ENV_IDS, make_humanoid, time_limit
+    from wbsim.envs import ENV_IDS, make_humanoid, registration, time_limit
     from wbsim.episode_log import StepTable
     from wbsim.errors import UnknownNameError
     from wbsim.metrics import EpisodeMetrics
@@ -360,6 +360,7 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
                 "height": cfg.height,
                 "low_level": cfg.low_level,
                 **provenance.scene(env),
+                "env_registration": registration(cfg.env),
                 "tolerances": detector.tolerances.to_dict(),
                 "versions": provenance.software_versions(),
                 "git": provenance.git_commit(),
