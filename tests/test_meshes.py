@@ -214,6 +214,20 @@ def test_mjcf_description_loads_with_parity(tmp_path):
             )
         )
         wbsim.load_robot(bad)
+    # a body with two hinges: Pinocchio would merge them into one composite joint
+    import re
+
+    two = re.sub(
+        r'(<body name="left_knee_link"[^>]*>)',
+        r'\1<joint name="left_knee_twist" axis="0 0 1"/>',
+        xml,
+        count=1,
+    )
+    assert two != xml
+    (tmp_path / "two.xml").write_text(two)
+    cfg.write_text(cfg.read_text().replace("g1.xml", "two.xml"))
+    with pytest.raises(RobotLoadError, match="'left_knee_link'.*2 joints.*left_knee_twist"):
+        wbsim.load_robot(cfg)
 
 
 if __name__ == "__main__":

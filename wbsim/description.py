@@ -226,6 +226,17 @@ def _prepare_mjcf(root: ET.Element, path: Path, locked: Mapping[str, float], nam
                 f"{name}: {path} has <{tag}> elements, which Pinocchio's model "
                 "cannot represent: the two models would disagree"
             )
+    for body in root.iter("body"):
+        hinges = [
+            j.get("name", "(unnamed)") for j in body.findall("joint") if j.get("type") != "free"
+        ]
+        if len(hinges) > 1:
+            raise RobotLoadError(
+                f"{name}: body {body.get('name', '(unnamed)')!r} of {path} has {len(hinges)} "
+                f"joints ({', '.join(hinges)}); Pinocchio merges them into one composite joint, "
+                "so its model and MuJoCo's cannot be matched joint by joint: give each joint a "
+                "body of its own (a massless child body per extra joint)"
+            )
     for tag in _MJCF_DROPPED:
         for el in root.findall(tag):
             root.remove(el)
