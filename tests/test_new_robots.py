@@ -285,6 +285,14 @@ def test_robot_config_toml_errors(tmp_path):
     )
     with pytest.raises(RobotLoadError, match="foot link 'left_toe'.*l_sole"):
         wbsim.load_robot(bad)
+    bad.write_text(  # a misspelled torso: pushes would act on whatever body -1 indexes
+        'description = "romeo_description/urdf/romeo_small.urdf"\n'
+        'feet = { left_foot = "l_sole", right_foot = "r_sole" }\ntorso = "torsoo"\n'
+    )
+    with pytest.raises(
+        RobotLoadError, match="torso link 'torsoo' is not in the description.*torso"
+    ):
+        wbsim.load_robot(bad)
 
 
 def test_the_readmes_robot_config_loads_as_written(tmp_path):

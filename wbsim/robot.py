@@ -400,12 +400,18 @@ def _forward(placements: Mapping[str, pin.SE3], config: RobotConfig) -> np.ndarr
 
 
 def _check_feet(config: RobotConfig, pin_model: pin.Model) -> None:
-    for name, foot in config.contacts.items():
-        if not pin_model.existFrame(foot.link):
+    """The links the config names (feet, hands, the torso that pushes act on) exist."""
+    named = [
+        ("foot" if name in FOOT_NAMES else "hand", foot.link)
+        for name, foot in config.contacts.items()
+    ]
+    if config.torso:
+        named.append(("torso", config.torso))
+    for kind, link in named:
+        if not pin_model.existFrame(link):
             links = sorted(f.name for f in pin_model.frames if f.type == pin.FrameType.BODY)
-            kind = "foot" if name in FOOT_NAMES else "hand"
             raise RobotLoadError(
-                f"{config.name}: {kind} link {foot.link!r} is not in the "
+                f"{config.name}: {kind} link {link!r} is not in the "
                 f"description; its links: {', '.join(links)}"
             )
 

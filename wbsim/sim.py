@@ -161,6 +161,11 @@ class Simulation:
         self.push_body = (
             mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_BODY, torso) if torso else 1
         )
+        if self.push_body < 0:  # a link MuJoCo fused into its parent (a fixed joint)
+            raise WbsimError(
+                f"{robot.name}: the torso link {torso!r} is not a body of MuJoCo's model (fused "
+                "into its parent by a fixed joint?): pushes need one; name a link that moves"
+            )
         self.tau = np.zeros(robot.n_joints)
         self.push_force = np.zeros(3)
         self.pushes_done: list[tuple[float, np.ndarray, float]] = []
