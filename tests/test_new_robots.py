@@ -293,6 +293,18 @@ def test_robot_config_toml_errors(tmp_path):
         RobotLoadError, match="torso link 'torsoo' is not in the description.*torso"
     ):
         wbsim.load_robot(bad)
+    head = 'description = "romeo_description/urdf/romeo_small.urdf"\n'
+    head += 'feet = { left_foot = "l_sole", right_foot = "r_sole" }\n'
+    bad.write_text(head + "stand = { LKneePitch = 5.0 }\n")  # the knee folded through itself
+    with pytest.raises(RobotLoadError, match=r"pose 'stand': LKneePitch = 5 rad is outside its"):
+        wbsim.load_robot(bad)
+    bad.write_text(head + "lock = { LWristYaw = 99.0 }\n")
+    with pytest.raises(RobotLoadError, match=r"cannot lock joint 'LWristYaw' at 99: outside its"):
+        wbsim.load_robot(bad)
+    for key, value in (("armature", -1), ("damping", -5), ("frictionloss", "nan")):
+        bad.write_text(head + f"[joint_dynamics]\n{key} = {value}\n")
+        with pytest.raises(WbsimError, match=f"JointDynamics: {key} must be a finite number >= 0"):
+            wbsim.load_robot(bad)
 
 
 def test_the_readmes_robot_config_loads_as_written(tmp_path):

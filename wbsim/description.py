@@ -194,6 +194,14 @@ def _lock_urdf_joints(robot: ET.Element, locked: Mapping[str, float], name: str)
                 f"{name}: cannot lock joint {jname!r}: no such movable joint; "
                 f"the description's joints: {', '.join(movable)}"
             )
+        limit = joint.find("limit")
+        if joint.get("type") != "continuous" and limit is not None:
+            lo, hi = float(limit.get("lower", "-inf")), float(limit.get("upper", "inf"))
+            if not lo - 1e-9 <= angle <= hi + 1e-9:
+                raise RobotLoadError(
+                    f"{name}: cannot lock joint {jname!r} at {angle:g}: outside its limits "
+                    f"[{lo:g}, {hi:g}]"
+                )
         origin = joint.find("origin")
         if origin is None:
             origin = ET.SubElement(joint, "origin")

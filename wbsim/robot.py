@@ -669,7 +669,14 @@ def _make_poses(
         q = pin.neutral(pin_model)
         q[3:7] = quat_wxyz_to_xyzw(quat)
         for name, value in full.items():
-            q[pin_model.joints[pin_model.getJointId(name)].idx_q] = value
+            iq = pin_model.joints[pin_model.getJointId(name)].idx_q
+            lo, hi = pin_model.lowerPositionLimit[iq], pin_model.upperPositionLimit[iq]
+            if not lo - 1e-6 <= value <= hi + 1e-6:
+                raise RobotLoadError(
+                    f"{config.name}: pose {pose_name!r}: {name} = {value:g} rad is outside its "
+                    f"limits [{lo:.4g}, {hi:.4g}]"
+                )
+            q[iq] = value
         height = config.base_height
         if feet_cfg:
             frames = [pin_model.getFrameId(f"{f}_{c}") for f in feet_cfg for c in CORNER_NAMES]

@@ -136,6 +136,21 @@ class JointDynamics:
     damping: float = 0.5
     frictionloss: float = 0.0
 
+    def __post_init__(self) -> None:
+        """Raises :class:`WbsimError` for a value that is not a finite number >= 0 (a negative
+        armature makes the mass matrix indefinite, a negative damping feeds energy in)."""
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if not (
+                isinstance(value, (int, float))
+                and not isinstance(value, bool)
+                and np.isfinite(value)
+                and value >= 0
+            ):
+                raise WbsimError(
+                    f"JointDynamics: {f.name} must be a finite number >= 0, got {value!r}"
+                )
+
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> JointDynamics:
         _reject_unknown(cls, data)
