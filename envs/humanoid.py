@@ -918,6 +918,17 @@ def _camera_options(
                 + (f"a body id in 0..{model.nbody - 1}" if integer else "a number")
                 + f", got {value!r}"
             )
+        bounds = {
+            "distance": (0.0, math.inf, "> 0 m"),
+            "elevation": (-90.0, 90.0, "in -90..90 deg"),
+        }
+        if key in bounds:
+            lo, hi, text = bounds[key]
+            if not (lo < value <= hi if key == "distance" else lo <= value <= hi):
+                raise WbsimError(
+                    f"{env_id}: default_camera_config[{key!r}] must be {text}, got {value!r} "
+                    "(the free camera would look away from the robot)"
+                )
         out[_CAMERA_CONFIG_KEYS[key]] = value
     vis = model.vis.global_
     if render_mode in ("rgb_array", "depth_array") and not (
