@@ -485,7 +485,7 @@ class ContactSensing:
 
     @cached_property
     def _contact(self) -> np.ndarray:
-        return self.sensordata[..., self.layout.contact]  # (..., n, 14)
+        return self.sensordata.take(self.layout.contact, axis=-1)  # (..., n, 14)
 
     @cached_property
     def found(self) -> np.ndarray:
