@@ -543,7 +543,7 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
 
 
 _FLOAT64 = np.dtype(np.float64)
-_add_reduce = np.add.reduce  # ndarray.sum without its Python wrapper
+_add_reduce = np.add.reduce  # ndarray.sum without its Python wrapper (one call for the arrays)
 
 
 def _invalid_command(cmd, joint_names) -> tuple[str, list[str]] | None:
@@ -557,13 +557,12 @@ def _invalid_command(cmd, joint_names) -> tuple[str, list[str]] | None:
     tau, jt = cmd.tau, cmd.joint_targets
     # the common case in a few calls: float arrays of the right shape whose entries sum to a
     # finite number (a NaN or an infinity makes the sum non-finite; an overflow looks closer)
-    total = 0.0
-    for a in (tau,) if jt is None else (tau, jt.q, jt.v, jt.kp, jt.kd):
+    arrays_in = (tau,) if jt is None else (tau, jt.q, jt.v, jt.kp, jt.kd)
+    for a in arrays_in:
         if type(a) is not np.ndarray or a.dtype is not _FLOAT64 or a.shape != (n,):
             break  # (looked at closer below)
-        total += float(_add_reduce(a))
     else:
-        if math.isfinite(total):
+        if math.isfinite(_add_reduce(np.concatenate(arrays_in))):
             return None
     arrays = {"torque": cmd.tau}
     if cmd.joint_targets is not None:
