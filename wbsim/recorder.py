@@ -229,7 +229,7 @@ class StepRecorder:
             ),
             out=self._row[i],
         )
-        a["step"][i], a["t"][i], a["cone"][i] = step, state.t, sim.model.opt.cone
+        a["step"][i], a["t"][i], a["cone"][i] = step, state.t, sensing.cone  # the model's now
         a["controller_time"][i] = controller_time
         a["point_forces"][i] = math.nan if command.point_forces is None else command.point_forces
         a["foot_wrenches"][i] = math.nan  # (a hand's row stays NaN)
