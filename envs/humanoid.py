@@ -559,10 +559,10 @@ class HumanoidEnv(gym.Env):
         """The termination rule (module docstring): the base below ``fall_height`` times its reset
         height or tilted beyond ``fall_tilt``, or a robot geom other than the sole points touching
         the floor."""
-        qpos = self.data.qpos
+        z, w, x, y, qz = self.data.qpos[2:7].tolist()  # floats: base_tilt's scalar arithmetic
         return bool(
-            qpos[2] < self.fall_height * self._base_height0
-            or base_tilt(qpos[3], qpos[4], qpos[5], qpos[6]) > self.fall_tilt
+            z < self.fall_height * self._base_height0
+            or base_tilt(w, x, y, qz) > self.fall_tilt
             or self.sensing.non_sole_on_floor
         )
 

@@ -407,3 +407,42 @@ def test_seconds_default_to_the_env_time_limit(monkeypatch):
     summary = run_episode(EpisodeConfig(env="wbsim/G1OneLeg-v0", progress=False))
     assert asked == ["wbsim/G1OneLeg-v0"]
     assert summary["seconds"] == pytest.approx(0.02)
+
+
+def test_invalid_command_fast_and_slow_paths_agree():
+    """``_invalid_command`` answers the common case (float64 arrays of the right shape, finite
+    sum) in a few calls and looks closer otherwise: a NaN or an infinity in any of the five
+    arrays is found and named, other dtypes, lists and sums that overflow are accepted when every
+    entry is a finite number, wrong shapes and text are refused."""
+    from wbsim.rollout import _invalid_command
+    from wbsim.types import Command, JointTargets
+
+    names = ("a", "b", "c")
+
+    def cmd(tau=None, **jt):
+        tau = np.zeros(3) if tau is None else tau
+        if not jt:
+            return Command(tau)
+        fields = {k: jt.get(k, np.ones(3)) for k in ("q", "v", "kp", "kd")}
+        return Command(tau, joint_targets=JointTargets(**fields))
+
+    assert _invalid_command(cmd(), names) is None
+    assert _invalid_command(cmd(q=np.zeros(3)), names) is None
+    nan_tau = cmd(np.array([0.0, np.nan, 1.0]))
+    assert _invalid_command(nan_tau, names) == ("non-finite torque", ["b"])
+    for field, what in (
+        ("q", "joint target"),
+        ("v", "joint target velocity"),
+        ("kp", "PD kp"),
+        ("kd", "PD kd"),
+    ):
+        bad = cmd(**{field: np.array([1.0, 2.0, np.inf])})
+        assert _invalid_command(bad, names) == (f"non-finite {what}", ["c"])
+    # finite entries whose sum overflows, float32, a list: valid, through the closer look
+    with np.errstate(over="ignore"):
+        assert _invalid_command(cmd(np.array([1e308, 1e308, 0.0])), names) is None
+    assert _invalid_command(cmd(np.zeros(3, dtype=np.float32)), names) is None
+    assert _invalid_command(cmd([0.0, 1.0, 2.0]), names) is None
+    assert _invalid_command(cmd(np.zeros(4)), names)[0] == "torque of shape (4,) (expected (3,))"
+    assert _invalid_command(cmd(kp="abc"), names) == ("non-numeric PD kp", list(names))
+    assert _invalid_command(np.zeros(3), names)[0].startswith("value of type ndarray")

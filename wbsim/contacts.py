@@ -485,7 +485,7 @@ class ContactSensing:
 
     @cached_property
     def _contact(self) -> np.ndarray:
-        return self.sensordata[..., self.layout.contact]  # (..., n, 14)
+        return self.sensordata.take(self.layout.contact, axis=-1)  # (..., n, 14)
 
     @cached_property
     def found(self) -> np.ndarray:
@@ -800,6 +800,8 @@ class ContactSensor:
         self._point_of_geom = np.full(m.ngeom, -1)
         self._point_of_geom[ids] = np.arange(len(ids))
         self._found = self.layout.contact[:, 0]
+        self._n_external = int(self.layout.external[0])  # index of the number of contacts
+        self._opt = m.opt  # (a live view of the model's options, made once)
         self._rule_key: tuple[bytes, bytes] | None = None  # model values of _rule_mu
         self._rule_mu = friction
         self._geom_names = []
@@ -843,10 +845,10 @@ class ContactSensor:
         used (:meth:`friction`) and its cone type."""
         sd = data.sensordata.copy()
         non_sole, on_floor = None, None
-        if sd[self.layout.external[0]] > sd[self._found].sum():
+        if sd[self._n_external] > sd.take(self._found).sum():
             non_sole, on_floor = self._non_sole(data)
         return ContactSensing(
-            self.layout, sd, non_sole, self.friction(data), int(self.model.opt.cone), on_floor
+            self.layout, sd, non_sole, self.friction(data), int(self._opt.cone), on_floor
         )
 
     def decode(

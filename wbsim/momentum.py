@@ -62,11 +62,11 @@ class MomentumBalance:
         a = self.robot.converter.mj_acceleration_to_pin(q, v, qacc)
         k = len(q)
         dhg, com = np.empty((k, 6)), np.empty((k, 3))
-        for i in range(k):
-            dhg[i] = pin.computeCentroidalMomentumTimeVariation(
-                self.model, self.data, q[i], v[i], a[i]
-            ).vector
-            com[i] = self.data.com[0]
+        model, data, coms = self.model, self.data, self.data.com  # (coms: live, made once a call)
+        rate_of_change = pin.computeCentroidalMomentumTimeVariation
+        for i, (qi, vi, ai) in enumerate(zip(q, v, a)):
+            dhg[i] = rate_of_change(model, data, qi, vi, ai).np  # [linear; angular]
+            com[i] = coms[0]
         force = sensing.external_force_world + self.mass * self.gravity
         moment = sensing.external_moment_world - np.cross(com, sensing.external_force_world)
         if push is not None:

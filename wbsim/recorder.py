@@ -145,35 +145,54 @@ class StepRecorder:
         self._n_feet = len(robot.foot_names)
         m = sim.model
         n, p, f, k = robot.n_joints, len(robot.contact_point_names), len(self.foot_names), capacity
-        self._arrays = {
-            "step": np.zeros(k, dtype=np.int64),
-            "t": np.zeros(k),
-            "qpos0": np.zeros((k, m.nq)),
-            "qvel0": np.zeros((k, m.nv)),
-            "qacc": np.zeros((k, m.nv)),
-            "sensordata": np.zeros((k, m.nsensordata)),
-            "qpos": np.zeros((k, m.nq)),
-            "qvel": np.zeros((k, m.nv)),
-            "t_after": np.zeros(k),
-            "tau": np.zeros((k, n)),
-            "tau_applied": np.zeros((k, n)),
-            "friction": np.zeros((k, p)),
-            "cone": np.zeros(k, dtype=np.int8),
-            "push": np.zeros((k, 3)),
-            "push_point": np.zeros((k, 3)),
-            "controller_time": np.zeros(k),
-            "point_forces": np.zeros((k, p, 3)),
-            "foot_wrenches": np.zeros((k, f, 6)),
-            "assumed": np.zeros((k, f), dtype=bool),
-            "status": np.zeros(k, dtype=np.int8),
-            "planned": np.zeros((k, f), dtype=bool),
-            "phase_index": np.zeros(k, dtype=np.int64),
-            "hold": np.zeros(k, dtype=bool),
-            "com_ref": np.zeros((k, 3)),
+        # the float values a step takes from the simulation, side by side in one row of one
+        # buffer, so that record() writes them with one concatenate (the named arrays are views)
+        widths = {
+            "qpos0": m.nq,
+            "qvel0": m.nv,
+            "qacc": m.nv,
+            "sensordata": m.nsensordata,
+            "qpos": m.nq,
+            "qvel": m.nv,
+            "tau": n,
+            "tau_applied": n,
+            "friction": p,
+            "push": 3,
+            "push_point": 3,
+            "t_after": 1,
         }
+        self._row = np.zeros((k, sum(widths.values())))
+        self._arrays: dict[str, np.ndarray] = {}
+        col = 0
+        for name, w in widths.items():
+            self._arrays[name] = self._row[:, col : col + w]
+            col += w
+        self._arrays["t_after"] = self._arrays["t_after"][:, 0]
+        d = sim.data
+        # live views of the MjData arrays (MjData's attributes make a new view at each access)
+        self._qacc, self._sensordata, self._qpos, self._qvel = d.qacc, d.sensordata, d.qpos, d.qvel
+        self._actuator_force = d.actuator_force
+        self._push_point = d.xipos[sim.push_body]
+        self._arrays.update(
+            {
+                "step": np.zeros(k, dtype=np.int64),
+                "t": np.zeros(k),
+                "cone": np.zeros(k, dtype=np.int8),
+                "controller_time": np.zeros(k),
+                "point_forces": np.zeros((k, p, 3)),
+                "foot_wrenches": np.zeros((k, f, 6)),
+                "assumed": np.zeros((k, f), dtype=bool),
+                "status": np.zeros(k, dtype=np.int8),
+                "planned": np.zeros((k, f), dtype=bool),
+                "phase_index": np.zeros(k, dtype=np.int64),
+                "hold": np.zeros(k, dtype=bool),
+                "com_ref": np.zeros((k, 3)),
+            }
+        )
         self._fallback: list[str] = []
         self._message: list[str] = []
         self._non_sole: list[tuple[int, str, float]] = []
+        self._masks: dict[frozenset[str], np.ndarray] = {}
         self.n = 0
 
     @property
@@ -190,16 +209,27 @@ class StepRecorder:
     ) -> None:
         """Record one control step, right after the physics steps that applied ``command``
         (computed for ``state`` under ``schedule``)."""
-        i, a, d = self.n, self._arrays, self.sim.data
-        a["step"][i], a["t"][i] = step, state.t
-        a["qpos0"][i], a["qvel0"][i] = self.sim.qpos_before, self.sim.qvel_before
-        a["qacc"][i], a["sensordata"][i] = d.qacc, d.sensordata
-        a["qpos"][i], a["qvel"][i], a["t_after"][i] = d.qpos, d.qvel, d.time
-        a["tau"][i], a["push"][i] = self.sim.tau, self.sim.push_force
-        a["tau_applied"][i] = d.actuator_force
+        i, a, sim = self.n, self._arrays, self.sim
         # the sensing of the state after the step: read once, the next step's state reuses it
-        a["friction"][i], a["cone"][i] = self.sim.sensing().friction, self.sim.model.opt.cone
-        a["push_point"][i] = d.xipos[self.sim.push_body]
+        sensing = sim.sensing()
+        np.concatenate(
+            (
+                sim.qpos_before,
+                sim.qvel_before,
+                self._qacc,
+                self._sensordata,
+                self._qpos,
+                self._qvel,
+                sim.tau,
+                self._actuator_force,
+                sensing.friction,
+                sim.push_force,
+                self._push_point,
+                (sim.data.time,),
+            ),
+            out=self._row[i],
+        )
+        a["step"][i], a["t"][i], a["cone"][i] = step, state.t, sensing.cone  # the model's now
         a["controller_time"][i] = controller_time
         a["point_forces"][i] = math.nan if command.point_forces is None else command.point_forces
         a["foot_wrenches"][i] = math.nan  # (a hand's row stays NaN)
@@ -210,17 +240,29 @@ class StepRecorder:
             or command.point_forces is not None
             or command.foot_wrenches is not None
         )
-        assumed = command.contact_set if states_a_set else schedule.contact_set
-        a["assumed"][i] = [foot in assumed for foot in self.foot_names]
+        a["assumed"][i] = self._mask(command.contact_set if states_a_set else schedule.contact_set)
         a["status"][i] = command.status
-        a["planned"][i] = [foot in schedule.contact_set for foot in self.foot_names]
+        a["planned"][i] = self._mask(schedule.contact_set)
         a["phase_index"][i], a["hold"][i] = schedule.phase_index, schedule.phase == "hold"
         a["com_ref"][i] = schedule.targets.get("com", math.nan)
         self._fallback.append(command.fallback)
         self._message.append(command.message)
-        for name, force in self.sim.sensing().non_sole_contacts.items():
+        for name, force in sensing.non_sole_contacts.items():
             self._non_sole.append((i, name, force))
         self.n += 1
+
+    def _mask(self, contacts: frozenset[str]) -> np.ndarray:
+        """``(m,)`` bool: which of :attr:`foot_names` are in ``contacts`` (memoised by the set:
+        an episode has a handful)."""
+        if type(contacts) is not frozenset:  # (a controller's own set type: not memoised)
+            return np.array([foot in contacts for foot in self.foot_names], dtype=bool)
+        mask = self._masks.get(contacts)
+        if mask is None:
+            mask = np.array([foot in contacts for foot in self.foot_names], dtype=bool)
+            mask.setflags(write=False)
+            if len(self._masks) < 64:
+                self._masks[contacts] = mask
+        return mask
 
     def take(self) -> RecordedSteps:
         """The steps recorded since the last call (copies), and empty buffers."""

@@ -430,22 +430,23 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
                 sim.step(cmd.torque_at(state.q[conv.pin_qidx], state.v[conv.pin_vidx]), k_physics)
             else:
                 sim.step_command(cmd, k_physics)
-            for w in sim.warnings[n_warnings:]:  # a warning is an event of its step
-                own_event(
-                    "simulator_warning",
-                    step,
-                    state.t,
-                    where=w.name,
-                    magnitude=w.info,
-                    reset=w.reset,
-                    message=str(w),
-                )
-            n_warnings = len(sim.warnings)
-            if sim.failed is not None:  # MuJoCo reset the state: this step is not recorded
-                process()
-                summary["status"] = "error"
-                summary["stopped_reason"] = f"step {step}: {sim.failed}"
-                break
+            if len(sim.warnings) != n_warnings:  # MuJoCo warned: an event of its step
+                for w in sim.warnings[n_warnings:]:
+                    own_event(
+                        "simulator_warning",
+                        step,
+                        state.t,
+                        where=w.name,
+                        magnitude=w.info,
+                        reset=w.reset,
+                        message=str(w),
+                    )
+                n_warnings = len(sim.warnings)
+                if sim.failed is not None:  # MuJoCo reset the state: this step is not recorded
+                    process()
+                    summary["status"] = "error"
+                    summary["stopped_reason"] = f"step {step}: {sim.failed}"
+                    break
             recorder.record(step, state, cmd, schedule, c_time)
             t_reached = sim.time
             if bar is not None:
@@ -546,6 +547,10 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
     return summary
 
 
+_FLOAT64 = np.dtype(np.float64)
+_add_reduce = np.add.reduce  # ndarray.sum without its Python wrapper (one call for the arrays)
+
+
 def _invalid_command(cmd, joint_names) -> tuple[str, list[str]] | None:
     """What is wrong with a command the simulation cannot apply, and on which joints: not a
     :class:`~wbsim.types.Command` (no joint named), a torque or
@@ -558,10 +563,12 @@ def _invalid_command(cmd, joint_names) -> tuple[str, list[str]] | None:
     # the common case in a few calls: float arrays of the right shape whose entries sum to a
     # finite number (a NaN or an infinity makes the sum non-finite; an overflow looks closer)
     arrays_in = (tau,) if jt is None else (tau, jt.q, jt.v, jt.kp, jt.kd)
-    if all(
-        type(a) is np.ndarray and a.dtype == np.float64 and a.shape == (n,) for a in arrays_in
-    ) and math.isfinite(sum(float(a.sum()) for a in arrays_in)):
-        return None
+    for a in arrays_in:
+        if type(a) is not np.ndarray or a.dtype is not _FLOAT64 or a.shape != (n,):
+            break  # (looked at closer below)
+    else:
+        if math.isfinite(_add_reduce(np.concatenate(arrays_in))):
+            return None
     arrays = {"torque": cmd.tau}
     if cmd.joint_targets is not None:
         jt = cmd.joint_targets

@@ -181,7 +181,10 @@ class Simulation:
         self.model.actuator_biasprm[:, 1:3] = 0.0
         #: every :class:`SimulatorWarning` of the episode, in order
         self.warnings: list[SimulatorWarning] = []
-        self._warning_counts = self.data.warning.number.copy()
+        #: a live view of MuJoCo's warning counters (``MjData.warning.number``: the attribute
+        #: makes a new view at each access)
+        self._warning_number = self.data.warning.number
+        self._warning_counts = self._warning_number.copy()
         self._warning_bytes = self._warning_counts.tobytes()
 
     # -- episode -----------------------------------------------------------------------------------
@@ -271,14 +274,14 @@ class Simulation:
             self.tau = tau
             d.ctrl[:] = tau
         else:
-            q, v = d.qpos[self._qadr], d.qvel[self._vadr]
+            q, v = d.qpos.take(self._qadr), d.qvel.take(self._vadr)
             self.tau = tau + targets.torque(q, v)  # the torque asked for (before the clip)
             d.ctrl[:] = tau + targets.kp * targets.q + targets.kd * targets.v
         self.qpos_before[:], self.qvel_before[:] = d.qpos, d.qvel
         t = d.time
         mujoco.mj_step(self.model, d)
         self._sensing = None
-        counts = d.warning.number
+        counts = self._warning_number
         if counts.tobytes() != self._warning_bytes:  # MuJoCo raised a warning
             for i in np.flatnonzero(counts != self._warning_counts).tolist():
                 name = _WARNING_NAMES.get(i, f"warning {i}")
