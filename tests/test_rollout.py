@@ -438,11 +438,19 @@ def test_invalid_command_fast_and_slow_paths_agree():
     ):
         bad = cmd(**{field: np.array([1.0, 2.0, np.inf])})
         assert _invalid_command(bad, names) == (f"non-finite {what}", ["c"])
-    # finite entries whose sum overflows, float32, a list: valid, through the closer look
-    with np.errstate(over="ignore"):
-        assert _invalid_command(cmd(np.array([1e308, 1e308, 0.0])), names) is None
+    # entries whose squares sum past the fast test, float32, a list: valid, through the closer look
+    assert _invalid_command(cmd(np.array([9e9, 9e9, 0.0])), names) is None
     assert _invalid_command(cmd(np.zeros(3, dtype=np.float32)), names) is None
     assert _invalid_command(cmd([0.0, 1.0, 2.0]), names) is None
-    assert _invalid_command(cmd(np.zeros(4)), names)[0] == "torque of shape (4,) (expected (3,))"
-    assert _invalid_command(cmd(kp="abc"), names) == ("non-numeric PD kp", list(names))
+    # MuJoCo zeroes every control at mjMAXVAL and beyond: refused, naming the joints
+    assert mujoco.mjMAXVAL == 1e10
+    for big in (1e10, -1e12, 1e300):
+        huge = cmd(np.array([0.0, big, 1.0]))
+        assert _invalid_command(huge, names) == (
+            "torque of 1e+10 or more (MuJoCo would set every control to 0)",
+            ["b"],
+        )
+    assert _invalid_command(cmd(kd=np.array([1.0, 1e11, 1e11])), names)[1] == ["b", "c"]
+    assert _invalid_command(cmd(np.zeros(4)), names) == ("torque of shape (4,) (expected (3,))", [])
+    assert _invalid_command(cmd(kp="abc"), names) == ("non-numeric PD kp", [])
     assert _invalid_command(np.zeros(3), names)[0].startswith("value of type ndarray")

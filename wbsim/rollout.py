@@ -548,26 +548,32 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
 
 
 _FLOAT64 = np.dtype(np.float64)
-_add_reduce = np.add.reduce  # ndarray.sum without its Python wrapper (one call for the arrays)
+#: MuJoCo's largest control value; ``mj_step`` zeroes every control when one reaches it
+_MAXVAL = 1e10  # mujoco.mjMAXVAL (checked in tests/test_rollout.py)
+_max_reduce, _min_reduce = np.maximum.reduce, np.minimum.reduce  # without ndarray.max's wrapper
 
 
 def _invalid_command(cmd, joint_names) -> tuple[str, list[str]] | None:
     """What is wrong with a command the simulation cannot apply, and on which joints: not a
     :class:`~wbsim.types.Command` (no joint named), a torque or
     a joint-PD array (``q``, ``v``, ``kp``, ``kd``) that is not numbers of shape ``(n_joints,)``
-    (e.g. an option given as text), or not finite; ``None`` if nothing is."""
+    (e.g. an option given as text; no joint named), not finite, or of magnitude
+    ``mujoco.mjMAXVAL`` (1e10) or more (MuJoCo would set every control to 0: ``mjWARN_BADCTRL``);
+    ``None`` if nothing is."""
     n = len(joint_names)
     if not isinstance(cmd, Command):  # e.g. a bare torque array
         return f"value of type {type(cmd).__name__} instead of a wbsim.types.Command", []
     tau, jt = cmd.tau, cmd.joint_targets
-    # the common case in a few calls: float arrays of the right shape whose entries sum to a
-    # finite number (a NaN or an infinity makes the sum non-finite; an overflow looks closer)
+    # the common case in a few calls: float arrays of the right shape whose largest and smallest
+    # entries lie within +-mjMAXVAL (a NaN propagates through both reductions and compares false,
+    # an infinity is out of range: both are looked at closer below)
     arrays_in = (tau,) if jt is None else (tau, jt.q, jt.v, jt.kp, jt.kd)
     for a in arrays_in:
         if type(a) is not np.ndarray or a.dtype is not _FLOAT64 or a.shape != (n,):
             break  # (looked at closer below)
     else:
-        if math.isfinite(_add_reduce(np.concatenate(arrays_in))):
+        c = np.concatenate(arrays_in)
+        if _max_reduce(c) < _MAXVAL and _min_reduce(c) > -_MAXVAL:
             return None
     arrays = {"torque": cmd.tau}
     if cmd.joint_targets is not None:
@@ -579,12 +585,18 @@ def _invalid_command(cmd, joint_names) -> tuple[str, list[str]] | None:
         try:
             a = np.asarray(values, dtype=float)
         except (TypeError, ValueError):
-            return f"non-numeric {what}", list(joint_names)
+            return f"non-numeric {what}", []
         if a.shape != (len(joint_names),):
-            return f"{what} of shape {a.shape} (expected ({len(joint_names)},))", list(joint_names)
+            return f"{what} of shape {a.shape} (expected ({len(joint_names)},))", []
         bad = nonfinite_joints(a, joint_names)
         if bad:
             return f"non-finite {what}", bad
+        huge = np.flatnonzero(np.abs(a) >= _MAXVAL).tolist()
+        if huge:
+            return (
+                f"{what} of {_MAXVAL:g} or more (MuJoCo would set every control to 0)",
+                [joint_names[i] for i in huge],
+            )
     return None
 
 
