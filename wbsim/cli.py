@@ -347,11 +347,17 @@ def cmd_statics(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from wbsim.report import report
 
-    table, written = report(args.runs, html=args.html)
-    print(table)
-    for path in written:
+    _refuse_empty_paths(args, "plots")
+    out = report(args.runs, html=args.html, plots_dir=args.plots)
+    if out.runs:  # all bad: no empty table, only the errors
+        print(out.table, flush=True)
+    for path in out.written:
         print(f"{'page' if path.suffix == '.html' else 'plot'}: {path}")
-    return 0
+    for note in out.notes:
+        print(f"wbsim report: note: {note}", file=sys.stderr)
+    for folder, reason in out.problems:
+        print(f"wbsim report: error: {folder}: {reason}", file=sys.stderr)
+    return 2 if out.problems else 0
 
 
 def _web_viewer(args: argparse.Namespace):
@@ -794,6 +800,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--html",
         action="store_true",
         help="also write RUN_DIR/report.html: summary, plots and video in one file",
+    )
+    p.add_argument(
+        "--plots",
+        metavar="DIR",
+        help="write the plots (and pages) to DIR/RUN_NAME/ instead of each run folder "
+        "(e.g. for read-only runs)",
     )
     p.set_defaults(func=cmd_report)
 
