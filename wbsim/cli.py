@@ -472,10 +472,12 @@ def cmd_soak(args: argparse.Namespace) -> int:
         seed=args.seed,
         json_path=args.json,
         progress=not args.no_progress,
+        overwrite=args.overwrite,
     )
     failures = len(report["crashes"]) + len(report["nan_logs"]) + len(report["bad"])
+    n = report["episodes"]
     print(
-        f"wbsim soak: {report['episodes']} episodes in {report['wall_seconds']:.0f} s; "
+        f"wbsim soak: {n} episode{'' if n == 1 else 's'} in {report['wall_seconds']:.0f} s; "
         f"statuses {report['statuses']}; crashes {len(report['crashes'])}, logs with NaN "
         f"{len(report['nan_logs'])}, wrong statuses or files {len(report['bad'])}"
     )
@@ -738,10 +740,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="many seeded episodes over every env, controller and action mode: no "
         "crash, no NaN, every log loads",
     )
-    p.add_argument("--episodes", type=int, default=1000)
+    p.add_argument(
+        "--episodes",
+        type=int,
+        default=1000,
+        help="episodes to run; every env and kind pair once per cycle of (envs x kinds) episodes",
+    )
     p.add_argument("--seconds", type=float, default=2.0, help="simulated time per episode, s")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--json", help="write the report as JSON")
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="shuffles the order of the env and kind pairs (another seed, other pairs in a "
+        "short soak); episode i runs with seed SEED + i (reset noise, random actions)",
+    )
+    p.add_argument("--json", help="write the report as JSON (new, see --overwrite)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --json")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=cmd_soak)
 
