@@ -418,6 +418,17 @@ def cmd_baseline(args: argparse.Namespace) -> int:
     controller_options = _parse_options(args.controller_option)
     env_options = _parse_options(args.env_option)
     tolerances = _parse_options(args.tolerance)
+    json_path = args.json or default_json_path(
+        args.env,
+        args.controller,
+        controller_options,
+        env_options,
+        tolerances,
+        episodes=args.episodes,
+        seconds=args.seconds,
+        reset_noise_scale=args.reset_noise,
+        seed=args.seed,
+    )
     out = run_baseline(
         args.env,
         args.controller,
@@ -428,18 +439,7 @@ def cmd_baseline(args: argparse.Namespace) -> int:
         controller_options=controller_options,
         env_options=env_options,
         tolerances=tolerances,
-        json_path=args.json
-        or default_json_path(
-            args.env,
-            args.controller,
-            controller_options,
-            env_options,
-            tolerances,
-            episodes=args.episodes,
-            seconds=args.seconds,
-            reset_noise_scale=args.reset_noise,
-            seed=args.seed,
-        ),
+        json_path=json_path,
         progress=not args.no_progress,
         workers=args.workers,
         address=args.address,
@@ -454,6 +454,7 @@ def cmd_baseline(args: argparse.Namespace) -> int:
     print(f"  success rate  {out['success_rate']:.2f}  (fell {out['fell']})")
     print(f"  length        {out['length_mean']:.1f} ± {out['length_std']:.1f} steps")
     print(f"  events (sum over episodes) {json.dumps(out['events'])}")
+    print(f"  written to    {json_path}")
     return 0
 
 
@@ -573,6 +574,11 @@ def cmd_dcc(args: argparse.Namespace) -> int:
         knots=args.knots,
         overwrite=args.overwrite,
     )
+
+
+#: The walk speed of ``dcc compare`` (``wbsim.planning.receding.Task``'s default, m/s; a test
+#: checks they agree: the planner is not imported to build the parser).
+_DCC_WALK_SPEED = 0.1
 
 
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -866,7 +872,9 @@ def build_parser() -> argparse.ArgumentParser:
             "--task",
             default="step",
             choices=["step", "walk"],
-            help="step in place, or walk forward at --speed",
+            help="step in place, or walk forward at --speed"
+            if name == "plan"
+            else f"step in place, or walk forward at {_DCC_WALK_SPEED:g} m/s",
         )
         q.add_argument("--knots", type=int, default=10, help="horizon knots (dt 0.1 s)")
         q.add_argument(
@@ -887,7 +895,9 @@ def build_parser() -> argparse.ArgumentParser:
                 help="formulation parameter, e.g. --param eps=0.05 (repeatable)",
             )
             q.add_argument("--seconds", type=float, default=2.5, help="planned duration, s")
-            q.add_argument("--speed", type=float, default=0.1, help="walk: forward speed, m/s")
+            q.add_argument(
+                "--speed", type=float, default=_DCC_WALK_SPEED, help="walk: forward speed, m/s"
+            )
             q.add_argument(
                 "--rest",
                 type=float,
