@@ -51,17 +51,24 @@ def _table(out):
 def test_a_cut_or_empty_step_table_is_named_in_the_row_and_on_stderr(tmp_path, capsys):
     cut, empty = _log(tmp_path / "cut", rows=100), _log(tmp_path / "empty", rows=100)
     whole = _log(tmp_path / "whole", rows=100)
+    none = _log(tmp_path / "none", rows=0)  # stopped before its first step: nothing is missing
+    killed = _log(tmp_path / "killed", rows=0, summary=False)
     os.truncate(cut / "steps.f64", 8 * 7 * 40 + 3)  # 40 rows and part of one, as truncate -s
     os.truncate(empty / "steps.f64", 0)
-    assert main(["report", str(cut), str(empty), str(whole)]) == 0
+    dirs = [str(d) for d in (cut, empty, whole, none, killed)]
+    assert main(["report", *dirs]) == 0
     out, err = capsys.readouterr()
     rows = {r["run"]: r for r in _table(out)}
     assert rows["cut"]["status"] == "completed; table cut: 40 of 100 rows"
     assert rows["empty"]["status"] == "completed; table cut: 0 of 100 rows"
     assert rows["whole"]["status"] == "completed"
+    assert rows["none"]["status"] == "completed; no step logged"
+    assert rows["killed"]["status"] == "no summary (killed?); table empty"
     assert f"{cut / 'steps.f64'}: table cut: 40 of 100 rows" in err
     assert f"{empty / 'steps.f64'}: table cut: 0 of 100 rows" in err
-    assert "whole" not in err and "No artists" not in err  # no matplotlib legend note
+    assert f"{killed / 'steps.f64'}: table empty;" in err
+    assert len(err.strip().splitlines()) == 3, err  # none for whole and none
+    assert "No artists" not in err  # no matplotlib legend note
     assert (empty / "overview.png").stat().st_size > 0
 
 

@@ -89,12 +89,16 @@ def report_rows(runs: Sequence[RunData]) -> list[dict[str, Any]]:
 
 def table_note(row: dict[str, Any]) -> str | None:
     """What is wrong with a row's step table: ``"table cut: R of L rows"`` when ``steps.f64`` holds
-    fewer rows than the summary's ``logged_rows``, ``"table empty"`` when it holds none; ``None``
-    when it is whole (or a killed run's, whose count is unknown, is not empty)."""
+    fewer rows than the summary's ``logged_rows``; ``"table empty"`` when it holds none and there
+    is no summary (killed) to say how many were logged; ``"no step logged"`` when the summary says
+    none was (a run stopped before its first step); ``None`` when it is whole (or a killed run's
+    is not empty)."""
     logged = row.get("logged_rows")
     if isinstance(logged, int) and row["rows"] < logged:
         return f"table cut: {row['rows']} of {logged} rows"
-    return "table empty" if row["rows"] == 0 else None
+    if row["rows"] == 0:
+        return "no step logged" if logged == 0 else "table empty"
+    return None
 
 
 def _slides_of_events(run: RunData) -> int | None:
@@ -245,7 +249,8 @@ class Report:
         written: the files written (plots, pages).
         problems: ``(folder, reason)`` per folder that is not a loadable run, and per run whose
             plots or page could not be written (its row is in the table).
-        notes: one line per run whose step table is cut or empty (:func:`table_note`).
+        notes: one line per run whose step table is cut, or empty without a summary
+            (:func:`table_note`).
     """
 
     table: str
@@ -299,10 +304,10 @@ def report(
     rows = report_rows(runs)
     notes = [
         f"{r.dir / STEPS_FILE}: {row['table']}"
-        + (" (the summary's logged_rows)" if row["logged_rows"] is not None else "")
+        + (" (the summary's logged_rows)" if row["table"].startswith("table cut") else "")
         + "; the table and plots show what it holds"
         for r, row in zip(runs, rows)
-        if row["table"]
+        if row["table"] and row["table"] != "no step logged"
     ]
     written: list[Path] = []
     taken: set[str] = set()
