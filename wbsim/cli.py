@@ -355,8 +355,9 @@ def cmd_report(args: argparse.Namespace) -> int:
         print(f"{'page' if path.suffix == '.html' else 'plot'}: {path}")
     for note in out.notes:
         print(f"wbsim report: note: {note}", file=sys.stderr)
-    for folder, reason in out.problems:
-        print(f"wbsim report: error: {folder}: {reason}", file=sys.stderr)
+    for folder, reason in out.problems:  # the folder once: most reasons name it already
+        where = "" if str(folder) in reason else f"{folder}: "
+        print(f"wbsim report: error: {where}{reason}", file=sys.stderr)
     return 2 if out.problems else 0
 
 
