@@ -86,8 +86,8 @@ def test_one_bad_folder_does_not_stop_the_others(tmp_path, capsys):
     assert (good2 / "overview.png").is_file() and f"plot: {good2 / 'overview.png'}" in out
     errors = err.strip().splitlines()
     assert len(errors) == 2, err
-    assert str(missing) in errors[0] and "does not exist" in errors[0]
-    assert str(ppo) in errors[1] and "not a wbsim run folder" in errors[1]
+    assert errors[0].count(str(missing)) == 1 and "does not exist" in errors[0]
+    assert errors[1].count(str(ppo)) == 1 and "not a wbsim run folder" in errors[1]
     # runs/: the runs in it; the PPO folder is not a run and is left out
     assert main(["report", str(tmp_path / "runs")]) == 0
     assert [r["run"] for r in _table(capsys.readouterr().out)] == ["g1", "g2"]
