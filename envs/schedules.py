@@ -622,13 +622,26 @@ def dcc_plan(plan_file: str = "step", land_time: float = 0.2) -> ReferencePlan:
     :class:`wbsim.metrics.EpisodeMetrics`).
 
     Raises:
-        WbsimError: a file that is not a plan file (read at the first reset).
+        WbsimError: ``plan_file`` empty, or neither a shipped plan's name nor a file (at once,
+            listing the shipped names); a file that is not a plan file (read at the first reset).
     """
     from pathlib import Path
 
     from wbsim.assets import PLANS_DIR
+    from wbsim.errors import WbsimError
 
+    shipped = ", ".join(DCC_PLANS)
+    if not str(plan_file).strip():
+        raise WbsimError(
+            f"plan_file is empty: give a shipped plan ({shipped}) or the path of a "
+            "`wbsim dcc plan` file"
+        )
     path = Path(PLANS_DIR / DCC_PLANS[plan_file]) if plan_file in DCC_PLANS else Path(plan_file)
+    if not path.is_file():
+        raise WbsimError(
+            f"plan_file {plan_file!r}: no shipped plan of that name ({shipped}) and no such "
+            "file (a `wbsim dcc plan --out` file)"
+        )
 
     def build(c):
         from wbsim.planning.plan_file import complementarity_accuracy, load_plan

@@ -629,7 +629,7 @@ def test_missing_plan_file_is_the_error_shown(capsys):
             "--no-progress",
         ]
     )
-    err = _one_line_error(capsys, code, "plan file not found: nope")
+    err = _one_line_error(capsys, code, "plan_file 'nope': no shipped plan")
     assert "no reference yet" not in err
 
 

@@ -45,8 +45,25 @@ def test_partial_row_and_cut_event_line_are_dropped(tmp_path):
         f.write(np.float64(5.0).tobytes())  # half a row, as after a kill
     with open(tmp_path / "events.jsonl", "a") as f:
         f.write('{"kind": "y", "t"')
-    run = load_run(tmp_path)
+    with pytest.warns(UserWarning, match=r"events.jsonl: line 2 not a JSON event"):
+        run = load_run(tmp_path)
     assert run.steps.shape == (1, 2) and [e["kind"] for e in run.events] == ["x"]
+
+
+def test_a_garbage_event_line_is_skipped_with_a_warning_naming_it(tmp_path):
+    """A damaged line in the middle of events.jsonl: the events after it still load, and a
+    warning names the file and the line (it used to drop the rest silently)."""
+    with EpisodeLog(tmp_path, ["t", "a"]) as log:
+        for kind in ("a", "b", "c"):
+            log.add_event({"kind": kind})
+    lines = (tmp_path / "events.jsonl").read_text().splitlines()
+    lines[1:1] = ["not json", "[1, 2]"]  # lines 2 and 3: garbage, valid JSON but not an event
+    (tmp_path / "events.jsonl").write_text("\n".join(lines) + "\n")
+    with pytest.warns(UserWarning) as caught:
+        run = load_run(tmp_path)
+    assert [e["kind"] for e in run.events] == ["a", "b", "c"]
+    (message,) = [str(w.message) for w in caught]
+    assert str(tmp_path / "events.jsonl") in message and "lines 2, 3 " in message
 
 
 @pytest.mark.parametrize("name", ["columns.json", "config.json", "summary.json"])

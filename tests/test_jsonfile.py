@@ -48,3 +48,23 @@ def test_damaged_and_missing_files_are_named(tmp_path):
     with pytest.raises(WbsimError, match="missing.json"):
         read_json(tmp_path / "missing.json")
     assert read_json(tmp_path / "missing.json", {}) == {}
+
+
+def test_write_file_takes_bytes_and_keeps_the_old_file_on_a_full_disk(tmp_path, monkeypatch):
+    from wbsim.jsonfile import write_file
+
+    path = tmp_path / "sub" / "model.zip"
+    write_file(path, b"PK old")
+    real = Path.write_bytes
+
+    def full_disk(self, data):
+        real(self, data[:2])
+        raise OSError(27, "File too large")
+
+    monkeypatch.setattr(Path, "write_bytes", full_disk)
+    with pytest.raises(WbsimError, match=r"model.zip: could not be written \(File too large"):
+        write_file(path, b"PK new, longer")
+    monkeypatch.undo()
+    assert path.read_bytes() == b"PK old" and [p.name for p in path.parent.iterdir()] == [
+        "model.zip"
+    ]

@@ -232,3 +232,23 @@ def test_mjcf_description_loads_with_parity(tmp_path):
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q"]))
+
+
+@pytest.mark.parametrize("where", ["file", "proc"])
+def test_an_unwritable_mesh_cache_is_named_with_its_variable(tmp_path, monkeypatch, where):
+    """WBSIM_CACHE on a file, or where nothing can be created (/proc, as a read-only folder):
+    the error names the mesh cache, the file and WBSIM_CACHE, not a bare errno."""
+    from wbsim.meshes import cache_dir
+
+    src = tmp_path / "tet.stl"
+    src.write_text(_ascii_stl(TET_V, TET_F))
+    if where == "file":
+        (tmp_path / "afile").write_text("")
+        monkeypatch.setenv("WBSIM_CACHE", str(tmp_path / "afile"))
+    else:
+        monkeypatch.setenv("WBSIM_CACHE", "/proc/wbsim-cache")
+    with pytest.raises(RobotLoadError) as err:
+        mujoco_mesh(src)
+    message = str(err.value)
+    assert f"mesh cache {cache_dir()}" in message and "tet.stl" in message
+    assert "$WBSIM_CACHE must be a writable folder" in message

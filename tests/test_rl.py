@@ -101,3 +101,46 @@ def test_ppo_example_trains_on_walking_in_residual_mode(tmp_path):
     action, _ = model.predict(obs, deterministic=True)
     assert action.shape == (29,) and np.all(np.isfinite(action))
     env.close()
+
+
+def test_ppo_example_on_a_full_disk_keeps_the_old_model_and_says_one_line(tmp_path):
+    """A file-size limit (as a full disk) hit when saving: one error line naming model.zip, no
+    traceback, the previous model.zip (replaced with --overwrite) untouched, no temporary file;
+    the progress lines came before."""
+    import resource
+    import subprocess
+    import sys
+
+    try:
+        resource.getrlimit(resource.RLIMIT_FSIZE)
+    except (AttributeError, ValueError):
+        pytest.skip("no RLIMIT_FSIZE here")
+    (tmp_path / "model.zip").write_bytes(b"the previous model")
+    code = (
+        "import resource, sys; resource.setrlimit(resource.RLIMIT_FSIZE, (50_000, 50_000)); "
+        "from wbsim.examples.train_ppo import main; sys.exit(main(sys.argv[1:]))"
+    )
+    args = ["--steps", "64", "--out", str(tmp_path), "--overwrite"]
+    p = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    err = p.stderr.strip()
+    assert p.returncode == 2 and err.count("\n") == 0, (p.returncode, err)
+    assert "model.zip: could not be written (File too large)" in err
+    assert (tmp_path / "model.zip").read_bytes() == b"the previous model"
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["model.zip"]
+    assert "train_ppo: 64/64 steps" in p.stdout
+
+
+def test_ppo_example_checks_its_options_before_creating_the_folder(tmp_path, capsys):
+    from wbsim.examples import train_ppo
+
+    out = tmp_path / "new"
+    with pytest.raises(SystemExit) as exit_:
+        train_ppo.main(["--residual-scale", "-1", "--out", str(out), "--steps", "64"])
+    assert exit_.value.code == 2 and "residual_scale" in capsys.readouterr().err
+    assert not out.exists()

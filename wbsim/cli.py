@@ -347,11 +347,18 @@ def cmd_statics(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from wbsim.report import report
 
-    table, written = report(args.runs, html=args.html)
-    print(table)
-    for path in written:
+    _refuse_empty_paths(args, "plots")
+    out = report(args.runs, html=args.html, plots_dir=args.plots)
+    if out.runs:  # all bad: no empty table, only the errors
+        print(out.table, flush=True)
+    for path in out.written:
         print(f"{'page' if path.suffix == '.html' else 'plot'}: {path}")
-    return 0
+    for note in out.notes:
+        print(f"wbsim report: note: {note}", file=sys.stderr)
+    for folder, reason in out.problems:  # the folder once: most reasons name it already
+        where = "" if str(folder) in reason else f"{folder}: "
+        print(f"wbsim report: error: {where}{reason}", file=sys.stderr)
+    return 2 if out.problems else 0
 
 
 def _web_viewer(args: argparse.Namespace):
@@ -412,6 +419,17 @@ def cmd_baseline(args: argparse.Namespace) -> int:
     controller_options = _parse_options(args.controller_option)
     env_options = _parse_options(args.env_option)
     tolerances = _parse_options(args.tolerance)
+    json_path = args.json or default_json_path(
+        args.env,
+        args.controller,
+        controller_options,
+        env_options,
+        tolerances,
+        episodes=args.episodes,
+        seconds=args.seconds,
+        reset_noise_scale=args.reset_noise,
+        seed=args.seed,
+    )
     out = run_baseline(
         args.env,
         args.controller,
@@ -422,18 +440,7 @@ def cmd_baseline(args: argparse.Namespace) -> int:
         controller_options=controller_options,
         env_options=env_options,
         tolerances=tolerances,
-        json_path=args.json
-        or default_json_path(
-            args.env,
-            args.controller,
-            controller_options,
-            env_options,
-            tolerances,
-            episodes=args.episodes,
-            seconds=args.seconds,
-            reset_noise_scale=args.reset_noise,
-            seed=args.seed,
-        ),
+        json_path=json_path,
         progress=not args.no_progress,
         workers=args.workers,
         address=args.address,
@@ -448,6 +455,7 @@ def cmd_baseline(args: argparse.Namespace) -> int:
     print(f"  success rate  {out['success_rate']:.2f}  (fell {out['fell']})")
     print(f"  length        {out['length_mean']:.1f} ± {out['length_std']:.1f} steps")
     print(f"  events (sum over episodes) {json.dumps(out['events'])}")
+    print(f"  written to    {json_path}")
     return 0
 
 
@@ -466,10 +474,12 @@ def cmd_soak(args: argparse.Namespace) -> int:
         seed=args.seed,
         json_path=args.json,
         progress=not args.no_progress,
+        overwrite=args.overwrite,
     )
     failures = len(report["crashes"]) + len(report["nan_logs"]) + len(report["bad"])
+    n = report["episodes"]
     print(
-        f"wbsim soak: {report['episodes']} episodes in {report['wall_seconds']:.0f} s; "
+        f"wbsim soak: {n} episode{'' if n == 1 else 's'} in {report['wall_seconds']:.0f} s; "
         f"statuses {report['statuses']}; crashes {len(report['crashes'])}, logs with NaN "
         f"{len(report['nan_logs'])}, wrong statuses or files {len(report['bad'])}"
     )
@@ -565,6 +575,11 @@ def cmd_dcc(args: argparse.Namespace) -> int:
         knots=args.knots,
         overwrite=args.overwrite,
     )
+
+
+#: The walk speed of ``dcc compare`` (``wbsim.planning.receding.Task``'s default, m/s; a test
+#: checks they agree: the planner is not imported to build the parser).
+_DCC_WALK_SPEED = 0.1
 
 
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -732,10 +747,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="many seeded episodes over every env, controller and action mode: no "
         "crash, no NaN, every log loads",
     )
-    p.add_argument("--episodes", type=int, default=1000)
+    p.add_argument(
+        "--episodes",
+        type=int,
+        default=1000,
+        help="episodes to run; every env and kind pair once per cycle of (envs x kinds) episodes",
+    )
     p.add_argument("--seconds", type=float, default=2.0, help="simulated time per episode, s")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--json", help="write the report as JSON")
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="shuffles the order of the env and kind pairs (another seed, other pairs in a "
+        "short soak); episode i runs with seed SEED + i (reset noise, random actions)",
+    )
+    p.add_argument("--json", help="write the report as JSON (new, see --overwrite)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --json")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=cmd_soak)
 
@@ -795,6 +822,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also write RUN_DIR/report.html: summary, plots and video in one file",
     )
+    p.add_argument(
+        "--plots",
+        metavar="DIR",
+        help="write the plots (and pages) to DIR/RUN_NAME/ instead of each run folder "
+        "(e.g. for read-only runs)",
+    )
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser(
@@ -840,7 +873,9 @@ def build_parser() -> argparse.ArgumentParser:
             "--task",
             default="step",
             choices=["step", "walk"],
-            help="step in place, or walk forward at --speed",
+            help="step in place, or walk forward at --speed"
+            if name == "plan"
+            else f"step in place, or walk forward at {_DCC_WALK_SPEED:g} m/s",
         )
         q.add_argument("--knots", type=int, default=10, help="horizon knots (dt 0.1 s)")
         q.add_argument(
@@ -861,7 +896,9 @@ def build_parser() -> argparse.ArgumentParser:
                 help="formulation parameter, e.g. --param eps=0.05 (repeatable)",
             )
             q.add_argument("--seconds", type=float, default=2.5, help="planned duration, s")
-            q.add_argument("--speed", type=float, default=0.1, help="walk: forward speed, m/s")
+            q.add_argument(
+                "--speed", type=float, default=_DCC_WALK_SPEED, help="walk: forward speed, m/s"
+            )
             q.add_argument(
                 "--rest",
                 type=float,

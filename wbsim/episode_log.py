@@ -39,6 +39,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -299,7 +300,16 @@ def check_run_folder(run_dir: str | Path) -> Path:
 
 
 def load_run(run_dir: str | Path) -> RunData:
-    """Load an episode folder (numpy and json only). Raises :class:`WbsimError` if it is not one."""
+    """Load an episode folder (numpy and json only).
+
+    A trailing partial row of ``steps.f64`` is dropped; a line of ``events.jsonl`` that is not a
+    JSON object (cut by a kill, damaged) is skipped with a ``UserWarning`` naming the file and the
+    line numbers.
+
+    Raises:
+        WbsimError: it is not a run folder, or its ``columns.json``, ``summary.json`` or
+            ``config.json`` cannot be read.
+    """
     d = check_run_folder(run_dir)
     schema = read_json(d / COLUMNS_FILE, what="the log")
     cols = tuple(schema["columns"])
@@ -307,11 +317,25 @@ def load_run(run_dir: str | Path) -> RunData:
     steps = raw[: len(raw) // len(cols) * len(cols)].reshape(-1, len(cols))
     events = []
     if (d / EVENTS_FILE).exists():
-        for line in (d / EVENTS_FILE).read_text().splitlines():
+        bad = []
+        for number, line in enumerate((d / EVENTS_FILE).read_text().splitlines(), start=1):
             try:
-                events.append(json.loads(line))
-            except json.JSONDecodeError:  # a line cut by a kill or a full disk
-                break
+                event = json.loads(line)
+            except json.JSONDecodeError:  # a line cut by a kill or a full disk, or garbage
+                event = None
+            if isinstance(event, dict):
+                events.append(event)
+            elif line.strip():
+                bad.append(number)
+        if bad:
+            lines = ", ".join(map(str, bad[:10])) + (
+                f" and {len(bad) - 10} more" if bad[10:] else ""
+            )
+            warnings.warn(
+                f"{d / EVENTS_FILE}: line{'s' if len(bad) > 1 else ''} {lines} "
+                "not a JSON event (cut by a kill or a full disk, or damaged): skipped",
+                stacklevel=2,
+            )
     summary = read_json(d / SUMMARY_FILE, {}, what="the log")
     config = read_json(d / CONFIG_FILE, {}, what="the log")
     return RunData(d, cols, dict(schema.get("units", {})), steps, events, summary, config)

@@ -61,13 +61,17 @@ def _table(rows: list[tuple[str, Any]]) -> str:
 
 
 def write_html(
-    run_dir: str | Path, out: str | Path | None = None, video: str | Path | None = None
+    run_dir: str | Path,
+    out: str | Path | None = None,
+    video: str | Path | None = None,
+    plots_dir: str | Path | None = None,
 ) -> Path:
     """Write the run's HTML page (default ``RUN_DIR/report.html``); returns its path.
 
     Args:
         run_dir: the run folder.
         out: the page's path.
+        plots_dir: where the PNG plots it embeds are written (default the run folder).
         video: the MP4 to embed (default :func:`find_video`; none found: the page says how to
             make one with ``wbsim replay``).
 
@@ -82,16 +86,22 @@ def write_html(
         raise WbsimError(f"video {video}: not a file")
     out = Path(out) if out else run.dir / "report.html"
     s, c = run.summary, run.config
-    plots = [("Normal forces per foot", _plot_normal_forces(run)), ("Overview", plot_overview(run))]
+    pdir = Path(plots_dir) if plots_dir is not None else run.dir
+    plots = [
+        ("Normal forces per foot", _plot_normal_forces(run, pdir / "normal_forces.png")),
+        ("Overview", plot_overview(run, pdir / "overview.png")),
+    ]
     row = report_rows([run])[0]
-    fell = bool(s.get("fell", False))
+    fell = s.get("fell")  # None: no summary, unknown
     status = s.get("status", "no summary (the run was killed?)")
     reason = f" ({html.escape(s['stopped_reason'])})" if s.get("stopped_reason") else ""
     head = (
         f"<h1>{html.escape(str(row['env']))} &middot; {html.escape(str(row['controller']))}"
         f" &middot; {html.escape(run.dir.name)}</h1><p>Status <b>{html.escape(status)}</b>"
-        f"{reason}; <span class='{'bad' if fell else 'ok'}'>"
-        f"{'fell' if fell else 'did not fall'}</span>.</p>"
+        f"{reason}; <span class='{'bad' if fell or fell is None else 'ok'}'>"
+        f"{'fell' if fell else 'did not fall' if fell is not None else 'fall unknown'}</span>."
+        + (f" {html.escape(row['table'])}." if row["table"] else "")
+        + "</p>"
     )
     slide = c.get("tolerances", {}).get("slide", "-")
     figures = [
@@ -211,7 +221,7 @@ def _env_options_shown(config: dict[str, Any]) -> dict[str, Any]:
     return options
 
 
-def _plot_normal_forces(run: RunData) -> Path:
+def _plot_normal_forces(run: RunData, out: Path) -> Path:
     from wbsim.report import plot_run
 
-    return plot_run(run)
+    return plot_run(run, out)

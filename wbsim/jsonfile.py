@@ -1,4 +1,4 @@
-"""JSON files on disk: written atomically (a temporary file renamed over the target, so a full disk,
+"""JSON (and other) files on disk: written atomically (a temporary file renamed over the target, so a full disk,
 an exception or Ctrl-C leaves the old file or none, never half of one) and read with errors that name
 the file."""
 
@@ -10,7 +10,28 @@ from typing import Any
 
 from wbsim.errors import WbsimError
 
-__all__ = ["read_json", "write_json"]
+__all__ = ["read_json", "write_file", "write_json"]
+
+
+def write_file(path: str | Path, data: str | bytes) -> None:
+    """Write ``data`` (text, UTF-8, or bytes) into ``path`` atomically, creating its folder: ``path.tmp`` beside it is
+    written, then renamed over ``path`` (removed if anything fails).
+
+    Raises:
+        WbsimError: the folder or the file cannot be written, naming the file and the cause.
+    """
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(data, str):
+            tmp.write_text(data, encoding="utf-8")
+        else:
+            tmp.write_bytes(data)
+        tmp.replace(path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise WbsimError(f"{path}: could not be written ({exc.strerror or exc})") from None
 
 
 def write_json(
@@ -28,16 +49,7 @@ def write_json(
     Raises:
         WbsimError: the folder or the file cannot be written, naming the file and the cause.
     """
-    path = Path(path)
-    text = json.dumps(obj, indent=indent, allow_nan=allow_nan) + "\n"
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(text)
-        tmp.replace(path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise WbsimError(f"{path}: could not be written ({exc.strerror or exc})") from None
+    write_file(path, json.dumps(obj, indent=indent, allow_nan=allow_nan) + "\n")
 
 
 def read_json(path: str | Path, default: Any = None, *, what: str = "file") -> Any:

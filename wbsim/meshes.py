@@ -14,6 +14,7 @@ rewrites a URDF's mesh file names to files MuJoCo reads.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -140,11 +141,21 @@ def mujoco_mesh(path: str | os.PathLike, cache: str | os.PathLike | None = None)
     if src.suffix.lower() == ".dae":
         unit, up = _collada_asset(src)
         mesh.apply_transform(_homogeneous(unit * _UP_AXIS[up]))
-    out.mkdir(parents=True, exist_ok=True)
     tmp = target.with_suffix(f".{os.getpid()}.tmp")
     stl = mesh.export(file_type="stl")
-    tmp.write_bytes(stl if isinstance(stl, bytes) else str(stl).encode())
-    tmp.replace(target)  # atomic: a concurrent load sees the whole file or none
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        tmp.write_bytes(stl if isinstance(stl, bytes) else str(stl).encode())
+        tmp.replace(target)  # atomic: a concurrent load sees the whole file or none
+    except OSError as exc:
+        with contextlib.suppress(OSError):  # a part written before the disk was full
+            tmp.unlink()
+        where = f"${CACHE_ENV}" if cache is None and os.environ.get(CACHE_ENV) else "the cache"
+        raise RobotLoadError(
+            f"mesh cache {out}: the converted {src.name} cannot be written there "
+            f"({exc.strerror or exc}); {where} must be a writable folder: set {CACHE_ENV} "
+            "to one"
+        ) from None
     return target
 
 

@@ -104,7 +104,8 @@ def plot_overview(run: RunData, out: str | Path | None = None, top: int = 3) -> 
                 if np.isfinite(ref).any():
                     ax.plot(t, ref, "--", color=color, lw=1.0, label=f"reference {a}")
         ax.set_ylabel("m")
-        ax.legend(loc="upper left", fontsize=7, ncol=4)
+        if ax.lines:  # an empty table: no line, no legend (matplotlib would complain)
+            ax.legend(loc="upper left", fontsize=7, ncol=4)
     ax_com.set_title("centre of mass (world) and the schedule's reference", fontsize=9, loc="left")
     ax_z.set_title("CoM height", fontsize=9, loc="left")
     # 3: joint errors

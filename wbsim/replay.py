@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from wbsim.episode_log import RunData, check_run_folder, load_run
+from wbsim.episode_log import CONFIG_FILE, RunData, check_run_folder, load_run
 from wbsim.errors import WbsimError
 from wbsim.scene import FrameClock, FrameValues, Scene, StepRows, frame_events
 
@@ -62,6 +62,11 @@ class LoggedRun:
         cfg = self.run.config
         if not len(self.run.steps):
             raise WbsimError(f"{self.run.dir}: no logged step to replay")
+        if not (self.run.dir / CONFIG_FILE).is_file():
+            raise WbsimError(
+                f"{self.run.dir / CONFIG_FILE} is missing (deleted or not copied with the run): "
+                "the run cannot be rebuilt without it"
+            )
         for key in ("env", "seed", "env_options", "seconds"):
             if key not in cfg:
                 raise WbsimError(

@@ -9,21 +9,33 @@ simulated (solid), with contact-mode switches as vertical lines and violations a
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from wbsim.diagnostics import VIOLATION_KINDS as DIAGNOSED_VIOLATIONS
-from wbsim.episode_log import RunData, load_run
+from wbsim.episode_log import COLUMNS_FILE, STEPS_FILE, RunData, load_run
+from wbsim.errors import WbsimError
 
-__all__ = ["VIOLATION_KINDS", "foot_normal_force", "format_table", "plot_run", "report_rows"]
+__all__ = [
+    "VIOLATION_KINDS",
+    "Report",
+    "foot_normal_force",
+    "format_table",
+    "plot_run",
+    "report",
+    "report_rows",
+    "table_note",
+]
 
 #: Event kinds counted as violations, in the table's column order (the diagnostics' own list).
 VIOLATION_KINDS = DIAGNOSED_VIOLATIONS
 FEET = ("left_foot", "right_foot")
 _SLIP = VIOLATION_KINDS.index("planar_complementarity") + 1
 _COLUMNS = (*VIOLATION_KINDS[:_SLIP], "slides", *VIOLATION_KINDS[_SLIP:])  # slides after slips
+_COUNTED = {*VIOLATION_KINDS, "mode_switch"}  # the kinds with a column of their own
 
 
 def foot_normal_force(run, foot: str, kind: str) -> np.ndarray | None:
@@ -44,8 +56,11 @@ def foot_normal_force(run, foot: str, kind: str) -> np.ndarray | None:
 
 def report_rows(runs: Sequence[RunData]) -> list[dict[str, Any]]:
     """One dict per run: controller, env, duration, switches, violations by kind, ``slides`` (the
-    ``planar_complementarity`` events at MuJoCo's cone), tracking, fell. A count that a log's
-    summary does not hold (a log older than that kind) is ``None``."""
+    ``planar_complementarity`` events at MuJoCo's cone), tracking, ``other`` (every other event
+    kind that occurred -> its count, e.g. ``fall``, ``simulator_warning``), ``fell`` (``None``:
+    unknown, no summary), status, ``rows`` (rows in ``steps.f64``), ``logged_rows`` (rows the
+    summary says were logged; ``None`` without one) and ``table`` (:func:`table_note`). A count
+    that a log's summary does not hold (a log older than that kind) is ``None``."""
     rows = []
     for run in runs:
         s, events = run.summary, s_events(run)
@@ -61,11 +76,29 @@ def report_rows(runs: Sequence[RunData]) -> list[dict[str, Any]]:
                 "slides": s.get("diagnostics", {}).get("slides", _slides_of_events(run)),
                 "max_joint_error_rad": s.get("max_joint_error_rad", float("nan")),
                 "com_tracking_rms_m": s.get("com_tracking_rms_m", float("nan")),
-                "fell": bool(s.get("fell", False)),
+                "other": {k: int(n) for k, n in events.items() if k not in _COUNTED and n},
+                "fell": bool(s["fell"]) if "fell" in s else None,
                 "status": s.get("status", "no summary (killed?)"),
+                "rows": len(run.steps),
+                "logged_rows": s.get("logged_rows"),
             }
         )
+        rows[-1]["table"] = table_note(rows[-1])
     return rows
+
+
+def table_note(row: dict[str, Any]) -> str | None:
+    """What is wrong with a row's step table: ``"table cut: R of L rows"`` when ``steps.f64`` holds
+    fewer rows than the summary's ``logged_rows``; ``"table empty"`` when it holds none and there
+    is no summary (killed) to say how many were logged; ``"no step logged"`` when the summary says
+    none was (a run stopped before its first step); ``None`` when it is whole (or a killed run's
+    is not empty)."""
+    logged = row.get("logged_rows")
+    if isinstance(logged, int) and row["rows"] < logged:
+        return f"table cut: {row['rows']} of {logged} rows"
+    if row["rows"] == 0:
+        return "no step logged" if logged == 0 else "table empty"
+    return None
 
 
 def _slides_of_events(run: RunData) -> int | None:
@@ -121,6 +154,7 @@ def format_table(rows: Sequence[dict[str, Any]]) -> str:
         *[short[k] for k in _COLUMNS],
         "max qerr rad",
         "CoM rms mm",
+        "other events",
         "fell",
         "status",
     ]
@@ -135,8 +169,9 @@ def format_table(rows: Sequence[dict[str, Any]]) -> str:
             *["-" if r.get(k) is None else str(r[k]) for k in _COLUMNS],
             _num(r["max_joint_error_rad"]),
             _num(r["com_tracking_rms_m"], 2, 1e3),
-            "yes" if r["fell"] else "no",
-            r["status"],
+            " ".join(f"{k}={n}" for k, n in r.get("other", {}).items()) or "none",
+            {True: "yes", False: "no"}.get(r["fell"], "? (killed)"),
+            "; ".join(x for x in (r["status"], r.get("table")) if x),
         ]
         lines.append("| " + " | ".join(cells) + " |")
     legend = ", ".join(
@@ -145,7 +180,8 @@ def format_table(rows: Sequence[dict[str, Any]]) -> str:
     )
     return (
         "\n".join(lines) + f"\n\nviolation columns: {legend}; switch = mode_switch events; "
-        "- = not in that log"
+        "other events = every other event kind that occurred, with its count; "
+        "- = not in that log; fell ? = unknown (no summary: the run was killed)"
     )
 
 
@@ -203,13 +239,30 @@ def plot_run(run: RunData, out: str | Path | None = None) -> Path:
     return out
 
 
-def report(run_dirs: Sequence[str | Path], html: bool = False) -> tuple[str, list[Path]]:
-    """Load the runs, return the table text and the written files: per run the normal-force plot,
-    the overview plot (:func:`wbsim.plots.plot_overview`) and, with ``html``, the self-contained
-    page (:func:`wbsim.html_report.write_html`). A folder that is not a run but holds runs
-    (``runs/``) stands for every run in it."""
-    from wbsim.episode_log import COLUMNS_FILE
+@dataclass
+class Report:
+    """What :func:`report` made.
 
+    Attributes:
+        table: :func:`format_table` of the runs that loaded.
+        runs: the folders of the runs that loaded (the table's rows).
+        written: the files written (plots, pages).
+        problems: ``(folder, reason)`` per folder that is not a loadable run, and per run whose
+            plots or page could not be written (its row is in the table).
+        notes: one line per run whose step table is cut, or empty without a summary
+            (:func:`table_note`).
+    """
+
+    table: str
+    runs: list[Path] = field(default_factory=list)
+    written: list[Path] = field(default_factory=list)
+    problems: list[tuple[Path, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def expand_run_dirs(run_dirs: Sequence[str | Path]) -> list[Path]:
+    """``run_dirs`` with each folder that is not a run but holds runs (``runs/``) replaced by the
+    runs in it (sorted); the others as given (:func:`report` names what is wrong with them)."""
     expanded: list[Path] = []
     for d in map(Path, run_dirs):
         if not (d / COLUMNS_FILE).is_file() and d.is_dir():
@@ -218,13 +271,68 @@ def report(run_dirs: Sequence[str | Path], html: bool = False) -> tuple[str, lis
                 expanded += children
                 continue
         expanded.append(d)
-    runs = [load_run(d) for d in expanded]
-    if html:  # its page holds both plots
-        from wbsim.html_report import write_html
+    return expanded
 
-        return format_table(report_rows(runs)), [write_html(r.dir) for r in runs]
+
+def report(
+    run_dirs: Sequence[str | Path], html: bool = False, plots_dir: str | Path | None = None
+) -> Report:
+    """Load the runs and write per run the normal-force plot, the overview plot
+    (:func:`wbsim.plots.plot_overview`) and, with ``html``, the self-contained page
+    (:func:`wbsim.html_report.write_html`, which holds both plots).
+
+    Args:
+        run_dirs: run folders; a folder that is not a run but holds runs (``runs/``) stands for
+            every run in it (a folder in it that is not a run, e.g. a PPO output, is left out).
+        html: write the pages.
+        plots_dir: where the files go: ``plots_dir/RUN_NAME/`` (``RUN_NAME-2`` for a second run
+            of that name); default each run's own folder.
+
+    One bad folder does not stop the others: a folder that does not load, and a run whose files
+    cannot be written (a read-only folder), is listed in :attr:`Report.problems` with the reason;
+    its row is in the table if it loaded.
+    """
     from wbsim.plots import plot_overview
 
-    return format_table(report_rows(runs)), [
-        p for r in runs for p in (plot_run(r), plot_overview(r))
+    runs: list[RunData] = []
+    problems: list[tuple[Path, str]] = []
+    for d in expand_run_dirs(run_dirs):
+        try:
+            runs.append(load_run(d))
+        except WbsimError as exc:
+            problems.append((d, str(exc)))
+    rows = report_rows(runs)
+    notes = [
+        f"{r.dir / STEPS_FILE}: {row['table']}"
+        + (" (the summary's logged_rows)" if row["table"].startswith("table cut") else "")
+        + "; the table and plots show what it holds"
+        for r, row in zip(runs, rows)
+        if row["table"] and row["table"] != "no step logged"
     ]
+    written: list[Path] = []
+    taken: set[str] = set()
+    for r in runs:
+        out = r.dir
+        if plots_dir is not None:
+            name, k = r.dir.name, 1
+            while name in taken:
+                k += 1
+                name = f"{r.dir.name}-{k}"
+            taken.add(name)
+            out = Path(plots_dir) / name
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+            if html:
+                from wbsim.html_report import write_html
+
+                written.append(write_html(r.dir, out / "report.html", plots_dir=out))
+            else:
+                written.append(plot_run(r, out / "normal_forces.png"))
+                written.append(plot_overview(r, out / "overview.png"))
+        except (OSError, WbsimError) as exc:
+            cause = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            hint = "; give another folder with --plots DIR" if plots_dir is None else ""
+            problems.append(
+                (r.dir, f"{'page' if html else 'plots'} not written to {out}: {cause}{hint}")
+            )
+    return Report(format_table(rows), [r.dir for r in runs], written, problems, notes)

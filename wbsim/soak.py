@@ -1,8 +1,9 @@
 """``wbsim soak``: many seeded episodes over every registered env, controller and action mode, to
 show that nothing crashes, nothing turns NaN and everything on disk loads.
 
-Episode ``i`` takes env ``ENV_IDS[i % n_envs]`` and the ``(i // n_envs) % n_kinds``-th of
-:data:`KINDS`: a controller through :func:`wbsim.rollout.run_episode` (with its log, joint noise
+The episodes go through every pair of a registered env and one of :data:`KINDS` once per cycle
+of ``n_envs * n_kinds`` episodes, in an order shuffled per cycle by ``seed`` (:func:`picks`), so
+a short soak with another seed tries other pairs. An episode is a controller through :func:`wbsim.rollout.run_episode` (with its log, joint noise
 at reset, the env's pushes), or a Gymnasium episode in an action mode with random or zero
 actions. Each is judged:
 
@@ -29,7 +30,7 @@ import numpy as np
 from wbsim.errors import WbsimError
 from wbsim.jsonfile import write_json
 
-__all__ = ["KINDS", "run_soak"]
+__all__ = ["KINDS", "picks", "run_soak"]
 
 #: What an episode runs: ``("controller", name)`` or ``("env", action mode, "random" | "zero")``.
 KINDS: tuple[tuple[str, ...], ...] = (
@@ -46,6 +47,20 @@ KINDS: tuple[tuple[str, ...], ...] = (
 _NAN_ALLOWED = ("f_cmd/", "w_cmd/", "com_ref_")
 
 
+def picks(episodes: int, seed: int = 0) -> list[tuple[str, tuple[str, ...]]]:
+    """The ``(env id, kind)`` of each of ``episodes`` episodes: every pair of a registered env and
+    one of :data:`KINDS` once per cycle of ``n_envs * n_kinds`` episodes, each cycle in its own
+    order drawn from ``numpy.random.default_rng(seed)`` (the same seed, the same picks)."""
+    from wbsim.envs import ENV_IDS
+
+    pairs = [(env_id, kind) for kind in KINDS for env_id in ENV_IDS]
+    rng = np.random.default_rng(seed)
+    out: list[tuple[str, tuple[str, ...]]] = []
+    while len(out) < episodes:
+        out += [pairs[k] for k in rng.permutation(len(pairs))]
+    return out[:episodes]
+
+
 def run_soak(
     episodes: int,
     seconds: float = 2.0,
@@ -53,18 +68,23 @@ def run_soak(
     reset_noise: float = 0.02,
     json_path: str | Path | None = None,
     progress: bool = True,
+    overwrite: bool = False,
 ) -> dict[str, Any]:
     """Run ``episodes`` episodes (see the module docstring) of at most ``seconds`` simulated
-    seconds each, seeds ``seed, seed + 1, ...``; return (and write to ``json_path``) the report:
-    ``episodes``, ``crashes`` (list), ``nan_logs`` (list), ``bad`` (list of episodes whose status
-    or files were wrong), ``statuses`` (count per status), ``per_env_kind`` and
-    ``wall_seconds``.
+    seconds each; return (and write to ``json_path``) the report: ``episodes``, ``crashes``
+    (list), ``nan_logs`` (list), ``bad`` (list of episodes whose status or files were wrong),
+    ``statuses`` (count per status), ``per_env_kind`` and ``wall_seconds``.
+
+    Args:
+        seed: picks the order of the env and kind pairs (:func:`picks`); episode ``i`` then
+            runs with seed ``seed + i`` (its reset noise, its random actions).
+        json_path: the report's JSON, checked before any episode runs.
+        overwrite: replace an existing ``json_path``.
 
     Raises:
-        WbsimError: ``episodes`` < 1 or ``seconds`` not a positive number.
+        WbsimError: ``episodes`` < 1, ``seconds`` not a positive number, ``json_path`` not
+            writable or existing without ``overwrite``.
     """
-    from wbsim.envs import ENV_IDS
-
     if not (isinstance(episodes, int) and episodes >= 1):
         raise WbsimError(f"episodes must be an integer >= 1, got {episodes!r}")
     if not (isinstance(seconds, (int, float)) and math.isfinite(seconds) and seconds > 0):
@@ -72,8 +92,8 @@ def run_soak(
     if json_path is not None:
         from wbsim.errors import check_output_file
 
-        check_output_file(json_path, "soak JSON")
-    envs = list(ENV_IDS)
+        check_output_file(json_path, "soak JSON", overwrite)
+    plan = picks(episodes, seed)
     report: dict[str, Any] = {
         "episodes": 0,
         "crashes": [],
@@ -85,9 +105,7 @@ def run_soak(
     }
     wall0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="wbsim-soak-") as tmp:
-        for i in range(episodes):
-            env_id = envs[i % len(envs)]
-            kind = KINDS[(i // len(envs)) % len(KINDS)]
+        for i, (env_id, kind) in enumerate(plan):
             label = f"{env_id} {' '.join(kind[1:])}"
             try:
                 if kind[0] == "controller":

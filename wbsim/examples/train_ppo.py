@@ -19,6 +19,7 @@ writes ``OUT/model.zip`` (reload with ``stable_baselines3.PPO.load``) and ``OUT/
 from __future__ import annotations
 
 import argparse
+import io
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -48,21 +49,29 @@ def train(
     n_steps: int = 1024,
     overwrite: bool = False,
     controller: str = "gravity_qp",
+    progress: bool = False,
 ) -> Path:
     """Train for ``steps`` environment steps on ``env_id`` with ``controller`` in the loop; returns
     the folder with ``model.zip`` and the video.
 
+    Everything is checked before ``out`` is created and training starts; ``model.zip`` is
+    written atomically (a temporary file renamed over it: a full disk leaves no partial model).
+    With ``progress``, a line on stdout about every 5 % of ``steps`` (at the end of a rollout):
+    the steps done and the mean return of the last episodes.
+
     Raises:
         UnknownNameError: an unknown env or controller (the message lists the known ones).
-        WbsimError: ``steps`` < 1, or ``out`` already holds a model or a video and ``overwrite``
-            is false (checked before training).
+        WbsimError: ``steps`` < 1; ``out`` already holds a model or a video and ``overwrite``
+            is false; an env option the env refuses (e.g. ``residual_scale`` < 0); ``out``
+            cannot be written; the model or the video cannot be written (e.g. a full disk).
     """
     import gymnasium as gym
     from stable_baselines3 import PPO
 
     from wbsim.controllers import controller_class
     from wbsim.envs import ENV_IDS
-    from wbsim.errors import UnknownNameError, WbsimError
+    from wbsim.errors import UnknownNameError, WbsimError, check_output_file
+    from wbsim.jsonfile import write_file
     from wbsim.render import check_video_path
 
     if env_id not in ENV_IDS:
@@ -73,27 +82,32 @@ def train(
     out = Path(out)
     if (out / "model.zip").exists() and not overwrite:
         raise WbsimError(f"{out / 'model.zip'} exists; pick another --out, or --overwrite")
+    check_output_file(out / "model.zip", "model file (--out)")
     check_video_path(out / "policy.mp4", overwrite)
-    out.mkdir(parents=True, exist_ok=True)
-    env = gym.make(
+    env = gym.make(  # checks the env options before anything is created
         env_id,
         action_mode="residual",
         residual_scale=residual_scale,
         controller=controller,
         frame_skip=FRAME_SKIP,
     )
-    model = PPO(
-        "MlpPolicy",
-        env,
-        n_steps=min(n_steps, steps),
-        batch_size=64,
-        seed=seed,
-        verbose=0,
-        device="cpu",
-    )
-    model.learn(total_timesteps=steps)
-    model.save(out / "model.zip")
-    env.close()
+    try:
+        model = PPO(
+            "MlpPolicy",
+            env,
+            n_steps=min(n_steps, steps),
+            batch_size=64,
+            seed=seed,
+            verbose=0,
+            device="cpu",
+        )
+        out.mkdir(parents=True, exist_ok=True)
+        model.learn(total_timesteps=steps, callback=_progress(steps) if progress else None)
+        buffer = io.BytesIO()
+        model.save(buffer)
+        write_file(out / "model.zip", buffer.getvalue())
+    finally:
+        env.close()
 
     from wbsim.render import VideoWriter
 
@@ -121,6 +135,36 @@ def train(
     return out
 
 
+def _progress(steps: int):
+    """A stable-baselines3 callback printing ``steps done / steps`` and the mean return of the
+    last episodes at the end of a rollout, about every 5 % of ``steps``."""
+    import time
+
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    class Progress(BaseCallback):
+        def _on_training_start(self) -> None:
+            self.every, self.next, self.t0 = max(1, steps // 20), max(1, steps // 20), time.time()
+
+        def _on_step(self) -> bool:
+            return True
+
+        def _on_rollout_end(self) -> None:
+            done = self.num_timesteps
+            if done < self.next and done < steps:
+                return
+            self.next = (done // self.every + 1) * self.every
+            returns = [e["r"] for e in self.model.ep_info_buffer or []]
+            mean = f"{np.mean(returns):.1f} over {len(returns)} episodes" if returns else "-"
+            print(
+                f"train_ppo: {done}/{steps} steps, mean episode return {mean}, "
+                f"{time.time() - self.t0:.0f} s",
+                flush=True,
+            )
+
+    return Progress()
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--env", default="wbsim/G1Stand-v0", help="env id (wbsim list shows them)")
@@ -133,9 +177,17 @@ def main(argv=None) -> int:
     parser.add_argument("--steps", type=int, default=2048, help="environment steps to train")
     parser.add_argument("--out", default="runs/ppo_g1_stand")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--residual-scale", type=float, default=0.05)
+    parser.add_argument(
+        "--residual-scale",
+        type=float,
+        default=0.05,
+        help="the policy's action range, as a fraction of each joint's effort limit",
+    )
     parser.add_argument(
         "--overwrite", action="store_true", help="replace the model and the video in --out"
+    )
+    parser.add_argument(
+        "--no-progress", action="store_true", help="no line per 5 %% of the training steps"
     )
     args = parser.parse_args(argv)
     from wbsim.errors import WbsimError
@@ -149,8 +201,9 @@ def main(argv=None) -> int:
             residual_scale=args.residual_scale,
             overwrite=args.overwrite,
             controller=args.controller,
+            progress=not args.no_progress,
         )
-    except WbsimError as exc:
+    except (WbsimError, OSError) as exc:  # OSError: a file the libraries write (a full disk)
         parser.exit(2, f"train_ppo: error: {exc}\n")
     print(f"saved {out / 'model.zip'} and {out / 'policy.mp4'}")
     return 0

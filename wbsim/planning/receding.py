@@ -8,12 +8,10 @@ solution, and the comparison over formulations.
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -389,9 +387,20 @@ def run_compare(
 ) -> int:
     """``wbsim dcc compare``: the planner in receding horizon for ``steps`` solves per setting of
     :data:`COMPARE_GRID`; a table (median solve time, iterations, accuracy ``mean(sum_i h_i
-    f_z,i / 8)``) and the JSON."""
-    from wbsim.errors import check_output_file
+    f_z,i / 8)``) and the JSON.
 
+    Raises:
+        WbsimError: ``steps`` < 1, ``knots`` outside [3, 40], an unknown task, or ``json_path``
+            not writable or existing without ``overwrite``: all before the table's header.
+    """
+    from wbsim.errors import check_output_file
+    from wbsim.jsonfile import write_json
+
+    if not (isinstance(steps, int) and steps >= 1):
+        raise WbsimError(f"--steps must be an integer >= 1, got {steps!r}")
+    for formulation, params in grid or COMPARE_GRID:  # checked before the header is printed
+        PlannerSettings(knots=knots, formulation=formulation, params=dict(params)).check()
+    Task(task)
     if json_path:
         check_output_file(json_path, "--json", overwrite)
     kin = load_kinematics()
@@ -428,8 +437,7 @@ def run_compare(
         )
         print(_row(rows[-1]), flush=True)
     if json_path:
-        Path(json_path).parent.mkdir(parents=True, exist_ok=True)
-        Path(json_path).write_text(json.dumps({"task": task, "rows": rows}, indent=1))
+        write_json(json_path, {"task": task, "rows": rows}, indent=1)
     return 0 if all(r["status"].startswith("all ") for r in rows) else 1
 
 
