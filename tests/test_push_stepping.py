@@ -117,6 +117,21 @@ def test_a_sideways_push_beyond_the_standing_reach_is_recovered_crouched():
     assert crouched["survived"] and not _trial(upright, angle, impulse)["survived"]
 
 
+def test_land_offset_ahead_moves_only_landings_ahead_of_the_stance_foot(g1):
+    """``land_offset_ahead`` replaces ``land_offset`` for a landing ahead of the stance foot
+    only: a forward step's target moves forward by about the difference (along the step; its
+    lateral part may be clipped to the step box), a backward one's not at all."""
+    for vel, ahead in (((0.6, 0.0), True), ((-0.6, 0.0), False)):
+        a, _ = _pushed(g1, vel, land_offset=0.03, land_offset_ahead=0.03)
+        b, _ = _pushed(g1, vel, land_offset=0.03, land_offset_ahead=0.08)
+        assert a.mode == b.mode == "shift"
+        moved = b._target - a._target
+        if ahead:
+            assert 0.04 <= moved[0] <= 0.05 + 1e-9
+        else:
+            np.testing.assert_allclose(moved, 0.0, atol=1e-9)
+
+
 def test_out_of_range_options_raise(g1):
     with pytest.raises(WbsimError, match="single_support"):
         PushStepping(g1, single_support=0.0)
