@@ -28,6 +28,9 @@ frame:
   most ``max_steps``). A follow step: when the roll over the first step's foot lifts the other
   foot off the floor while the CoM goes over the new one, that foot steps in at once, to a
   ``follow_width`` stance.
+* Crouch (``crouch``, only after a sideways push, ``cmp_cone``): when the first step's landing
+  lies beyond the standing reach (``max_step_width``), the CoM height target drops ``crouch``
+  and the step may land up to ``crouch_step_width`` across (the lower pelvis gives the reach).
 * Centroidal angular momentum (``cmp_reach`` > 0, default 0.05 m; only after a sideways push,
   ``cmp_cone``): the part ``o`` of the desired ZMP that the support polygon clips is produced by
   a rate of the angular momentum about the CoM instead, ``L'_xy = m g (-o_y, o_x)``: the
@@ -137,6 +140,10 @@ class PushStepping:
             trials survived instead of 23, none of the directions worse).
         land_offset: m, the landing sole centre lies this far beyond the predicted capture point
             (along the line from the stance sole centre).
+        land_offset_ahead: m, the same for a landing ahead of the stance foot (along its
+            heading; ``None``: ``land_offset``). Grids (docs/locomotion.md, "A capturability
+            bound"): ``land_offset`` 0 for every step recovered 45 / 315 deg pushes (13 / 16
+            trials instead of 7) but lost backward ones.
         lateral_offset: m, and this far further out on the swing foot's side.
         max_step_length, max_step_back: m, forward / backward reach of a step from the stance foot.
         min_step_width, max_step_width: m, the lateral distance of the landing foot frame from the
@@ -159,7 +166,19 @@ class PushStepping:
             least ``follow_width`` across the stance foot's heading from it (instead of
             ``min_step_width``): the further the lifted leg swings in, the further out its
             momentum pushes the capture point. ``follow_height`` 0: no follow steps.
-        crouch: m the CoM height target drops over 0.3 s from the first trigger (reach).
+        crouch, crouch_step_width: m. In a sideways push (``cmp_cone``) whose first step's
+            landing lies beyond ``max_step_width`` (the standing reach), the CoM height target
+            drops by ``crouch`` over 0.3 s from then on (and stays there), and that step may
+            land up to ``crouch_step_width`` across: the lower pelvis gives the leg the reach
+            (docs/locomotion.md, "A capturability bound": a Pinocchio IK study gives 0.64 m at
+            the standing height, 0.80 m with the pelvis 0.12 m lower). Crouching from the
+            first trigger in every push, on impulse grids of 10 impulses 21-34.5 N s at 90 /
+            270 deg 18 / 20 trials survived instead of 8 (``crouch`` 0.04 / 0.08 with the
+            standing width 0.75: 7 / 3; 0.08 with 0.82: 13), but at 45 / 315 deg none of 16
+            (7 without) and sideways 20.25 and 21 N s fell (the step, planned with the standing
+            height's LIPM, landed short; the crouch's braking then hastened the capture point
+            past the new foot): hence only sideways and only when the standing reach is short.
+            0: no crouch.
         compliance: the fraction of the torso-orientation and posture errors their tasks see
             from a trigger until ``recovery_time`` s after the last touch-down (then a ramp back
             to 1 over ``recovery_time``): the torso's lean after a push is not fought.
@@ -206,6 +225,7 @@ class PushStepping:
         single_support: float = 0.2,
         step_height: float = 0.04,
         land_offset: float = 0.03,
+        land_offset_ahead: float | None = None,
         lateral_offset: float = 0.04,
         max_step_length: float = 0.5,
         min_step_width: float = 0.2,
@@ -217,7 +237,8 @@ class PushStepping:
         follow_margin: float = 0.08,
         follow_width: float = 0.3,
         retrigger_margin: float = 0.0,
-        crouch: float = 0.0,
+        crouch: float = 0.12,
+        crouch_step_width: float = 0.85,
         compliance: float = 0.15,
         recovery_time: float = 1.0,
         next_single_support: float = 0.25,
@@ -242,9 +263,15 @@ class PushStepping:
             ("single_support", single_support, single_support > 0),
             ("step_height", step_height, step_height >= 0),
             ("land_offset", land_offset, True),
+            (
+                "land_offset_ahead",
+                land_offset if land_offset_ahead is None else land_offset_ahead,
+                True,
+            ),
             ("lateral_offset", lateral_offset, True),
             ("retrigger_margin", retrigger_margin, True),
             ("crouch", crouch, 0 <= crouch < 0.3),
+            ("crouch_step_width", crouch_step_width, crouch_step_width > min_step_width),
             ("compliance", compliance, 0 <= compliance <= 1),
             ("recovery_time", recovery_time, recovery_time > 0),
             ("next_single_support", next_single_support, next_single_support > freeze_time),
@@ -292,13 +319,16 @@ class PushStepping:
         self.trigger_margin, self.shift_time = float(trigger_margin), float(shift_time)
         self.single_support, self.step_height = float(single_support), float(step_height)
         self.land_offset, self.max_step_length = float(land_offset), float(max_step_length)
+        self.land_offset_ahead = (
+            self.land_offset if land_offset_ahead is None else float(land_offset_ahead)
+        )
         self.min_step_width, self.max_step_width = float(min_step_width), float(max_step_width)
         self.freeze_time, self.min_double_support = float(freeze_time), float(min_double_support)
         self.max_steps = int(max_steps)
         self.follow_height, self.follow_margin = float(follow_height), float(follow_margin)
         self.follow_width = float(follow_width)
         self.lateral_offset, self.retrigger_margin = float(lateral_offset), float(retrigger_margin)
-        self.crouch = float(crouch)
+        self.crouch, self.crouch_step_width = float(crouch), float(crouch_step_width)
         self.compliance, self.recovery_time = float(compliance), float(recovery_time)
         self.next_single_support = float(next_single_support)
         self.next_step_height = float(next_step_height)
@@ -352,7 +382,8 @@ class PushStepping:
         self._L_since: float | None = None
         self._L_return_at: float | None = None
         self._t_prev = float(state.t)
-        self._cmp_on: bool | None = None  # decided at the first clipped ZMP (cmp_cone)
+        self._sideways: bool | None = None  # decided at the first clipped ZMP (cmp_cone)
+        self._crouch_at: float | None = None  # when the crouch began (``crouch``)
         task = self.wbc.momentum_task
         if task is not None:  # weight 0 until the layer switches on
             g = self._momentum_gains
@@ -441,6 +472,8 @@ class PushStepping:
         p_d = xi + (self.dcm_gain / w) * (xi - self._home)
         support = self._sole_points(feet, stance)
         p_cmd = _clamp(p_d, support, self.zmp_margin)
+        if self._sideways is None:
+            self._classify(p_d - p_cmd)
         Ld = None
         if self.cmp_reach > 0:
             L_rate, Ld = self._momentum_plan(t, state, p_d, p_cmd)
@@ -504,17 +537,11 @@ class PushStepping:
         o = p_d - p_cmd  # the clipped part of the desired ZMP
         n = float(np.linalg.norm(o))
         landed = bool(self.steps) and "landed_at" in self.steps[0]
-        if self._L_since is None and n > 1e-9 and not landed and self._cmp_on is None:
-            # the first clipped ZMP: a sideways push (within cmp_cone of the base's lateral
-            # axis) switches the layer on for the episode, any other leaves it off
-            R = self.data.oMf[self._base].rotation
-            left = np.array([-R[1, 0], R[0, 0]]) / max(math.hypot(R[0, 0], R[1, 0]), 1e-9)
-            self._cmp_on = abs(float(o @ left)) >= n * math.cos(math.radians(self.cmp_cone))
-            if self._cmp_on:
-                self._L_since = t
-                self.wbc.momentum_task.gains = self._momentum_gains  # type: ignore[union-attr]
-        if not self._cmp_on:  # off: no task, no plan (as with cmp_reach 0)
+        if not self._sideways:  # off: no task, no plan (as with cmp_reach 0)
             return np.zeros(3), np.zeros(3)
+        if self._L_since is None:  # switched on (this control step: the first clipped ZMP)
+            self._L_since = t
+            self.wbc.momentum_task.gains = self._momentum_gains  # type: ignore[union-attr]
         storing = (
             self._L_since is not None
             and self._L_return_at is None
@@ -540,6 +567,17 @@ class PushStepping:
         kd = self._momentum_gains.kd
         return rate, rate + kd * (self._L_ref - L)
 
+    def _classify(self, o: np.ndarray) -> None:
+        """At the first clipped ZMP (``o`` (2,), the clipped part; before any touch-down): a
+        sideways push, ``o`` within ``cmp_cone`` of the base's lateral axis, or not, for the
+        episode (the momentum layer and the crouch act only in a sideways one)."""
+        n = float(np.linalg.norm(o))
+        if n <= 1e-9 or (self.steps and "landed_at" in self.steps[0]):
+            return
+        R = self.data.oMf[self._base].rotation
+        left = np.array([-R[1, 0], R[0, 0]]) / max(math.hypot(R[0, 0], R[1, 0]), 1e-9)
+        self._sideways = abs(float(o @ left)) >= n * math.cos(math.radians(self.cmp_cone))
+
     def _stiffness(self, t: float) -> float:
         """The fraction of the torso's and the posture's errors their tasks see: ``compliance``
         from a step's trigger until ``recovery_time`` after the last touch-down, then a linear
@@ -553,11 +591,11 @@ class PushStepping:
 
     def _height(self, t: float) -> tuple[float, float, float]:
         """CoM height target, velocity, acceleration: the reset height, lowered by ``crouch`` over
-        0.3 s from the first step's trigger (a wide stance needs the room)."""
-        if not self.steps or self.crouch == 0.0:
+        0.3 s from when a sideways first step needed more than the standing reach (``crouch``)."""
+        if self._crouch_at is None:
             return self._z, 0.0, 0.0
         T = 0.3
-        s = min(max((t - self.steps[0]["at"]) / T, 0.0), 1.0)
+        s = min(max((t - self._crouch_at) / T, 0.0), 1.0)
         f = 10 * s**3 - 15 * s**4 + 6 * s**5
         df = (30 * s**2 - 60 * s**3 + 30 * s**4) / T if s < 1.0 else 0.0
         ddf = (60 * s - 180 * s**2 + 120 * s**3) / T**2 if s < 1.0 else 0.0
@@ -624,13 +662,21 @@ class PushStepping:
         S = feet[stance]
         d = xi_T - (S.rotation @ self._sole[stance] + S.translation)[:2]
         n = float(np.linalg.norm(d))
-        sole = xi_T + (self.land_offset * d / n if n > 1e-9 else 0.0)
         Rs = S.rotation
         yaw = math.atan2(Rs[1, 0], Rs[0, 0])
+        ahead = float(d @ np.array([math.cos(yaw), math.sin(yaw)])) >= 0.0
+        offset = self.land_offset_ahead if ahead else self.land_offset
+        sole = xi_T + (offset * d / n if n > 1e-9 else 0.0)
         side = 1.0 if foot.startswith("left") else -1.0
         sole = sole + side * self.lateral_offset * np.array([-math.sin(yaw), math.cos(yaw)])
         R = feet[foot].rotation
         frame = sole - (R @ self._sole[foot])[:2]
+        if self.crouch > 0 and self._sideways and self._crouch_at is None and len(self.steps) == 1:
+            across = side * float(
+                (frame - S.translation[:2]) @ np.array([-math.sin(yaw), math.cos(yaw)])
+            )
+            if across > self.max_step_width:  # beyond the standing reach: crouch from now on
+                self._crouch_at = t
         return self._reachable(frame, S, foot)
 
     def _swing_targets(
@@ -660,7 +706,8 @@ class PushStepping:
     def _reachable(self, target: np.ndarray, stance, foot: str) -> np.ndarray:
         """``target`` (2,) clipped to the box of a step of ``foot`` from the ``stance`` placement
         (``+-max_step_length`` along its heading; across it, on the swing foot's side, between
-        ``min_step_width``, ``follow_width`` for a follow step, and ``max_step_width``)."""
+        ``min_step_width``, ``follow_width`` for a follow step, and ``max_step_width``, or
+        ``crouch_step_width`` when crouched)."""
         R = stance.rotation
         yaw = math.atan2(R[1, 0], R[0, 0])
         fwd = np.array([math.cos(yaw), math.sin(yaw)])
@@ -671,5 +718,6 @@ class PushStepping:
         inner = self.min_step_width
         if self.steps[-1]["follow"]:
             inner = max(inner, self.follow_width)
-        y = side * float(np.clip(side * (rel @ left), inner, self.max_step_width))
+        outer = self.max_step_width if self._crouch_at is None else self.crouch_step_width
+        y = side * float(np.clip(side * (rel @ left), inner, outer))
         return stance.translation[:2] + x * fwd + y * left

@@ -70,12 +70,66 @@ def test_landing_lies_beyond_the_capture_point_within_reach(g1):
     target = ctrl._landing(0.0, xi, stance.copy(), feet)
     xi_T = stance + (xi - stance) * math.exp(ctrl.omega * (ctrl.shift_time + ctrl._T))
     sole = target + (feet["left_foot"].rotation @ ctrl._sole["left_foot"])[:2]
+    width = ctrl.crouch_step_width  # a sideways push: the crouched reach
     assert sole[1] == pytest.approx(
-        min(xi_T[1] + 0.05, stance[1] + ctrl.max_step_width + ctrl._sole["left_foot"][1]), abs=0.02
+        min(xi_T[1] + 0.05, stance[1] + width + ctrl._sole["left_foot"][1]), abs=0.02
     )
     assert sole[1] > xi[1]
-    assert ctrl.min_step_width - 1e-9 <= target[1] - stance[1] <= ctrl.max_step_width + 1e-9
+    assert ctrl.min_step_width - 1e-9 <= target[1] - stance[1] <= width + 1e-9
     assert abs(target[0] - stance[0]) <= ctrl.max_step_length + 1e-9
+
+
+def test_a_sideways_step_beyond_the_standing_reach_crouches_and_widens_it(g1):
+    """A capture point far out to the left: the first step's landing lies beyond
+    ``max_step_width``, so the CoM height target drops by ``crouch`` over 0.3 s and the step may
+    land ``crouch_step_width`` across. Not for a step within the standing reach, a push ahead or
+    diagonal (outside ``cmp_cone``; the diagonal one's step lands beyond 0.75 m too) or
+    ``crouch`` 0."""
+    far = np.array([0.0, 5.0])  # a landing far out to the left: clipped to the reach
+
+    def width(ctrl):
+        stance = ctrl._measure(_state(g1, (0.0, 0.0)))[2]["right_foot"]
+        landing = ctrl._reachable(stance.translation[:2] + far, stance, "left_foot")
+        return float(landing[1] - stance.translation[1])
+
+    side, _ = _pushed(g1, (0.0, 1.6))  # (during the shift the ZMP may still use both feet)
+    t0 = side._crouch_at
+    assert side._sideways and t0 == side.steps[0]["at"]
+    assert side._height(t0 + 0.3)[0] == pytest.approx(side._z - side.crouch)
+    assert side.crouch == pytest.approx(0.12) and width(side) == pytest.approx(0.85)
+    cases = (((0.0, 0.55), {}), ((0.9, 0.0), {}), ((1.2, 1.2), {}), ((0.0, 1.6), {"crouch": 0.0}))
+    for vel, options in cases:
+        ctrl, _ = _pushed(g1, vel, **options)
+        assert ctrl.steps and ctrl._crouch_at is None, (vel, options)
+        assert ctrl._height(1.0)[0] == ctrl._z and width(ctrl) == pytest.approx(0.75)
+    with pytest.raises(WbsimError, match="crouch_step_width"):
+        PushStepping(g1, crouch_step_width=0.1)
+
+
+def test_a_sideways_push_beyond_the_standing_reach_is_recovered_crouched():
+    """30 N s to the left (above the ladder's 26.58 N s before the crouch): recovered with the
+    crouch, lost without it (the grid at 90 / 270 deg, docs/locomotion.md)."""
+    from wbsim.pushtest import PushTestConfig, _trial
+
+    impulse, angle = 30.0, math.pi / 2
+    crouched = _trial(PushTestConfig(controller="push_step"), angle, impulse)
+    upright = PushTestConfig(controller="push_step", controller_options={"crouch": 0.0})
+    assert crouched["survived"] and not _trial(upright, angle, impulse)["survived"]
+
+
+def test_land_offset_ahead_moves_only_landings_ahead_of_the_stance_foot(g1):
+    """``land_offset_ahead`` replaces ``land_offset`` for a landing ahead of the stance foot
+    only: a forward step's target moves forward by about the difference (along the step; its
+    lateral part may be clipped to the step box), a backward one's not at all."""
+    for vel, ahead in (((0.6, 0.0), True), ((-0.6, 0.0), False)):
+        a, _ = _pushed(g1, vel, land_offset=0.03, land_offset_ahead=0.03)
+        b, _ = _pushed(g1, vel, land_offset=0.03, land_offset_ahead=0.08)
+        assert a.mode == b.mode == "shift"
+        moved = b._target - a._target
+        if ahead:
+            assert 0.04 <= moved[0] <= 0.05 + 1e-9
+        else:
+            np.testing.assert_allclose(moved, 0.0, atol=1e-9)
 
 
 def test_out_of_range_options_raise(g1):
@@ -99,14 +153,14 @@ def test_sideways_push_is_recovered_with_a_follow_step():
     from wbsim.pushtest import PushTestConfig, _trial
 
     impulse, angle = 21.0, math.pi / 2
-    # without the momentum layer (cmp_reach 0; with it, 21 N s needs no follow step)
+    # without the momentum layer and the crouch (cmp_reach 0, crouch 0; with the momentum
+    # layer 21 N s needs no follow step; with the crouch but no momentum layer it falls)
+    before = {"cmp_reach": 0.0, "crouch": 0.0}
     follow = _trial(
-        PushTestConfig(controller="push_step", controller_options={"cmp_reach": 0.0}),
-        angle,
-        impulse,
+        PushTestConfig(controller="push_step", controller_options=before), angle, impulse
     )
     off = PushTestConfig(
-        controller="push_step", controller_options={"follow_height": 0.0, "cmp_reach": 0.0}
+        controller="push_step", controller_options={**before, "follow_height": 0.0}
     )
     assert follow["survived"] and not _trial(off, angle, impulse)["survived"]
 
@@ -168,7 +222,7 @@ def test_a_clipped_zmp_becomes_a_cmp_outside_the_feet(g1):
     )
     assert cdd_on[1] - cdd_off[1] < -0.95 * g * reach / z
     assert off.wbc.momentum_task is None  # cmp_reach 0: no task at all
-    assert on._cmp_on and on.wbc.momentum_task.gains.weight > 0  # a sideways push: on
+    assert on._sideways and on.wbc.momentum_task.gains.weight > 0  # a sideways push: on
 
 
 def test_the_momentum_layer_stays_off_for_a_push_outside_its_cone(g1):
@@ -177,9 +231,9 @@ def test_the_momentum_layer_stays_off_for_a_push_outside_its_cone(g1):
     vel = (0.9, 0.0)
     _, cmd_off = _pushed(g1, vel, cmp_reach=0.0)
     on, cmd_on = _pushed(g1, vel, cmp_reach=0.05)
-    assert on._cmp_on is False and on.wbc.momentum_task.gains.weight == 0.0
+    assert on._sideways is False and on.wbc.momentum_task.gains.weight == 0.0
     np.testing.assert_allclose(cmd_on.tau, cmd_off.tau, atol=1e-8)
     wide, _ = _pushed(g1, vel, cmp_reach=0.05, cmp_cone=180.0)
-    assert wide._cmp_on and wide.wbc.momentum_task.gains.weight > 0
+    assert wide._sideways and wide.wbc.momentum_task.gains.weight > 0
     with pytest.raises(WbsimError, match="cmp_cone"):
         PushStepping(g1, cmp_reach=0.05, cmp_cone=-1.0)
