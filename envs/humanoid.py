@@ -604,7 +604,12 @@ class HumanoidEnv(gym.Env):
             return None
         if self.render_mode == "depth_array":
             return self._render_depth()
-        if self.render_mode != "rgb_array":
+        if self.render_mode != "rgb_array":  # None: as Gymnasium's MuJoCo envs, a warning
+            gym.logger.warn(
+                "render() without a render_mode returns nothing: make the env with "
+                f'render_mode="rgb_array", e.g. gymnasium.make("{self.env_id}", '
+                'render_mode="rgb_array")'
+            )
             return None
         if not self.overlay:
             return self.frame_renderer.render(self.data)

@@ -157,3 +157,13 @@ def test_module_prefixed_id_registers_wbsim_in_a_fresh_process():
         str(1 + 4 + 6 + 2 * 29 + 3 + 2 + 2 + 1),
     ]
     assert wbsim  # (this process imported it; the child above had not)
+
+
+def test_render_without_a_render_mode_warns():
+    """As Gymnasium's MuJoCo envs: ``render()`` of an env made without ``render_mode`` returns
+    None with a warning naming the option, not silently."""
+    env = gym.make("wbsim/G1Stand-v0")
+    env.reset(seed=0)
+    with pytest.warns(UserWarning, match="without a render_mode returns nothing"):
+        assert env.render() is None
+    env.close()

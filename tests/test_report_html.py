@@ -134,3 +134,24 @@ def test_html_setup_names_a_robot_logged_as_a_config(pushed, tmp_path, logged):
     row = page[page.index("<th>env options</th>") :].split("</tr>")[0]
     assert "icub" in row and "push_magnitude" in row
     assert "RobotConfig(" not in row and "feet" not in row
+
+
+def test_overview_title_names_pushes_only_when_there_are_some(pushed, tmp_path, monkeypatch):
+    import matplotlib.figure
+
+    titles = []
+    real = matplotlib.figure.Figure.suptitle
+
+    def keep(self, text, *a, **k):
+        titles.append(text)
+        return real(self, text, *a, **k)
+
+    monkeypatch.setattr(matplotlib.figure.Figure, "suptitle", keep)
+    d, _ = pushed
+    run = load_run(d / "run")
+    plot_overview(run, tmp_path / "pushed.png")
+    for axis in "xyz":  # the same run without its pushes
+        run.steps[:, run.columns.index(f"push_{axis}")] = 0.0
+    plot_overview(run, tmp_path / "quiet.png")
+    assert "pushes shaded red" in titles[0]
+    assert "pushes" not in titles[1]

@@ -92,7 +92,8 @@ def plot_overview(run: RunData, out: str | Path | None = None, top: int = 3) -> 
         gridspec_kw={"height_ratios": [1.1, 0.8, 1.1, 1.1, 1.2, 1.0]},
     )
     ax_com, ax_z, ax_q, ax_tau, ax_mode, ax_ev = axes
-    for lo, hi in push_spans(run):
+    pushes = push_spans(run)
+    for lo, hi in pushes:
         for ax in axes:
             ax.axvspan(lo, hi, color="tab:red", alpha=0.12, lw=0)
     # 1-2: CoM and reference
@@ -230,8 +231,8 @@ def plot_overview(run: RunData, out: str | Path | None = None, top: int = 3) -> 
     s = run.summary
     fig.suptitle(
         f"{s.get('env', run.config.get('env', ''))}  "
-        f"{s.get('controller', run.config.get('controller', ''))}  ({run.dir.name}; "
-        f"pushes shaded red)",
+        f"{s.get('controller', run.config.get('controller', ''))}  ({run.dir.name}"
+        + ("; pushes shaded red)" if pushes else ")"),
         fontsize=11,
     )
     fig.tight_layout()
