@@ -36,8 +36,7 @@ def test_run_and_baseline_default_to_the_envs_time_limit(env_id, monkeypatch, tm
         seen.append(cfg.seconds)
         return _fake_summary(cfg)
 
-    monkeypatch.setattr(wbsim.rollout, "run_episode", fake)
-    monkeypatch.setattr(wbsim.baseline, "run_episode", fake)
+    monkeypatch.setattr(wbsim.rollout, "run_episode", fake)  # the CLI's and baseline's loop
     assert main(["run", "--env", env_id, "--no-progress"]) == 0
     out = tmp_path / "b.json"
     args = ["baseline", "--env", env_id, "--episodes", "1", "--json", str(out), "--no-progress"]
@@ -85,7 +84,7 @@ def test_baseline_default_name_holds_non_default_episodes_seconds_noise_and_seed
 
 
 def test_cli_baseline_writes_a_short_run_under_its_own_name(monkeypatch, tmp_path, capsys):
-    monkeypatch.setattr(wbsim.baseline, "run_episode", _fake_summary)
+    monkeypatch.setattr(wbsim.rollout, "run_episode", _fake_summary)
     monkeypatch.chdir(tmp_path)
     args = ["baseline", "--episodes", "2", "--seconds", "3", "--no-progress"]
     assert main(args) == 0

@@ -11,13 +11,15 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from wbsim.envs import RESET_NOISE_SCALE
 from wbsim.jsonfile import write_json
-from wbsim.rollout import EpisodeConfig, check_seed, run_episode
+
+if TYPE_CHECKING:  # the loop (and the controllers) load when a baseline runs, not on import
+    from wbsim.rollout import EpisodeConfig
 
 __all__ = ["DEFAULT_EPISODES", "default_json_path", "run_baseline"]
 
@@ -82,6 +84,8 @@ def _option_text(key: str, value: Any) -> str:
 
 def _episode(cfg: EpisodeConfig) -> dict[str, Any]:
     """One episode's entry of ``per_episode`` (a Ray task with ``workers``)."""
+    from wbsim.rollout import run_episode
+
     s = run_episode(cfg)
     return {
         "seed": cfg.seed,
@@ -151,6 +155,8 @@ def run_baseline(
 
     if episodes < 1:
         raise WbsimError(f"episodes must be >= 1, got {episodes}")
+    from wbsim.rollout import EpisodeConfig, check_seed
+
     check_seed(seed)  # before the first episode, as everything below
     if env not in ENV_IDS:
         raise UnknownNameError("env", env, ENV_IDS)
