@@ -398,13 +398,13 @@ def test_ctrl_c_during_the_episode_prints_the_summary_of_the_steps_run(
 def test_unwritable_json_is_refused_before_the_work(tmp_path, capsys, monkeypatch):
     """baseline and bench check their --json path first (it used to fail after all the work, or
     create folders at the root): a path under a file, a folder, and a place nobody may write."""
-    import wbsim.baseline as B
     import wbsim.bench as BE
+    import wbsim.rollout
 
     def never(*a, **k):
         raise AssertionError("the work ran before the output was checked")
 
-    monkeypatch.setattr(B, "run_episode", never)
+    monkeypatch.setattr(wbsim.rollout, "run_episode", never)  # baseline's loop
     monkeypatch.setattr(BE, "_collect", never)
     (tmp_path / "file").write_text("x")
     bad = [tmp_path / "file" / "x.json", tmp_path]
