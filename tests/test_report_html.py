@@ -5,6 +5,7 @@ import base64
 import html
 import json
 from html.parser import HTMLParser
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -155,3 +156,30 @@ def test_overview_title_names_pushes_only_when_there_are_some(pushed, tmp_path, 
     plot_overview(run, tmp_path / "quiet.png")
     assert "pushes shaded red" in titles[0]
     assert "pushes" not in titles[1]
+
+
+def test_a_page_that_cannot_be_written_keeps_the_old_one(pushed, tmp_path, monkeypatch):
+    """The page goes through a temporary file renamed over it: a full disk names the page and
+    leaves the previous one whole."""
+    from wbsim.errors import WbsimError
+    from wbsim.html_report import write_html
+
+    d, _ = pushed
+    run = d / "run"
+    (tmp_path / "pages").mkdir()
+    (tmp_path / "plots").mkdir()
+    out = tmp_path / "pages" / "page.html"
+    write_html(run, out, plots_dir=tmp_path / "plots")
+    before = out.read_text()
+    real = Path.write_text
+
+    def full_disk(self, text, *a, **k):
+        real(self, text[:100])
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_text", full_disk)
+    with pytest.raises(WbsimError, match=r"page.html: could not be written \(No space left"):
+        write_html(run, out, plots_dir=tmp_path / "plots")
+    monkeypatch.undo()
+    assert out.read_text() == before
+    assert [p.name for p in (tmp_path / "pages").iterdir()] == ["page.html"]

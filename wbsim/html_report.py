@@ -16,6 +16,7 @@ from typing import Any
 
 from wbsim.episode_log import RunData, load_run
 from wbsim.errors import WbsimError
+from wbsim.jsonfile import write_file
 
 __all__ = ["find_video", "write_html"]
 
@@ -201,10 +202,7 @@ def write_html(
         f"{html.escape(run.dir.name)}</title><style>{_STYLE}</style></head><body>{body}"
         "</body></html>"
     )
-    try:
-        out.write_text(page, encoding="utf-8")
-    except OSError as exc:
-        raise WbsimError(f"{out}: could not be written ({exc.strerror or exc})") from None
+    write_file(out, page)  # atomic: a full disk leaves no half page
     return out
 
 

@@ -354,7 +354,6 @@ def run_toy(
         WbsimError: ``repeats < 1``; ``json_path`` cannot be written, or exists without
             ``overwrite`` (checked before the work).
     """
-    import json
     import sys
     import time
 
@@ -370,8 +369,6 @@ def run_toy(
     print(format_table(results))
     print(f"\nwhole sweep: {wall:.2f} s wall ({len(results)} settings x {repeats} repeats)")
     if json_path:
-        from pathlib import Path
-
         doc = {
             "problem": asdict(ToyProblem()),
             "ipopt_options": {**IPOPT_OPTIONS, **(IPOPT_DEFAULTS if ipopt_defaults else {})},
@@ -379,8 +376,9 @@ def run_toy(
             "sweep_wall_s": wall,
             "results": [r.to_dict(trajectory=True) for r in results],
         }
-        Path(json_path).parent.mkdir(parents=True, exist_ok=True)
-        Path(json_path).write_text(json.dumps(doc, indent=1))
+        from wbsim.jsonfile import write_json
+
+        write_json(json_path, doc, indent=1)
     failed = [r for r in results if not r.success]
     for r in failed:
         print(f"wbsim dcc toy: {r.formulation} {r.params}: IPOPT {r.status}", file=sys.stderr)
