@@ -183,3 +183,21 @@ def test_a_page_that_cannot_be_written_keeps_the_old_one(pushed, tmp_path, monke
     monkeypatch.undo()
     assert out.read_text() == before
     assert [p.name for p in (tmp_path / "pages").iterdir()] == ["page.html"]
+
+
+def test_html_page_and_plots_go_into_folders_made_for_them(pushed, tmp_path):
+    """``--plots`` and the page's folder may not exist yet: they are made, as a log folder is; a
+    folder that cannot be made is named in a WbsimError."""
+    from wbsim.errors import WbsimError
+    from wbsim.html_report import write_html
+
+    d, _ = pushed
+    out = write_html(d / "run", tmp_path / "new" / "page.html", plots_dir=tmp_path / "p" / "q")
+    assert out.is_file()
+    assert sorted(p.name for p in (tmp_path / "p" / "q").iterdir()) == [
+        "normal_forces.png",
+        "overview.png",
+    ]
+    (tmp_path / "blocker").write_text("a file, not a folder")
+    with pytest.raises(WbsimError, match=r"blocker/plots: could not be created"):
+        write_html(d / "run", tmp_path / "page2.html", plots_dir=tmp_path / "blocker" / "plots")

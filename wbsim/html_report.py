@@ -77,7 +77,8 @@ def write_html(
             make one with ``wbsim replay``).
 
     Raises:
-        WbsimError: not a run folder; ``video`` given but not a file; the page cannot be written.
+        WbsimError: not a run folder; ``video`` given but not a file; the page, or a folder it or
+            the plots go in (made when missing), cannot be written.
     """
     from wbsim.plots import plot_overview
     from wbsim.report import report_rows, s_events
@@ -88,6 +89,11 @@ def write_html(
     out = Path(out) if out else run.dir / "report.html"
     s, c = run.summary, run.config
     pdir = Path(plots_dir) if plots_dir is not None else run.dir
+    for folder in (pdir, out.parent):  # asked-for folders are made, as the run's log folder is
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise WbsimError(f"{folder}: could not be created ({exc.strerror or exc})") from None
     plots = [
         ("Normal forces per foot", _plot_normal_forces(run, pdir / "normal_forces.png")),
         ("Overview", plot_overview(run, pdir / "overview.png")),
