@@ -134,6 +134,18 @@ def test_ppo_example_on_a_full_disk_keeps_the_old_model_and_says_one_line(tmp_pa
     assert (tmp_path / "model.zip").read_bytes() == b"the previous model"
     assert sorted(f.name for f in tmp_path.iterdir()) == ["model.zip"]
     assert "train_ppo: 64/64 steps" in p.stdout
+    # into folders of its own: the folders it made are not left behind, empty
+    fresh = tmp_path / "fresh" / "run"
+    args = ["--steps", "64", "--out", str(fresh), "--no-progress"]
+    p = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert p.returncode == 2 and "could not be written (File too large)" in p.stderr, p.stderr
+    assert not (tmp_path / "fresh").exists()
 
 
 def test_ppo_example_checks_its_options_before_creating_the_folder(tmp_path, capsys):

@@ -101,11 +101,19 @@ def train(
             verbose=0,
             device="cpu",
         )
-        out.mkdir(parents=True, exist_ok=True)
         model.learn(total_timesteps=steps, callback=_progress(steps) if progress else None)
         buffer = io.BytesIO()
         model.save(buffer)
-        write_file(out / "model.zip", buffer.getvalue())
+        made = [d for d in (out, *out.parents) if not d.exists()]  # removed if the save fails
+        out.mkdir(parents=True, exist_ok=True)
+        try:
+            write_file(out / "model.zip", buffer.getvalue())
+        except BaseException:
+            for d in made:  # innermost first; only while empty
+                if any(d.iterdir()):
+                    break
+                d.rmdir()
+            raise
     finally:
         env.close()
 
