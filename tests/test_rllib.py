@@ -41,3 +41,62 @@ def test_bad_input_is_refused_before_ray_starts(kwargs, message):
 
     with pytest.raises(WbsimError, match=message):
         train(**kwargs)
+
+
+@pytest.mark.parametrize(
+    "kwargs,message",
+    [
+        ({"train_batch_size": 0}, "train_batch_size must be"),
+        ({"train_batch_size": 100}, r"minibatch_size \(250\) must not exceed"),
+        ({"residual_scale": -1.0}, "residual_scale"),
+        ({"seconds": 0.0}, "max_seconds"),
+    ],
+)
+def test_bad_options_are_refused_before_ray_starts(kwargs, message, monkeypatch):
+    """Options RLlib or the env would refuse inside a worker are refused here, before Ray starts
+    (Ray's start is made to fail: reaching it fails the test)."""
+    import wbsim.scaleout
+    from wbsim.examples.rllib_ppo import train
+
+    def no_ray(*a, **k):
+        raise AssertionError("Ray started")
+
+    monkeypatch.setattr(wbsim.scaleout, "start_ray", no_ray)
+    with pytest.raises(WbsimError, match=message):
+        train(**kwargs)
+
+
+def test_a_non_empty_out_folder_needs_overwrite(tmp_path, monkeypatch):
+    import wbsim.scaleout
+    from wbsim.examples.rllib_ppo import train
+
+    monkeypatch.setattr(wbsim.scaleout, "start_ray", lambda *a, **k: 1 / 0)
+    (tmp_path / "algo").mkdir()
+    (tmp_path / "algo" / "old").write_text("a previous checkpoint")
+    with pytest.raises(WbsimError, match=r"algo is not empty; pick another --out, or --overwrite"):
+        train(out=tmp_path / "algo")
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(WbsimError, match=r"file: not a folder"):
+        train(out=tmp_path / "file")
+    assert (tmp_path / "algo" / "old").read_text() == "a previous checkpoint"
+
+
+def test_rllib_missing_is_one_message(monkeypatch):
+    """Ray without RLlib's dependencies (``ray.rllib`` fails to import): a WbsimError saying how to
+    install it, before Ray starts."""
+    import builtins
+
+    import wbsim.scaleout
+    from wbsim.examples.rllib_ppo import train
+
+    real = builtins.__import__
+
+    def no_rllib(name, *a, **k):
+        if name.startswith("ray.rllib"):
+            raise ModuleNotFoundError("No module named 'tree'")
+        return real(name, *a, **k)
+
+    monkeypatch.setattr(builtins, "__import__", no_rllib)
+    monkeypatch.setattr(wbsim.scaleout, "start_ray", lambda *a, **k: 1 / 0)
+    with pytest.raises(WbsimError, match=r"RLlib is not installed \(No module named 'tree'\)"):
+        train()

@@ -50,29 +50,62 @@ def train(
     residual_scale: float = 0.05,
     seconds: float = 10.0,
     seed: int = 0,
+    overwrite: bool = False,
 ) -> list[dict]:
     """Run ``iterations`` PPO training iterations; return per iteration ``iteration``,
     ``episode_return_mean``, ``episode_len_mean`` (env steps), ``env_steps`` (sampled in all).
 
     ``seconds``: the episodes' length (the env's ``max_seconds``). ``address``: an existing Ray
     cluster; otherwise a local Ray with ``env_runners + 1`` CPUs
-    (one per env runner, one for the learner) is started and stopped.
+    (one per env runner, one for the learner) is started and stopped. ``out``: a folder that
+    exists and is not empty is replaced only with ``overwrite``.
 
     Raises:
-        WbsimError: ``iterations`` or ``env_runners`` not integers >= 1, or RLlib not installed
-            (checked before Ray starts).
+        WbsimError: ``iterations``, ``env_runners``, ``train_batch_size``, ``minibatch_size`` or
+            ``num_epochs`` not integers >= 1, ``minibatch_size`` > ``train_batch_size``, an env
+            option the env refuses (``residual_scale`` < 0, ``seconds`` <= 0), ``out`` not empty
+            without ``overwrite`` or not a folder, or RLlib not installed (all checked before Ray
+            starts).
     """
-    import importlib.util
-
+    from wbsim.envs import make as make_env
     from wbsim.errors import WbsimError
 
-    for name, value in (("iterations", iterations), ("env_runners", env_runners)):
+    for name, value in (
+        ("iterations", iterations),
+        ("env_runners", env_runners),
+        ("train_batch_size", train_batch_size),
+        ("minibatch_size", minibatch_size),
+        ("num_epochs", num_epochs),
+    ):
         if not (type(value) is int and value >= 1):
             raise WbsimError(f"{name} must be an integer >= 1, got {value!r}")
-    if importlib.util.find_spec("ray") is None or importlib.util.find_spec("ray.rllib") is None:
+    if minibatch_size > train_batch_size:
         raise WbsimError(
-            'RLlib is not installed: pip install torch==2.13.0, then pip install "wbsim[rllib]"'
+            f"minibatch_size ({minibatch_size}) must not exceed train_batch_size "
+            f"({train_batch_size})"
         )
+    out_dir = None if out is None else Path(out)
+    if out_dir is not None:
+        if out_dir.exists() and not out_dir.is_dir():
+            raise WbsimError(f"{out_dir}: not a folder (--out)")
+        if out_dir.is_dir() and any(out_dir.iterdir()) and not overwrite:
+            raise WbsimError(f"{out_dir} is not empty; pick another --out, or --overwrite")
+    env_config = {
+        "action_mode": "residual",
+        "residual_scale": residual_scale,
+        "frame_skip": FRAME_SKIP,
+        "info_mode": "lean",
+        "max_seconds": seconds,
+    }
+    # the env's own checks, here rather than in an env runner
+    make_env("wbsim/G1Stand-v0", **env_config).close()
+    try:  # ray.rllib's folder ships with Ray; its own dependencies come with ray[rllib]
+        import ray.rllib
+    except ImportError as exc:
+        raise WbsimError(
+            f"RLlib is not installed ({exc}): pip install torch==2.13.0, then pip install "
+            '"wbsim[rllib]"'
+        ) from None
     import ray
     from ray.rllib.algorithms.ppo import PPOConfig
     from ray.tune.registry import register_env
@@ -84,16 +117,7 @@ def train(
         register_env(ENV_NAME, env_creator)
         config = (
             PPOConfig()
-            .environment(
-                ENV_NAME,
-                env_config={
-                    "action_mode": "residual",
-                    "residual_scale": residual_scale,
-                    "frame_skip": FRAME_SKIP,
-                    "info_mode": "lean",
-                    "max_seconds": seconds,
-                },
-            )
+            .environment(ENV_NAME, env_config=env_config)
             .env_runners(num_env_runners=env_runners)
             .training(
                 train_batch_size_per_learner=train_batch_size,
@@ -103,6 +127,11 @@ def train(
             .debugging(seed=seed)
         )
         algo = config.build_algo()
+    except BaseException:
+        if started:
+            ray.shutdown()
+        raise
+    try:
         history = []
         for _ in range(iterations):
             result = algo.train()
@@ -121,11 +150,11 @@ def train(
                 }
             )
             print(history[-1], flush=True)
-        if out is not None:
-            algo.save_to_path(str(Path(out).resolve()))
-        algo.stop()
+        if out_dir is not None:
+            algo.save_to_path(str(out_dir.resolve()))
         return history
     finally:
+        algo.stop()
         if started:
             ray.shutdown()
 
@@ -144,6 +173,9 @@ def main(argv=None) -> int:
     )
     parser.add_argument("--seconds", type=float, default=10.0, help="episode length, s")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--overwrite", action="store_true", help="replace what an existing --out folder holds"
+    )
     args = parser.parse_args(argv)
     from wbsim.errors import WbsimError
 
@@ -154,8 +186,10 @@ def main(argv=None) -> int:
             args.address,
             args.env_runners,
             train_batch_size=args.train_batch_size,
+            minibatch_size=min(250, args.train_batch_size),
             seconds=args.seconds,
             seed=args.seed,
+            overwrite=args.overwrite,
         )
     except WbsimError as exc:
         parser.exit(2, f"rllib_ppo: error: {exc}\n")
