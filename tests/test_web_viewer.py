@@ -132,6 +132,26 @@ def test_a_taken_port_is_a_one_line_error():
             WebViewer(port=port)
 
 
+def test_a_port_a_stopped_viewer_left_in_time_wait_is_taken_again():
+    # a viewer stopped (Ctrl-C) after a browser's visit leaves its end of that connection in
+    # TIME_WAIT on the port for a minute; a restart on the same port must listen there, as
+    # viser's own server (SO_REUSEADDR) can: only a port something listens on is refused
+    with socket.socket() as server:
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        with socket.create_connection(("127.0.0.1", port)) as client:
+            conn, _ = server.accept()
+            conn.close()  # the server closes first: its end goes to TIME_WAIT
+            client.recv(1)  # the server's FIN
+    web = WebViewer(port=port, realtime=False)
+    try:
+        assert web.server.get_port() == port  # not another port picked silently
+    finally:
+        web.close()
+
+
 def dark_middle(image: np.ndarray) -> int:
     """Pixels darker than the floor's grid lines in the middle of the page, where the camera
     looks at the robot: its shaded body, head and feet (a few dozen without it: the overlay)."""

@@ -19,6 +19,7 @@ Needs the ``[web]`` extra (``pip install "wbsim[web]"``: viser).
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -134,6 +135,10 @@ class WebViewer:
 
         try:  # viser would pick another port silently: a taken port is an error here
             with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+                # as viser's server binds: a port left in TIME_WAIT by a viewer just stopped
+                # after a browser's visit is free; one that something listens on is not
+                if os.name == "posix":  # (on Windows the option lets a port be taken over)
+                    probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
                 probe.bind((host, port))
         except OSError as exc:
             raise WbsimError(
