@@ -356,3 +356,30 @@ def test_a_run_of_a_registered_robot_env_replays_in_another_process(tmp_path, ca
     finally:  # other tests see only the built-in ids
         wbsim.envs.ENV_IDS.pop(env_id, None)
         gymnasium.registry.pop(env_id, None)
+
+
+def test_a_run_with_a_python_object_option_names_it_when_it_cannot_be_replayed(tmp_path):
+    """A plan function given as an env option (or to ``register_robot_env``) is logged as its
+    repr only: the replay says which option that is and why, not what the repr did later."""
+    import gymnasium
+
+    import wbsim.envs
+    from wbsim.envs.schedules import one_leg_plan
+
+    run_episode(
+        EpisodeConfig(
+            seconds=0.02, log=tmp_path / "opt", progress=False, env_options={"plan": one_leg_plan}
+        )
+    )
+    with pytest.raises(WbsimError, match=r"env option 'plan' was a Python object.*one_leg_plan"):
+        LoggedRun(tmp_path / "opt")
+    env_id = wbsim.envs.register_robot_env("test/MyOneLeg-v0", "g1", plan=one_leg_plan)
+    try:
+        run_episode(EpisodeConfig(env=env_id, seconds=0.02, log=tmp_path / "reg", progress=False))
+    finally:  # as in another process, which has not registered the id
+        wbsim.envs.ENV_IDS.pop(env_id, None)
+        gymnasium.registry.pop(env_id, None)
+    with pytest.raises(
+        WbsimError, match=r"register_robot_env option 'plan' was a Python object.*one_leg_plan"
+    ):
+        LoggedRun(tmp_path / "reg")

@@ -18,7 +18,9 @@ logged with another MuJoCo or wbsim version may have another reset state (a warn
 
 from __future__ import annotations
 
+import json
 import math
+import re
 import time
 import warnings
 from collections.abc import Generator
@@ -35,6 +37,22 @@ __all__ = ["LoggedRun", "replay_video", "replay_web"]
 
 #: the statuses after which the live loop drew the state the episode ended in
 _FINAL_FRAME = ("completed", "fell")
+
+#: how a log holds an option that was a Python object (a plan function): its repr, no more
+_OBJECT_REPR = re.compile(r"<[^<>]* at 0x[0-9a-fA-F]+>")
+
+
+def _check_data(run_dir: Path, options: dict[str, Any], given_to: str) -> None:
+    """Raise :class:`WbsimError` naming the first of ``options`` that the log holds only as a
+    Python object's repr: the env cannot be rebuilt from it."""
+    for key, value in options.items():
+        logged = json.dumps(value)
+        if _OBJECT_REPR.search(logged):
+            raise WbsimError(
+                f"{run_dir}: the env cannot be rebuilt from config.json: its {given_to} option "
+                f"{key!r} was a Python object, which the log holds only as its repr ({logged}); "
+                "a run replays when those options are data (names, numbers, a robot config)"
+            )
 
 
 class LoggedRun:
@@ -77,6 +95,7 @@ class LoggedRun:
 
         registered = cfg.get("env_registration")
         if cfg["env"] not in ENV_IDS and isinstance(registered, dict):
+            _check_data(self.run.dir, registered, "register_robot_env")
             try:  # an id that register_robot_env made in the recording process
                 options = dict(registered)
                 register_robot_env(cfg["env"], options.pop("robot"), **options)
@@ -86,6 +105,7 @@ class LoggedRun:
                     f"config.json ({exc})"
                 ) from None
         env_options = dict(cfg["env_options"])
+        _check_data(self.run.dir, env_options, "env")
         robot = env_options.get("robot")
         if (
             isinstance(robot, str)
