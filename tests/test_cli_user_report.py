@@ -876,3 +876,26 @@ def test_pushtest_ladder_bisection_and_a_ctrl_c_keeps_the_directions_done(
     assert 10.0 - 4.5 / 8 <= kept["max_impulse"][0] < 10.0
     assert 14.0 - 6.75 / 8 <= kept["max_impulse"][1] < 14.0  # 13.5 survived, 20.25 fell
     assert [r["impulse"] for r in kept["trials"][0]][:4] == [4.0, 6.0, 9.0, 13.5]
+
+
+def test_pushtest_says_where_no_push_up_to_the_limit_felled_the_robot(
+    tmp_path, monkeypatch, capsys
+):
+    """The ladder stops at --limit: a direction where no trial fell has a lower bound, the last
+    rung, not a threshold; the JSON (``no_fall``) and both printed tables say which."""
+    from wbsim import pushtest
+
+    def trial(cfg, angle, impulse):  # falls from 5 N s forward only
+        return {"impulse": impulse, "survived": angle > 0 or impulse < 5.0}
+
+    monkeypatch.setattr(pushtest, "_trial", trial)
+    out = tmp_path / "p.json"
+    args = ["pushtest", "--directions", "2", "--limit", "7", "--json", str(out)]
+    assert main([*args, "--plot", str(tmp_path / "p.png")]) == 0
+    res = json.loads(out.read_text())
+    assert res["max_impulse"][1] == 6.0 and res["no_fall"] == [False, True]
+    printed = capsys.readouterr()
+    for text in (printed.out, printed.err):
+        lines = [line for line in text.splitlines() if "180.0 deg" in line]
+        assert len(lines) == 1 and "no fall up to --limit 7" in lines[0], text
+        assert "no fall" not in next(line for line in text.splitlines() if "  0.0 deg" in line)

@@ -497,7 +497,13 @@ COMPARE_PLOT = "pushtests/compare.png"
 
 def cmd_pushtest(args: argparse.Namespace) -> int:
     """``wbsim pushtest``: the push-recovery protocol (wbsim.pushtest)."""
-    from wbsim.pushtest import PushTestConfig, load_push_test, plot_push_test, run_push_test
+    from wbsim.pushtest import (
+        PushTestConfig,
+        load_push_test,
+        no_fall_note,
+        plot_push_test,
+        run_push_test,
+    )
 
     _refuse_empty_paths(args, "json", "plot")
     if args.compare:
@@ -538,8 +544,11 @@ def cmd_pushtest(args: argparse.Namespace) -> int:
         f"{cfg.env} {cfg.controller}: push at {cfg.at:g} s ({res['phase']['name']}, "
         f"{res['phase']['time_in_phase_s']:.2f} s in), {cfg.duration:g} s on the torso"
     )
-    for deg, imp in zip(res["directions_deg"], res["max_impulse"]):
-        print(f"  {deg:5.1f} deg  {imp:6.2f} N s  ({imp / cfg.duration:6.1f} N)")
+    for deg, imp, open_ended in zip(res["directions_deg"], res["max_impulse"], res["no_fall"]):
+        print(
+            f"  {deg:5.1f} deg  {imp:6.2f} N s  ({imp / cfg.duration:6.1f} N)"
+            + (no_fall_note(cfg.limit) if open_ended else "")
+        )
     print(
         f"  least over directions {res['min_over_directions']:.2f} N s; JSON {json_path}, "
         f"plot {plot_path}; {res['wall_seconds']:.0f} s"

@@ -9,7 +9,8 @@ torso's centre of mass from ``at`` s for ``duration`` s; the episode runs on to 
 (:meth:`wbsim.envs.humanoid.HumanoidEnv.has_fallen`) by then. Impulses climb a ladder
 (``start``, times ``growth`` each rung) to the first fall, or to ``limit``; then ``refine``
 bisections between the last survived and the first fallen impulse. The result per direction is the
-largest impulse survived (0 if even ``start`` fails).
+largest impulse survived (0 if even ``start`` fails); where no rung up to ``limit`` fell, only a
+lower bound (``no_fall``).
 
 Each trial is one :func:`wbsim.rollout.run_episode` without log or video. Owns only the protocol and
 its outputs (JSON, polar plot); the physics and the control are the rollout's.
@@ -130,8 +131,9 @@ def run_push_test(
 
     Returns:
         ``{"config": ..., "phase": the plan's phase at the push, "directions_deg": [...],
-        "max_impulse": [...] N·s per direction, "max_force": [...] N, "trials": [[...], ...],
-        "min_over_directions": N·s, "wall_seconds": s}``.
+        "max_impulse": [...] N·s per direction, "max_force": [...] N, "no_fall": [...] (true
+        where no trial fell up to ``limit``: ``max_impulse`` is then a lower bound, the ladder's
+        last rung), "trials": [[...], ...], "min_over_directions": N·s, "wall_seconds": s}``.
 
     Raises:
         WbsimError: a bad config; outputs that cannot be written, an existing JSON without
@@ -161,6 +163,7 @@ def run_push_test(
     angles = [2.0 * math.pi * k / n for k in range(n)]
     best: list[float] = []
     trials: list[list[dict[str, Any]]] = []
+    no_fall: list[bool] = []
 
     def result() -> dict[str, Any]:
         return {
@@ -173,6 +176,7 @@ def run_push_test(
             "directions_deg": [math.degrees(a) for a in angles[: len(best)]],
             "max_impulse": best,
             "max_force": [b / cfg.duration for b in best],
+            "no_fall": no_fall,
             "min_over_directions": float(min(best)),
             "trials": trials,
             "wall_seconds": time.perf_counter() - wall0,
@@ -183,10 +187,11 @@ def run_push_test(
             best_k, runs = _direction(cfg, angle)
             best.append(best_k)
             trials.append(runs)
+            no_fall.append(all(r["survived"] for r in runs))
             if progress is not None:
                 progress(
                     f"direction {math.degrees(angle):5.1f} deg: {best_k:6.2f} N s survived "
-                    f"({len(runs)} trials)"
+                    f"({len(runs)} trials){no_fall_note(cfg.limit) if no_fall[-1] else ''}"
                 )
     except KeyboardInterrupt:  # keep the directions already done
         if best and json_path:
@@ -200,6 +205,11 @@ def run_push_test(
     if plot_path:
         plot_push_test([out], plot_path)
     return out
+
+
+def no_fall_note(limit: float) -> str:
+    """What a direction's line adds where no push up to ``limit`` (N·s) felled the robot."""
+    return f"; no fall up to --limit {limit:g} N s: a lower bound"
 
 
 def _direction(cfg: PushTestConfig, angle: float) -> tuple[float, list[dict[str, Any]]]:
