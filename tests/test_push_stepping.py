@@ -132,11 +132,41 @@ def test_land_offset_ahead_moves_only_landings_ahead_of_the_stance_foot(g1):
             np.testing.assert_allclose(moved, 0.0, atol=1e-9)
 
 
+def test_diagonal_land_offset_moves_only_landings_after_a_diagonal_push(g1):
+    """A capture point leaving at 45 deg ahead makes the episode diagonal (``diagonal_cone``):
+    its landing ahead lies ``diagonal_land_offset`` beyond the predicted capture point instead of
+    ``land_offset_ahead``; after a push straight ahead or sideways the option changes nothing."""
+    for vel, diagonal in (((0.5, 0.5), True), ((0.6, 0.0), False), ((0.0, 0.7), False)):
+        a, _ = _pushed(g1, vel, land_offset_ahead=0.03, diagonal_land_offset=0.03)
+        b, _ = _pushed(g1, vel, land_offset_ahead=0.03, diagonal_land_offset=0.08)
+        assert a.mode == b.mode == "shift" and a._diagonal == b._diagonal == diagonal, vel
+        moved = float(np.linalg.norm(b._target - a._target))
+        if diagonal:
+            assert 0.03 <= moved <= 0.05 + 1e-9
+        else:
+            assert moved == pytest.approx(0.0, abs=1e-9)
+
+
+def test_a_diagonal_push_at_twice_the_standing_figure_is_recovered():
+    """30.38 N s at 45 deg (the ladder's rung at twice projected_id's 15.19 N s): recovered with
+    the diagonal push's own landing offset and ZMP margin, lost without them (``None``: the
+    ``land_offset_ahead`` and ``zmp_margin`` of every push; the ladder's figure was 24.05)."""
+    from wbsim.pushtest import PushTestConfig, _trial
+
+    impulse, angle = 30.375, math.pi / 4
+    diagonal = _trial(PushTestConfig(controller="push_step"), angle, impulse)
+    off = {"diagonal_land_offset": None, "diagonal_zmp_margin": None}
+    plain = PushTestConfig(controller="push_step", controller_options=off)
+    assert diagonal["survived"] and not _trial(plain, angle, impulse)["survived"]
+
+
 def test_out_of_range_options_raise(g1):
     with pytest.raises(WbsimError, match="single_support"):
         PushStepping(g1, single_support=0.0)
     with pytest.raises(WbsimError, match="max_step_width"):
         PushStepping(g1, min_step_width=0.3, max_step_width=0.2)
+    with pytest.raises(WbsimError, match="diagonal_cone"):
+        PushStepping(g1, diagonal_cone=50.0)
 
 
 def test_follow_options_are_validated(g1):
