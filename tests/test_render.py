@@ -469,3 +469,28 @@ def test_an_interrupt_in_the_middle_of_a_frame_leaves_a_playable_video(tmp_path)
     assert w.n_frames == 2  # the frame was written before the interrupt was raised
     w.close()
     assert imageio_ffmpeg.count_frames_and_secs(str(path))[0] == 2
+
+
+def test_a_ctrl_c_during_a_frame_waits_for_the_frame(g1):
+    """An interrupt inside the GL calls (PyOpenGL's ctypes) came out as ctypes.ArgumentError; it is
+    held until the frame is done, then raised as the KeyboardInterrupt it is."""
+    import signal
+
+    import mujoco
+
+    d = mujoco.MjData(g1.mj_model)
+    mujoco.mj_forward(g1.mj_model, d)
+    fr = FrameRenderer(g1.mj_model, 64, 48)
+    real = fr.renderer.render
+    done = []
+
+    def interrupted_render():
+        signal.raise_signal(signal.SIGINT)  # Ctrl-C while the GL call runs
+        done.append(real())
+        return done[-1]
+
+    fr.renderer.render = interrupted_render
+    with pytest.raises(KeyboardInterrupt):
+        fr.render(d)
+    assert len(done) == 1 and done[0].shape == (48, 64, 3)
+    fr.close()

@@ -99,7 +99,8 @@ class FrameRenderer:
 
             check_gl_backend()  # a MUJOCO_GL that MuJoCo could not import with
             try:
-                self._renderer = mujoco.Renderer(self.model, self.height, self.width)
+                with signals_deferred():  # (see render)
+                    self._renderer = mujoco.Renderer(self.model, self.height, self.width)
             except Exception as exc:  # GL context failures come as several types
                 raise WbsimError(
                     f"cannot create an off-screen OpenGL context ({exc}); "
@@ -110,7 +111,15 @@ class FrameRenderer:
         return self._renderer
 
     def render(self, data: mujoco.MjData, overlay: Overlay | None = None) -> np.ndarray:
-        """An RGB frame ``(height, width, 3)`` ``uint8`` of ``data`` (kinematics must be current)."""
+        """An RGB frame ``(height, width, 3)`` ``uint8`` of ``data`` (kinematics must be current).
+
+        A Ctrl-C or SIGTERM waits for the frame: raised inside one of PyOpenGL's ctypes calls
+        (``eglMakeCurrent``) it came out as ``ctypes.ArgumentError: argument 1:
+        KeyboardInterrupt``, which no interrupt handler recognises."""
+        with signals_deferred():
+            return self._render(data, overlay)
+
+    def _render(self, data: mujoco.MjData, overlay: Overlay | None) -> np.ndarray:
         r = self.renderer
         if self.camera_name == "track":
             base = data.xpos[self.track_body]
