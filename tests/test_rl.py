@@ -120,14 +120,17 @@ def test_ppo_example_on_a_full_disk_keeps_the_old_model_and_says_one_line(tmp_pa
         "import resource, sys; resource.setrlimit(resource.RLIMIT_FSIZE, (50_000, 50_000)); "
         "from wbsim.examples.train_ppo import main; sys.exit(main(sys.argv[1:]))"
     )
-    args = ["--steps", "64", "--out", str(tmp_path), "--overwrite"]
-    p = subprocess.run(
-        [sys.executable, "-c", code, *args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+
+    def train(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-c", code, "--steps", "64", *args],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+
+    p = train("--out", str(tmp_path), "--overwrite")
     err = p.stderr.strip()
     assert p.returncode == 2 and err.count("\n") == 0, (p.returncode, err)
     assert "model.zip: could not be written (File too large)" in err
@@ -136,14 +139,7 @@ def test_ppo_example_on_a_full_disk_keeps_the_old_model_and_says_one_line(tmp_pa
     assert "train_ppo: 64/64 steps" in p.stdout
     # into folders of its own: the folders it made are not left behind, empty
     fresh = tmp_path / "fresh" / "run"
-    args = ["--steps", "64", "--out", str(fresh), "--no-progress"]
-    p = subprocess.run(
-        [sys.executable, "-c", code, *args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    p = train("--out", str(fresh), "--no-progress")
     assert p.returncode == 2 and "could not be written (File too large)" in p.stderr, p.stderr
     assert not (tmp_path / "fresh").exists()
 
