@@ -373,6 +373,23 @@ def test_a_run_with_a_python_object_option_names_it_when_it_cannot_be_replayed(t
     )
     with pytest.raises(WbsimError, match=r"env option 'plan' was a Python object.*one_leg_plan"):
         LoggedRun(tmp_path / "opt")
+
+    class Plan:  # a Python object whose repr looks like data
+        def __call__(self, **options):
+            return one_leg_plan(**options)
+
+        def __repr__(self) -> str:
+            return "one_leg"
+
+    run_episode(
+        EpisodeConfig(
+            seconds=0.02, log=tmp_path / "obj", progress=False, env_options={"plan": Plan()}
+        )
+    )
+    with pytest.raises(
+        WbsimError, match=r"env option 'plan' was a Python object.*repr \(one_leg\)"
+    ):
+        LoggedRun(tmp_path / "obj")
     env_id = wbsim.envs.register_robot_env("test/MyOneLeg-v0", "g1", plan=one_leg_plan)
     try:
         run_episode(EpisodeConfig(env=env_id, seconds=0.02, log=tmp_path / "reg", progress=False))

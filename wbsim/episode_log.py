@@ -56,6 +56,11 @@ STEPS_FILE, COLUMNS_FILE, EVENTS_FILE = "steps.f64", "columns.json", "events.jso
 SUMMARY_FILE, CONFIG_FILE, PARQUET_FILE = "summary.json", "config.json", "steps.parquet"
 
 
+#: the key of the one-entry object that stands for a value JSON cannot hold (a Python object such as
+#: a plan function given as an env option): ``{"python_object": repr(value)}``
+PYTHON_OBJECT_KEY = "python_object"
+
+
 def _jsonable(value: Any) -> Any:
     if isinstance(value, Mapping):
         return {str(k): _jsonable(v) for k, v in value.items()}
@@ -73,7 +78,7 @@ def _jsonable(value: Any) -> Any:
         return bool(value)
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
-    return repr(value)  # e.g. a plan function passed as an env option: recorded by name
+    return {PYTHON_OBJECT_KEY: repr(value)}  # e.g. a plan function given as an env option
 
 
 def check_run_dir(run_dir: str | Path, overwrite: bool = False) -> Path:

@@ -18,7 +18,6 @@ logged with another MuJoCo or wbsim version may have another reset state (a warn
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import time
@@ -29,7 +28,13 @@ from typing import Any
 
 import numpy as np
 
-from wbsim.episode_log import CONFIG_FILE, RunData, check_run_folder, load_run
+from wbsim.episode_log import (
+    CONFIG_FILE,
+    PYTHON_OBJECT_KEY,
+    RunData,
+    check_run_folder,
+    load_run,
+)
 from wbsim.errors import WbsimError
 from wbsim.scene import FrameClock, FrameValues, Scene, StepRows, frame_events
 
@@ -38,16 +43,30 @@ __all__ = ["LoggedRun", "replay_video", "replay_web"]
 #: the statuses after which the live loop drew the state the episode ended in
 _FINAL_FRAME = ("completed", "fell")
 
-#: how a log holds an option that was a Python object (a plan function): its repr, no more
-_OBJECT_REPR = re.compile(r"<[^<>]* at 0x[0-9a-fA-F]+>")
+#: how a log written before :data:`~wbsim.episode_log.PYTHON_OBJECT_KEY` held a Python object
+_OLD_OBJECT_REPR = re.compile(r"<[^<>]* at 0x[0-9a-fA-F]+>")
+
+
+def _python_object(value: Any) -> str | None:
+    """The repr of the first Python object that ``value`` (a config.json value) holds in place of
+    data, or ``None``."""
+    if isinstance(value, dict):
+        if set(value) == {PYTHON_OBJECT_KEY}:
+            return str(value[PYTHON_OBJECT_KEY])
+        value = list(value.values())
+    if isinstance(value, list):
+        return next((r for r in map(_python_object, value) if r is not None), None)
+    if isinstance(value, str) and _OLD_OBJECT_REPR.search(value):
+        return value
+    return None
 
 
 def _check_data(run_dir: Path, options: dict[str, Any], given_to: str) -> None:
     """Raise :class:`WbsimError` naming the first of ``options`` that the log holds only as a
     Python object's repr: the env cannot be rebuilt from it."""
     for key, value in options.items():
-        logged = json.dumps(value)
-        if _OBJECT_REPR.search(logged):
+        logged = _python_object(value)
+        if logged is not None:
             raise WbsimError(
                 f"{run_dir}: the env cannot be rebuilt from config.json: its {given_to} option "
                 f"{key!r} was a Python object, which the log holds only as its repr ({logged}); "
