@@ -11,7 +11,10 @@ from conftest import random_state
 
 import wbsim
 from wbsim.contacts import convex_hull, point_in_polygon
+from wbsim.envs import make_humanoid
 from wbsim.errors import NoFeetError, RobotLoadError, UnknownNameError
+from wbsim.robot_config import ROBOTS
+from wbsim.rollout import EpisodeConfig, run_episode
 
 
 def _mj_mass_and_bias(robot, q, v):
@@ -98,6 +101,51 @@ def test_stand_pose_on_the_floor(robot):
     # knees bent
     knee = [n for n in robot.joint_names if "knee" in n or "leg_left_4" in n]
     assert knee and all(robot.pose("stand").joints[k] > 0.3 for k in knee)
+
+
+def _touching_in_mujoco(robot, q):
+    """``(n,)`` for each sole point (feet in order, then corners): Pinocchio puts it on the floor
+    at ``q`` (to 1 nm), and whether MuJoCo has a contact of its sphere after ``mj_forward``."""
+    model, data = robot.pin_model, robot.pin_model.createData()
+    pin.framesForwardKinematics(model, data, q)
+    d = mujoco.MjData(robot.mj_model)
+    d.qpos[:] = robot.pin_to_mj(q)[0]
+    mujoco.mj_forward(robot.mj_model, d)
+    in_contact = set(d.contact.geom[: d.ncon].ravel().tolist())
+    feet = robot.feet.values()
+    placed = [abs(data.oMf[i].translation[2]) < 1e-9 for f in feet for i in f.pin_point_frame_ids]
+    touching = [g in in_contact for f in feet for g in f.mj_geom_ids]
+    return np.array(placed), np.array(touching)
+
+
+@pytest.mark.parametrize("name", sorted(ROBOTS))
+def test_mujoco_finds_the_soles_on_the_floor_at_reset(name):
+    """Every sole point that the stand pose, or ``on_floor`` from 1 cm up, puts on the floor
+    (Pinocchio, to 1 nm: all of them on a flat-footed robot, the lower edge of Talos's tilted
+    soles) touches it in MuJoCo at once, and after the env's reset its contact sensor carries
+    load. Round-off between the two kinematics (~1e-14 m) once left iCub's, Romeo's and the G1
+    with hands' soles just above the floor; they landed one step later, and a stand run logged
+    two contact switches at t = 2 ms."""
+    env = make_humanoid("wbsim/G1Stand-v0", robot=name)
+    env.reset(seed=0)
+    robot, s = env.robot, env.sensing
+    placed, touching = _touching_in_mujoco(robot, env.q_reference)
+    assert placed.all() if name != "talos" else placed.sum() == 4
+    assert touching[placed].all()
+    sensed = [s.index(n) for f in robot.feet.values() for n in f.point_names]
+    found, loaded, gap = s.found[sensed], s.loaded[sensed], s.gap[sensed]
+    assert found[placed].all() and loaded[placed].all() and (gap[placed] <= 0).all()
+    raised = env.q_reference.copy()
+    raised[2] += 0.01
+    placed, touching = _touching_in_mujoco(robot, robot.on_floor(raised))
+    assert placed.sum() >= 4 and touching[placed].all()
+
+    summary = run_episode(
+        EpisodeConfig(
+            controller="gravity_qp", seconds=0.02, progress=False, env_options={"robot": name}
+        )
+    )
+    assert summary["events"]["mode_switch"] == 0
 
 
 def test_drop_from_5cm_with_zero_torque(robot):

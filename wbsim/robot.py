@@ -72,6 +72,10 @@ ROBOT_CONTYPE, ROBOT_CONAFFINITY = 2, 0
 CONTACT_SOLREF = (0.005, 1.0)
 #: Geom group of collision geoms (hidden by MuJoCo's default rendering; visuals are group 1).
 COLLISION_GROUP = 3
+#: A sole sphere that MuJoCo finds at most this far above its surface right after a placement on
+#: the floor is meant to touch it, m: the distance is the round-off between MuJoCo's and Pinocchio's
+#: kinematics (up to ~1e-14 m), far below any real gap (:func:`_touching_height`).
+ROUNDOFF_GAP = 1e-9
 
 
 @functools.cache
@@ -319,16 +323,24 @@ class Robot:
 
     def on_floor(self, q: np.ndarray) -> np.ndarray:
         """A copy of the configuration ``q (nq,)`` with the base moved vertically so that the
-        lowest sole point touches the floor (``z = 0``): zero gap, no penetration (e.g. after
-        noise was added to the joints). Raises :class:`NoFeetError` without feet."""
+        lowest sole point touches the floor (e.g. after noise was added to the joints): at
+        ``z = 0`` (Pinocchio), then lowered by MuJoCo's round-off if MuJoCo finds its sphere above
+        the floor (:func:`_touching_height`), so that MuJoCo counts the contact from the first
+        step. Raises :class:`NoFeetError` without feet."""
         frames = [i for f in self.feet.values() for i in f.pin_point_frame_ids]
         out = np.array(q, dtype=float)
         out[2] -= _lowest_point_height(self.pin_model, self._pin_data, out, frames)
+        spheres = [(g, f.mj_surface_geom_id) for f in self.feet.values() for g in f.mj_geom_ids]
+        out[2] = _touching_height(self.mj_model, self._mj_data, self.pin_to_mj(out)[0], spheres)
         return out
 
     @functools.cached_property
     def _pin_data(self) -> pin.Data:
         return self.pin_model.createData()
+
+    @functools.cached_property
+    def _mj_data(self) -> mujoco.MjData:
+        return mujoco.MjData(self.mj_model)
 
     def copy(self) -> Robot:
         """The same robot with its own MuJoCo and Pinocchio models (deep copies): what an env
@@ -645,6 +657,43 @@ def _lowest_point_height(
     return min(float(data.oMf[f].translation[2]) for f in frame_ids)
 
 
+def _touching_height(
+    model: mujoco.MjModel,
+    data: mujoco.MjData,
+    qpos: np.ndarray,
+    spheres: list[tuple[int, int]],
+) -> float:
+    """The base height ``qpos[2]`` (m) of the MuJoCo configuration ``qpos (nq,)``, lowered just
+    enough that MuJoCo's own distance (``mj_geomDistance``) of every sole sphere at most
+    :data:`ROUNDOFF_GAP` above its surface is <= 0: MuJoCo then counts it as a contact at once,
+    not one step later. ``qpos[2]`` itself, bit for bit, when no sphere is above its surface by
+    round-off (one touching or in the surface is left alone).
+
+    Args:
+        model, data: the robot's MuJoCo model and a scratch ``MjData`` of it (``qpos`` overwritten,
+            kinematics run).
+        qpos: ``(nq,)`` the configuration, its lowest sole point placed on the floor.
+        spheres: ``(sphere geom id, surface geom id)`` of every sole point.
+    """
+
+    def gaps() -> np.ndarray:
+        mujoco.mj_kinematics(model, data)
+        return np.array([mujoco.mj_geomDistance(model, data, g, s, 1.0, None) for g, s in spheres])
+
+    data.qpos[:] = qpos
+    z = float(qpos[2])
+    gap = gaps()
+    meant = gap <= ROUNDOFF_GAP  # the points placed on the floor
+    for _ in range(8):  # one or two passes on a floor; bounded for a surface z barely moves to
+        above = float(gap[meant].max(initial=0.0))
+        if above <= 0:
+            break
+        z = min(z - above, float(np.nextafter(z, -np.inf)))  # at least one ulp: z must move
+        data.qpos[2] = z
+        gap = gaps()
+    return z
+
+
 def _make_poses(
     config: RobotConfig,
     pin_model: pin.Model,
@@ -729,9 +778,36 @@ def _build_uncached(config: RobotConfig):
             mj_model = spec.compile()
     except ValueError as exc:
         raise RobotLoadError(f"{config.name}: MuJoCo cannot compile the model: {exc}") from exc
+    poses = _touching_poses(config, mj_model, poses)
     converter = StateConverter(mj_model, pin_model, joint_names, FREE_JOINT)
     check_models(config.name, mj_model, pin_model, converter, _joint_ranges(mj_model, joint_names))
     return config, mj_model, pin_model, joint_names, effort, poses
+
+
+def _touching_poses(
+    config: RobotConfig, mj_model: mujoco.MjModel, poses: dict[str, Pose]
+) -> dict[str, Pose]:
+    """``poses`` (their lowest sole point at ``z = 0`` by Pinocchio, :func:`_make_poses`) with
+    each base lowered by MuJoCo's round-off (:func:`_touching_height`), and ``mj_model``'s
+    keyframes with them: at a flat-footed pose MuJoCo sees every sole sphere touch the floor."""
+    if not config.feet:
+        return poses
+
+    def geom(name: str) -> int:
+        return mujoco.mj_name2id(mj_model, mujoco.mjtObj.mjOBJ_GEOM, name)
+
+    spheres = [
+        (geom(f"{n}_{c}"), geom(f.surface)) for n, f in config.feet.items() for c in CORNER_NAMES
+    ]
+    data = mujoco.MjData(mj_model)
+    out = {}
+    for name, pose in poses.items():
+        key = mj_model.key(name).id
+        z = _touching_height(mj_model, data, mj_model.key_qpos[key], spheres)
+        mj_model.key_qpos[key, 2] = z
+        position = np.array([pose.base_position[0], pose.base_position[1], z])
+        out[name] = dataclasses.replace(pose, base_position=position)
+    return out
 
 
 def _joint_ranges(mj_model: mujoco.MjModel, joint_names: tuple[str, ...]) -> np.ndarray:
