@@ -226,3 +226,22 @@ def test_dcc_json_outputs_are_not_replaced_silently(command, tmp_path, capsys):
     out.write_text('{"mine": 1}')
     assert main(["dcc", command, "--json", str(out)]) == 2
     assert "exists" in capsys.readouterr().err and out.read_text() == '{"mine": 1}'
+
+
+@pytest.mark.parametrize("video", ["v.avi", "v", "sub"])
+def test_dcc_plan_video_path_is_checked_before_the_solves(video, tmp_path, monkeypatch, capsys):
+    """``wbsim dcc plan --video`` that the video writer would refuse (not ``.mp4``, a folder)
+    stops the command before the first solve, not after minutes of planning."""
+    from wbsim.cli import main
+    from wbsim.planning import receding
+
+    def no_solve(*args, **kwargs):
+        raise AssertionError("the planner ran before the video path was checked")
+
+    monkeypatch.setattr(receding, "run_receding", no_solve)
+    (tmp_path / "sub").mkdir()
+    out = tmp_path / "p.npz"
+    assert main(["dcc", "plan", "--out", str(out), "--video", str(tmp_path / video)]) == 2
+    err = capsys.readouterr().err
+    assert "video" in err and str(tmp_path / video) in err
+    assert not out.exists()

@@ -327,7 +327,8 @@ def run_plan(
     ``solve_status`` says which failed).
 
     Raises:
-        WbsimError: bad ``seconds`` or ``rest``.
+        WbsimError: bad ``seconds`` or ``rest``; ``out`` not a ``.npz`` or ``video`` not an
+            ``.mp4``, either not writable or existing without ``overwrite``: all before any solve.
     """
     from wbsim.errors import check_output_file
     from wbsim.planning import plan_file
@@ -336,7 +337,9 @@ def run_plan(
         raise WbsimError(f"--out must name a .npz file (numpy's archive), got {out!r}")
     check_output_file(out, "plan file", overwrite)
     if video:
-        check_output_file(video, "--video", overwrite)
+        from wbsim.render import check_video_path
+
+        check_video_path(video, overwrite)  # an .mp4, as the video writer wants, before the solves
     if not (np.isfinite(seconds) and 0 < seconds <= 20):
         raise WbsimError(f"--seconds must be in (0, 20], got {seconds}")
     settings = PlannerSettings(
