@@ -517,9 +517,30 @@ class HumanoidEnv(gym.Env):
         self._base_height0 = float(self.data.qpos[2])
         self.plan = self.plan_factory(**self.plan_options)
         self.plan.set_context(**self._plan_context())
+        self._check_plan_joints()
         if self._pd is not None:
             self._pd.reset(q)
         return self._observe(fell=False, reward_terms={})
+
+    def _check_plan_joints(self) -> None:
+        """A plan whose reference has a posture (a DCC plan) must name this robot's joints in
+        their order: the controller reads its columns as ``robot.joint_names``.
+
+        Raises:
+            WbsimError: the reference's ``joint_names`` are not the robot's (a G1 plan on iCub).
+        """
+        names = getattr(getattr(self.plan, "reference", None), "joint_names", None)
+        ours = tuple(self.robot.joint_names)
+        if names is None or tuple(names) == ours:
+            return
+        first = next(
+            (f"{a!r} where {self.robot.name} has {b!r}" for a, b in zip(names, ours) if a != b),
+            f"{len(names)} joints where {self.robot.name} has {len(ours)}",
+        )
+        raise WbsimError(
+            f"{getattr(self.plan, 'name', 'plan')}: its posture is not for robot "
+            f"{self.robot.name!r} ({first}); a plan replays on the robot it was planned for"
+        )
 
     def step(self, action: np.ndarray):
         a = self.check_action(action)
