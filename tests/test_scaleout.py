@@ -104,3 +104,23 @@ def test_without_ray_installed_the_error_says_how(monkeypatch):
     with pytest.raises(WbsimError, match=r'pip install "wbsim\[ray\]"'):
         check_workers(2, None)
     check_workers(None, None)  # the sequential run needs no Ray
+
+
+def test_a_ray_client_address_without_ray_client_says_how(monkeypatch):
+    """``--address ray://HEAD:10001`` where Ray is installed without its client extra (the
+    ``[ray]`` extra's ``ray``): one line naming ``ray[client]``, not Ray's ``ValueError``
+    traceback from inside ``ray.init``."""
+    import importlib.util
+
+    from wbsim.scaleout import check_workers
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "grpc" else (real(name, *a) or object()),
+    )
+    with pytest.raises(WbsimError, match=r'ray://127.0.0.1:10001.*pip install "ray\[client\]"'):
+        check_workers(2, "ray://127.0.0.1:10001")
+    check_workers(2, "auto")  # a cluster's own node needs no client
+    check_workers(2, None)

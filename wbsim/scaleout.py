@@ -25,8 +25,9 @@ __all__ = ["check_workers", "map_calls", "start_ray"]
 
 def check_workers(workers: Any, address: str | None) -> None:
     """Raise :class:`WbsimError` unless ``workers`` is ``None`` or an integer >= 1, or if
-    ``address`` is given without ``workers``; or if Ray is needed and not installed. Called before
-    any episode runs."""
+    ``address`` is given without ``workers``; or if Ray is needed and not installed, or a
+    ``ray://`` address needs Ray Client's dependencies (``ray[client]``: grpc) and they are not.
+    Called before any episode runs."""
     if workers is None:
         if address is not None:
             raise WbsimError(
@@ -40,6 +41,12 @@ def check_workers(workers: Any, address: str | None) -> None:
         raise WbsimError(
             "--workers runs episodes on Ray, which is not installed: pip install "
             '"wbsim[ray]" (or pip install ray)'
+        )
+    if str(address).startswith("ray://") and importlib.util.find_spec("grpc") is None:
+        raise WbsimError(
+            f"--address {address}: Ray Client (ray://) needs Ray's client extra, which the "
+            '[ray] extra does not install: pip install "ray[client]"; or run wbsim on a node '
+            "of the cluster with --address auto"
         )
 
 
