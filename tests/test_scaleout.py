@@ -124,3 +124,34 @@ def test_a_ray_client_address_without_ray_client_says_how(monkeypatch):
         check_workers(2, "ray://127.0.0.1:10001")
     check_workers(2, "auto")  # a cluster's own node needs no client
     check_workers(2, None)
+
+
+def test_the_local_ray_of_a_run_is_on_the_loopback_address(ray_home, tmp_path):
+    """``map_calls`` in a fresh process (as ``wbsim baseline --workers`` runs it): the local Ray's
+    node address is 127.0.0.1, so it listens on the loopback interface only. It was the
+    machine's network address (Ray listening on every interface): ``map_calls`` imported Ray
+    before ``start_ray`` could set the switch that Ray reads at import."""
+    pytest.importorskip("ray")
+    import os
+    import subprocess
+
+    (tmp_path / "nodeip.py").write_text(
+        "def node_ip():\n    import ray\n\n    return ray.util.get_node_ip_address()\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
+    env.pop("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", None)
+    script = (
+        "import nodeip\n"
+        "from wbsim.scaleout import map_calls\n"
+        "print(map_calls(nodeip.node_ip, [{}], workers=1)[0])\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        check=False,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "127.0.0.1"
