@@ -245,3 +245,30 @@ def test_dcc_plan_video_path_is_checked_before_the_solves(video, tmp_path, monke
     err = capsys.readouterr().err
     assert "video" in err and str(tmp_path / video) in err
     assert not out.exists()
+
+
+class _Planned(Exception):
+    """Stops ``run_plan`` at the planner, with the task it was given."""
+
+
+@pytest.mark.parametrize("seconds,moves", [(None, True), ("2.5", False), ("3.1", True)])
+def test_dcc_plan_default_sways_and_a_short_plan_says_it_stands(
+    seconds, moves, tmp_path, monkeypatch, capsys
+):
+    """``wbsim dcc plan`` as typed, without ``--seconds``, plans a step (its default was 2.5 s,
+    which with the end at rest leaves no room for half a sway: a stand, said nowhere). A plan
+    too short for a sway says so before the solves; 3.1 s (1 s standing, half a period 1.4 s,
+    half the taper 0.4 s, 0.3 s at rest) is the shortest that sways."""
+    from wbsim.cli import main
+    from wbsim.planning import receding
+
+    def planner(steps, settings, task, progress=False):
+        raise _Planned(task)
+
+    monkeypatch.setattr(receding, "run_receding", planner)
+    args = ["dcc", "plan", "--out", str(tmp_path / "p.npz")]
+    with pytest.raises(_Planned) as info:
+        main(args + (["--seconds", seconds] if seconds else []))
+    task = info.value.args[0]
+    assert (task.sway > 0 and task.half_periods >= 1) == moves
+    assert ("stands still" in capsys.readouterr().err) == (not moves)
