@@ -517,9 +517,30 @@ class HumanoidEnv(gym.Env):
         self._base_height0 = float(self.data.qpos[2])
         self.plan = self.plan_factory(**self.plan_options)
         self.plan.set_context(**self._plan_context())
+        self._check_plan_joints()
         if self._pd is not None:
             self._pd.reset(q)
         return self._observe(fell=False, reward_terms={})
+
+    def _check_plan_joints(self) -> None:
+        """A plan whose reference has a posture (a DCC plan) must name this robot's joints in
+        their order: the controller reads its columns as ``robot.joint_names``.
+
+        Raises:
+            WbsimError: the reference's ``joint_names`` are not the robot's (a G1 plan on iCub).
+        """
+        names = getattr(getattr(self.plan, "reference", None), "joint_names", None)
+        ours = tuple(self.robot.joint_names)
+        if names is None or tuple(names) == ours:
+            return
+        first = next(
+            (f"{a!r} where {self.robot.name} has {b!r}" for a, b in zip(names, ours) if a != b),
+            f"{len(names)} joints where {self.robot.name} has {len(ours)}",
+        )
+        raise WbsimError(
+            f"{getattr(self.plan, 'name', 'plan')}: its posture is not for robot "
+            f"{self.robot.name!r} ({first}); a plan replays on the robot it was planned for"
+        )
 
     def step(self, action: np.ndarray):
         a = self.check_action(action)
@@ -979,6 +1000,26 @@ def route_plan_options(
     return merged
 
 
+def _check_option_names(kwargs: Mapping[str, Any]) -> None:
+    """Raise :class:`~wbsim.errors.UnknownNameError` for a key of ``kwargs`` (routed by
+    :func:`route_plan_options`) that is no :class:`HumanoidEnv` option, listing the env's options,
+    the residual mode's and the plan's: ``gymnasium.make(id, foo=1)`` says what it takes instead
+    of Python's "unexpected keyword argument"."""
+    import inspect
+
+    from wbsim.errors import UnknownNameError
+
+    own = [p for p in inspect.signature(HumanoidEnv).parameters if p != "env_id"]
+    for key in kwargs:
+        if key != "env_id" and key not in own:
+            raise UnknownNameError(
+                "option",
+                key,
+                [*own, *_RESIDUAL_DEFAULTS, *plan_parameters(kwargs.get("plan", standing_plan))],
+                context=f"of env {kwargs.get('env_id', 'wbsim env')!r}",
+            )
+
+
 #: the options of ``action_mode="residual"`` only, with their defaults there
 _RESIDUAL_DEFAULTS: Mapping[str, Any] = {
     "controller": "gravity_qp",
@@ -1006,6 +1047,8 @@ def make_humanoid_env(
         kwargs: :class:`HumanoidEnv` options.
 
     Raises:
+        UnknownNameError: an option that is none of the env's, the residual mode's or the
+            plan's (the message lists them).
         WbsimError: ``controller``, ``residual_scale`` or ``controller_options`` given (not
             ``None``) with another action mode, which would ignore them; and as
             :class:`HumanoidEnv` and :class:`~wbsim.envs.wrappers.ControllerInTheLoop`.
@@ -1015,18 +1058,18 @@ def make_humanoid_env(
         "residual_scale": residual_scale,
         "controller_options": controller_options,
     }
+    kwargs = route_plan_options(kwargs)
+    _check_option_names(kwargs)
     if action_mode == "residual":
         from wbsim.envs.wrappers import ControllerInTheLoop
 
         opts = {k: _RESIDUAL_DEFAULTS[k] if v is None else v for k, v in given.items()}
-        kwargs = route_plan_options(kwargs)
         return ControllerInTheLoop(
             HumanoidEnv(action_mode="torque", **kwargs),
             opts["controller"],
             residual_scale=opts["residual_scale"],
             controller_options=opts["controller_options"],
         )
-    kwargs = route_plan_options(kwargs)
     extra = [k for k, v in given.items() if v is not None]
     if extra and action_mode in ("torque", "joint_position"):  # (an unknown mode: HumanoidEnv says)
         raise WbsimError(

@@ -143,6 +143,17 @@ def test_unknown_names():
         gym.make("wbsim/G1Stand-v0", action_mode="velocity")
 
 
+@pytest.mark.parametrize("mode", ["torque", "residual"])
+def test_gymnasium_make_names_an_unknown_option_and_lists_the_known(mode):
+    """``gymnasium.make(id, spede=0.3)`` (a typo) raises the error that ``wbsim run -e`` and
+    ``wbsim.envs.make`` give, listing the env's options with its plan's (``speed``) and the
+    residual mode's; it was Python's "unexpected keyword argument 'spede'"."""
+    with pytest.raises(UnknownNameError, match="'spede' of env 'wbsim/G1Walk-v0'") as info:
+        gym.make("wbsim/G1Walk-v0", action_mode=mode, spede=0.3)
+    for name in ("speed", "frame_skip", "residual_scale"):
+        assert name in info.value.known
+
+
 def test_human_render_without_display_says_how(monkeypatch):
     monkeypatch.delenv("DISPLAY", raising=False)
     monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)

@@ -61,3 +61,33 @@ def test_a_file_that_is_no_plan_is_named_without_pickle_advice(tmp_path, content
     with pytest.raises(WbsimError, match="not a plan file") as info:
         load_plan(path)
     assert "wbsim dcc plan --out" in str(info.value) and "pickle" not in str(info.value)
+
+
+def test_a_plan_for_another_robot_is_refused_at_reset():
+    """The G1's step plan in G1PlanReplay-v0 with iCub put in (29 joints too): refused at reset,
+    naming the plan, the robot and the first joint that differs, instead of iCub tracking the
+    G1's joint angles column by column (it did: 2 rad joint errors, 24 cm CoM RMS, no error)."""
+    from wbsim.envs import make_humanoid
+
+    env = make_humanoid("wbsim/G1PlanReplay-v0", robot="icub", plan_file="step")
+    with pytest.raises(WbsimError, match="g1_dcc_step.npz.*not for robot 'icub'.*l_hip_pitch"):
+        env.reset(seed=0)
+    env.close()
+
+
+def test_a_cut_or_damaged_plan_file_is_named_not_a_traceback(tmp_path):
+    """The shipped step plan cut in half (a copy interrupted) or with bytes flipped inside its
+    compressed arrays: one ``WbsimError`` naming the file, not zipfile's ``BadZipFile`` or
+    zlib's error."""
+    data = (PLANS_DIR / "g1_dcc_step.npz").read_bytes()
+    cut = tmp_path / "cut.npz"
+    cut.write_bytes(data[: len(data) // 2])
+    with pytest.raises(WbsimError, match="cut.npz: not a plan file"):
+        load_plan(cut)
+    damaged = tmp_path / "damaged.npz"
+    flipped = bytearray(data)
+    for i in range(200, len(data) // 2, 997):  # inside the first arrays' compressed data
+        flipped[i] ^= 0xFF
+    damaged.write_bytes(bytes(flipped))
+    with pytest.raises(WbsimError, match="damaged.npz: not a plan file"):
+        load_plan(damaged)

@@ -226,3 +226,49 @@ def test_dcc_json_outputs_are_not_replaced_silently(command, tmp_path, capsys):
     out.write_text('{"mine": 1}')
     assert main(["dcc", command, "--json", str(out)]) == 2
     assert "exists" in capsys.readouterr().err and out.read_text() == '{"mine": 1}'
+
+
+@pytest.mark.parametrize("video", ["v.avi", "v", "sub"])
+def test_dcc_plan_video_path_is_checked_before_the_solves(video, tmp_path, monkeypatch, capsys):
+    """``wbsim dcc plan --video`` that the video writer would refuse (not ``.mp4``, a folder)
+    stops the command before the first solve, not after minutes of planning."""
+    from wbsim.cli import main
+    from wbsim.planning import receding
+
+    def no_solve(*args, **kwargs):
+        raise AssertionError("the planner ran before the video path was checked")
+
+    monkeypatch.setattr(receding, "run_receding", no_solve)
+    (tmp_path / "sub").mkdir()
+    out = tmp_path / "p.npz"
+    assert main(["dcc", "plan", "--out", str(out), "--video", str(tmp_path / video)]) == 2
+    err = capsys.readouterr().err
+    assert "video" in err and str(tmp_path / video) in err
+    assert not out.exists()
+
+
+class _Planned(Exception):
+    """Stops ``run_plan`` at the planner, with the task it was given."""
+
+
+@pytest.mark.parametrize("seconds,moves", [(None, True), ("2.5", False), ("3.1", True)])
+def test_dcc_plan_default_sways_and_a_short_plan_says_it_stands(
+    seconds, moves, tmp_path, monkeypatch, capsys
+):
+    """``wbsim dcc plan`` as typed, without ``--seconds``, plans a step (its default was 2.5 s,
+    which with the end at rest leaves no room for half a sway: a stand, said nowhere). A plan
+    too short for a sway says so before the solves; 3.1 s (1 s standing, half a period 1.4 s,
+    half the taper 0.4 s, 0.3 s at rest) is the shortest that sways."""
+    from wbsim.cli import main
+    from wbsim.planning import receding
+
+    def planner(steps, settings, task, progress=False):
+        raise _Planned(task)
+
+    monkeypatch.setattr(receding, "run_receding", planner)
+    args = ["dcc", "plan", "--out", str(tmp_path / "p.npz")]
+    with pytest.raises(_Planned) as info:
+        main(args + (["--seconds", seconds] if seconds else []))
+    task = info.value.args[0]
+    assert (task.sway > 0 and task.half_periods >= 1) == moves
+    assert ("stands still" in capsys.readouterr().err) == (not moves)

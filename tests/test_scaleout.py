@@ -104,3 +104,54 @@ def test_without_ray_installed_the_error_says_how(monkeypatch):
     with pytest.raises(WbsimError, match=r'pip install "wbsim\[ray\]"'):
         check_workers(2, None)
     check_workers(None, None)  # the sequential run needs no Ray
+
+
+def test_a_ray_client_address_without_ray_client_says_how(monkeypatch):
+    """``--address ray://HEAD:10001`` where Ray is installed without its client extra (the
+    ``[ray]`` extra's ``ray``): one line naming ``ray[client]``, not Ray's ``ValueError``
+    traceback from inside ``ray.init``."""
+    import importlib.util
+
+    from wbsim.scaleout import check_workers
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "grpc" else (real(name, *a) or object()),
+    )
+    with pytest.raises(WbsimError, match=r'ray://127.0.0.1:10001.*pip install "ray\[client\]"'):
+        check_workers(2, "ray://127.0.0.1:10001")
+    check_workers(2, "auto")  # a cluster's own node needs no client
+    check_workers(2, None)
+
+
+def test_the_local_ray_of_a_run_is_on_the_loopback_address(ray_home, tmp_path):
+    """``map_calls`` in a fresh process (as ``wbsim baseline --workers`` runs it): the local Ray's
+    node address is 127.0.0.1, so it listens on the loopback interface only. It was the
+    machine's network address (Ray listening on every interface): ``map_calls`` imported Ray
+    before ``start_ray`` could set the switch that Ray reads at import."""
+    pytest.importorskip("ray")
+    import os
+    import subprocess
+
+    (tmp_path / "nodeip.py").write_text(
+        "def node_ip():\n    import ray\n\n    return ray.util.get_node_ip_address()\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
+    env.pop("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", None)
+    script = (
+        "import nodeip\n"
+        "from wbsim.scaleout import map_calls\n"
+        "print(map_calls(nodeip.node_ip, [{}], workers=1)[0])\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        check=False,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "127.0.0.1"

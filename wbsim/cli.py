@@ -904,7 +904,12 @@ def build_parser() -> argparse.ArgumentParser:
                 metavar="KEY=VALUE",
                 help="formulation parameter, e.g. --param eps=0.05 (repeatable)",
             )
-            q.add_argument("--seconds", type=float, default=2.5, help="planned duration, s")
+            q.add_argument(
+                "--seconds",
+                type=float,
+                default=4.5,
+                help="planned duration, s (with the end at rest, 3.1 s or more for a sway)",
+            )
             q.add_argument(
                 "--speed", type=float, default=_DCC_WALK_SPEED, help="walk: forward speed, m/s"
             )

@@ -20,13 +20,14 @@ from typing import Any
 
 from wbsim.errors import WbsimError
 
-__all__ = ["check_workers", "map_calls", "start_ray"]
+__all__ = ["check_workers", "local_ray_on_loopback", "map_calls", "start_ray"]
 
 
 def check_workers(workers: Any, address: str | None) -> None:
     """Raise :class:`WbsimError` unless ``workers`` is ``None`` or an integer >= 1, or if
-    ``address`` is given without ``workers``; or if Ray is needed and not installed. Called before
-    any episode runs."""
+    ``address`` is given without ``workers``; or if Ray is needed and not installed, or a
+    ``ray://`` address needs Ray Client's dependencies (``ray[client]``: grpc) and they are not.
+    Called before any episode runs."""
     if workers is None:
         if address is not None:
             raise WbsimError(
@@ -40,6 +41,12 @@ def check_workers(workers: Any, address: str | None) -> None:
         raise WbsimError(
             "--workers runs episodes on Ray, which is not installed: pip install "
             '"wbsim[ray]" (or pip install ray)'
+        )
+    if str(address).startswith("ray://") and importlib.util.find_spec("grpc") is None:
+        raise WbsimError(
+            f"--address {address}: Ray Client (ray://) needs Ray's client extra, which the "
+            '[ray] extra does not install: pip install "ray[client]"; or run wbsim on a node '
+            "of the cluster with --address auto"
         )
 
 
@@ -70,9 +77,9 @@ def map_calls(
     check_workers(workers, address)
     if workers is None:
         return [fn(**kwargs) for kwargs in calls]
+    started = start_ray(workers, address)  # before `import ray`: see local_ray_on_loopback
     import ray
 
-    started = start_ray(workers, address)
     bar = None
     try:
         if progress and sys.stderr.isatty():
@@ -99,14 +106,21 @@ def map_calls(
             ray.shutdown()
 
 
+def local_ray_on_loopback(address: str | None = None) -> None:
+    """Without ``address``, make the local Ray that :func:`start_ray` will start listen on
+    127.0.0.1 only, not on the machine's network address. Ray reads the setting when it is first
+    imported (its processes inherit it), so call this before any ``import ray`` (``ray.rllib``
+    too); once Ray is imported it does nothing."""
+    if address is None and "ray" not in sys.modules:
+        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+
+
 def start_ray(num_cpus: int, address: str | None = None) -> bool:
     """Connect to the Ray cluster at ``address``, or start a local Ray with ``num_cpus`` CPUs that
-    listens on the loopback interface only; nothing if Ray is initialised already. Returns whether
-    it connected or started (the caller then calls ``ray.shutdown()`` when done)."""
-    if address is None and "ray" not in sys.modules:
-        # a local Ray on 127.0.0.1, not on the machine's network address (Ray reads this at import;
-        # its processes inherit it)
-        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+    listens on the loopback interface only (if Ray was not imported before:
+    :func:`local_ray_on_loopback`); nothing if Ray is initialised already. Returns whether it
+    connected or started (the caller then calls ``ray.shutdown()`` when done)."""
+    local_ray_on_loopback(address)
     import ray
 
     if ray.is_initialized():

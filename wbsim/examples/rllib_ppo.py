@@ -99,6 +99,9 @@ def train(
     }
     # the env's own checks, here rather than in an env runner
     make_env("wbsim/G1Stand-v0", **env_config).close()
+    from wbsim.scaleout import local_ray_on_loopback, start_ray
+
+    local_ray_on_loopback(address)  # before the first `import ray`
     try:  # ray.rllib's folder ships with Ray; its own dependencies come with ray[rllib]
         import ray.rllib
     except ImportError as exc:
@@ -109,8 +112,6 @@ def train(
     import ray
     from ray.rllib.algorithms.ppo import PPOConfig
     from ray.tune.registry import register_env
-
-    from wbsim.scaleout import start_ray
 
     started = start_ray(env_runners + 1, address)
     try:

@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import zipfile
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -171,7 +173,8 @@ def load_plan(path: str | Path) -> dict[str, np.ndarray]:
     scalars and strings: use ``str(plan["formulation"])``, ``float(plan["dt"])``).
 
     Raises:
-        WbsimError: missing file, not a plan file, or another format version.
+        WbsimError: missing file, not a plan file (a cut or damaged archive too), or another
+            format version.
     """
     path = Path(path)
     if not path.is_file():
@@ -179,7 +182,15 @@ def load_plan(path: str | Path) -> dict[str, np.ndarray]:
     try:
         with np.load(path, allow_pickle=False) as z:
             plan = {k: z[k] for k in z.files}
-    except (OSError, ValueError, EOFError) as exc:  # numpy's message may suggest pickles: no
+    except (
+        OSError,
+        ValueError,
+        EOFError,
+        zipfile.BadZipFile,
+        zlib.error,
+        NotImplementedError,
+    ) as exc:
+        # numpy's message may suggest pickles: no; a cut or damaged archive fails in zipfile/zlib
         raise WbsimError(
             f"{path}: not a plan file (numpy reads no .npz archive of arrays in it: "
             f"{type(exc).__name__}); expected the .npz that `wbsim dcc plan --out` writes"

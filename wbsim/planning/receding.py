@@ -308,7 +308,7 @@ def run_plan(
     task: str = "step",
     formulation: str = "baumgarte",
     params: dict[str, float] | None = None,
-    seconds: float = 2.5,
+    seconds: float = 4.5,
     knots: int = 10,
     speed: float = 0.1,
     video: str | None = None,
@@ -327,7 +327,8 @@ def run_plan(
     ``solve_status`` says which failed).
 
     Raises:
-        WbsimError: bad ``seconds`` or ``rest``.
+        WbsimError: bad ``seconds`` or ``rest``; ``out`` not a ``.npz`` or ``video`` not an
+            ``.mp4``, either not writable or existing without ``overwrite``: all before any solve.
     """
     from wbsim.errors import check_output_file
     from wbsim.planning import plan_file
@@ -336,7 +337,9 @@ def run_plan(
         raise WbsimError(f"--out must name a .npz file (numpy's archive), got {out!r}")
     check_output_file(out, "plan file", overwrite)
     if video:
-        check_output_file(video, "--video", overwrite)
+        from wbsim.render import check_video_path
+
+        check_video_path(video, overwrite)  # an .mp4, as the video writer wants, before the solves
     if not (np.isfinite(seconds) and 0 < seconds <= 20):
         raise WbsimError(f"--seconds must be in (0, 20], got {seconds}")
     settings = PlannerSettings(
@@ -355,6 +358,14 @@ def run_plan(
         if halves >= 1:
             the_task = Task(task, speed=speed, half_periods=halves)
         else:  # too short for half a sway: stand
+            need = rest + the_task.settle + the_task.taper / 2 + the_task.period / 2
+            print(
+                f"wbsim dcc plan: note: {seconds:g} s hold no half sway after "
+                f"{the_task.settle:g} s of standing and before the {rest:g} s at rest (that "
+                f"takes {need:g} s or more; --no-rest sways until the end): the plan stands "
+                "still, no foot lifts",
+                file=sys.stderr,
+            )
             the_task = Task(task, speed=0.0, sway=0.0)
     res = run_receding(steps, settings, the_task, progress=True)
     path = plan_file.save_plan(out, res)
