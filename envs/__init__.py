@@ -169,8 +169,8 @@ def register_robot_env(env_id: str, robot: Any, *, config: Any = None, **options
         UnknownNameError: an unknown robot name or env option (the message lists the known ones).
         WbsimError: a robot without feet (the envs need soles), a missing file.
     """
-    from wbsim.envs.humanoid import HumanoidEnv
-    from wbsim.errors import UnknownNameError, WbsimError
+    from wbsim.envs.humanoid import check_option_names
+    from wbsim.errors import WbsimError
     from wbsim.robot import resolve_config
 
     cfg = resolve_config(robot, config)
@@ -179,10 +179,7 @@ def register_robot_env(env_id: str, robot: Any, *, config: Any = None, **options
             f"{env_id}: robot {cfg.name!r} has no feet configured; an env needs "
             "them (a config with feet = {left_foot = LINK, right_foot = LINK})"
         )
-    known = [k for k in _params(HumanoidEnv) if k not in ("robot", "env_id")]
-    for key in options:
-        if key not in known:
-            raise UnknownNameError("option", key, known, context=f"of env {env_id!r}")
+    check_option_names(options, env_id, options.get("plan"), exclude=("robot",))
     ENV_IDS[env_id] = {"robot": cfg, **options}
     gym.registry.pop(env_id, None)
     register_envs()
@@ -210,22 +207,13 @@ def make(env_id: str, **kwargs: Any) -> gym.Env:
 
     if env_id not in ENV_IDS:
         raise UnknownNameError("env", env_id, ENV_IDS)
-    from wbsim.envs.humanoid import HumanoidEnv, make_humanoid_env, plan_parameters
+    from wbsim.envs.humanoid import check_option_names
 
-    accepted = {
-        **{k: None for k in _params(HumanoidEnv)},
-        **{k: None for k in _params(make_humanoid_env)},
-        "max_episode_steps": None,
-        **{k: None for k in plan_parameters(kwargs.get("plan", ENV_IDS[env_id].get("plan")))},
-    }
-    for key in kwargs:
-        if key not in accepted:
-            raise UnknownNameError(
-                "option",
-                key,
-                [k for k in accepted if k not in ("kwargs", "env_id")],
-                context=f"of env {env_id!r}",
-            )
+    check_option_names(
+        {k: v for k, v in kwargs.items() if k not in ("action_mode", "max_episode_steps")},
+        env_id,
+        kwargs.get("plan", ENV_IDS[env_id].get("plan")),
+    )
     if "max_episode_steps" not in kwargs and {"max_seconds", "frame_skip"} & set(kwargs):
         try:
             kwargs["max_episode_steps"] = _max_episode_steps({**ENV_IDS[env_id], **kwargs})
@@ -242,22 +230,12 @@ def make_humanoid(env_id: str, **kwargs: Any):
     Raises:
         UnknownNameError: unknown id or option (the message lists the known ones).
     """
-    from wbsim.envs.humanoid import HumanoidEnv, plan_parameters, route_plan_options
+    from wbsim.envs.humanoid import HumanoidEnv, check_option_names, route_plan_options
     from wbsim.errors import UnknownNameError
 
     if env_id not in ENV_IDS:
         raise UnknownNameError("env", env_id, ENV_IDS)
-    plan = kwargs.get("plan", ENV_IDS[env_id].get("plan"))
-    known = _params(HumanoidEnv) + (plan_parameters(plan) if plan is not None else [])
-    for key in kwargs:
-        if key not in known:
-            raise UnknownNameError(
-                "option", key, [k for k in known if k != "env_id"], context=f"of env {env_id!r}"
-            )
+    check_option_names(
+        kwargs, env_id, kwargs.get("plan", ENV_IDS[env_id].get("plan")), residual=False
+    )
     return HumanoidEnv(**route_plan_options({"env_id": env_id, **kwargs}, ENV_IDS[env_id]))
-
-
-def _params(func) -> list[str]:
-    import inspect
-
-    return [p for p in inspect.signature(func).parameters if p != "self"]

@@ -1000,24 +1000,33 @@ def route_plan_options(
     return merged
 
 
-def _check_option_names(kwargs: Mapping[str, Any]) -> None:
-    """Raise :class:`~wbsim.errors.UnknownNameError` for a key of ``kwargs`` (routed by
-    :func:`route_plan_options`) that is no :class:`HumanoidEnv` option, listing the env's options,
-    the residual mode's and the plan's: ``gymnasium.make(id, foo=1)`` says what it takes instead
-    of Python's "unexpected keyword argument"."""
+def check_option_names(
+    options: Mapping[str, Any],
+    env_id: str,
+    plan: Callable[..., Any] | None,
+    residual: bool = True,
+    exclude: tuple[str, ...] = (),
+) -> None:
+    """Raise :class:`~wbsim.errors.UnknownNameError` for a key of ``options`` that no env takes,
+    listing those it takes: :class:`HumanoidEnv`'s options, the residual mode's
+    (:func:`make_humanoid_env`; if ``residual``) and the parameters of the ``plan`` factory, less
+    ``exclude``. Every door to an env checks its options here (``gymnasium.make``,
+    :func:`wbsim.envs.make`, :func:`wbsim.envs.make_humanoid`,
+    :func:`wbsim.envs.register_robot_env`), so each says what it takes instead of Python's
+    "unexpected keyword argument"."""
     import inspect
 
     from wbsim.errors import UnknownNameError
 
-    own = [p for p in inspect.signature(HumanoidEnv).parameters if p != "env_id"]
-    for key in kwargs:
-        if key != "env_id" and key not in own:
-            raise UnknownNameError(
-                "option",
-                key,
-                [*own, *_RESIDUAL_DEFAULTS, *plan_parameters(kwargs.get("plan", standing_plan))],
-                context=f"of env {kwargs.get('env_id', 'wbsim env')!r}",
-            )
+    known = [
+        *(p for p in inspect.signature(HumanoidEnv).parameters if p != "env_id"),
+        *(_RESIDUAL_DEFAULTS if residual else ()),
+        *plan_parameters(plan),
+    ]
+    known = [k for k in known if k not in exclude]
+    for key in options:
+        if key not in known:
+            raise UnknownNameError("option", key, known, context=f"of env {env_id!r}")
 
 
 #: the options of ``action_mode="residual"`` only, with their defaults there
@@ -1058,8 +1067,12 @@ def make_humanoid_env(
         "residual_scale": residual_scale,
         "controller_options": controller_options,
     }
+    check_option_names(
+        {k: v for k, v in kwargs.items() if k != "env_id"},
+        kwargs.get("env_id", "wbsim env"),
+        kwargs.get("plan", standing_plan),
+    )
     kwargs = route_plan_options(kwargs)
-    _check_option_names(kwargs)
     if action_mode == "residual":
         from wbsim.envs.wrappers import ControllerInTheLoop
 
