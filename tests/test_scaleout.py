@@ -155,3 +155,24 @@ def test_the_local_ray_of_a_run_is_on_the_loopback_address(ray_home, tmp_path):
     )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "127.0.0.1"
+
+
+def test_an_address_where_no_cluster_answers_is_refused_at_once():
+    """``--address HOST:PORT`` with nothing listening there: one line, before any episode
+    (``ray.init`` retried for minutes), and a malformed address says what it expects."""
+    import socket
+
+    pytest.importorskip("ray")
+    from wbsim.scaleout import check_workers
+
+    with socket.socket() as s:  # a port that was free a moment ago: nothing listens on it
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(WbsimError, match=rf"127.0.0.1:{port}: no Ray cluster answers there"):
+        check_workers(2, f"127.0.0.1:{port}")
+    with pytest.raises(WbsimError, match="expected auto, HOST:PORT"):
+        check_workers(2, "head-node")
+    with socket.socket() as s:  # something listening: accepted (Ray's own checks come later)
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        check_workers(2, f"127.0.0.1:{s.getsockname()[1]}")

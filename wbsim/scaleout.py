@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import socket
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from wbsim.errors import WbsimError
 
-__all__ = ["check_workers", "local_ray_on_loopback", "map_calls", "start_ray"]
+__all__ = ["check_address", "check_workers", "local_ray_on_loopback", "map_calls", "start_ray"]
 
 
 def check_workers(workers: Any, address: str | None) -> None:
@@ -48,6 +49,29 @@ def check_workers(workers: Any, address: str | None) -> None:
             '[ray] extra does not install: pip install "ray[client]"; or run wbsim on a node '
             "of the cluster with --address auto"
         )
+    check_address(address)
+
+
+def check_address(address: str | None, timeout: float = 5.0) -> None:
+    """Raise :class:`WbsimError` if ``address`` (``HOST:PORT`` or ``ray://HOST:PORT``; ``None``
+    and ``"auto"`` pass) is malformed or nothing accepts a TCP connection there within
+    ``timeout`` s: ``ray.init`` would retry for minutes."""
+    if address is None or address == "auto":
+        return
+    where = address.removeprefix("ray://")
+    host, _, port = where.rpartition(":")
+    if not host or not port.isdigit():
+        raise WbsimError(
+            f"--address {address}: expected auto, HOST:PORT or ray://HOST:PORT (e.g. "
+            "127.0.0.1:6379)"
+        )
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise WbsimError(
+            f"--address {address}: no Ray cluster answers there ({exc.strerror or exc}); start "
+            "one with `ray start --head` or, on a node of a cluster, use --address auto"
+        ) from None
 
 
 def map_calls(
