@@ -81,6 +81,9 @@ def test_bad_input_is_a_clear_error():
         toy.solve_toy("baumgarte", {"eps": 0.1})
     with pytest.raises(WbsimError, match="positive"):
         toy.solve_toy("relaxed", {"eps": -1.0})
+    # the parameter it does not take is named, not the whole set given
+    with pytest.raises(UnknownNameError, match=r"'foo' of formulation 'baumgarte'; known.*K_bs"):
+        toy.solve_toy("baumgarte", {"eps": 0.1, "K_bs": 20.0, "foo": 1.0})
 
 
 def test_cli_writes_the_json(tmp_path, capsys):

@@ -272,3 +272,14 @@ def test_dcc_plan_default_sways_and_a_short_plan_says_it_stands(
     task = info.value.args[0]
     assert (task.sway > 0 and task.half_periods >= 1) == moves
     assert ("stands still" in capsys.readouterr().err) == (not moves)
+
+
+def test_dcc_plan_under_one_knot_names_seconds(tmp_path, capsys):
+    """``--seconds`` shorter than one knot interval: the error names the option and the knot,
+    not the internal step count ("steps must be >= 1, got 0")."""
+    from wbsim.cli import main
+
+    assert main(["dcc", "plan", "--out", str(tmp_path / "p.npz"), "--seconds", "0.05"]) == 2
+    err = capsys.readouterr().err
+    assert "--seconds 0.05 is under one knot interval (0.1 s)" in err
+    assert "stands still" not in err and not (tmp_path / "p.npz").exists()

@@ -16,8 +16,11 @@ from typing import Any
 
 import numpy as np
 
+from wbsim.errors import UnknownNameError, WbsimError
+
 __all__ = [
     "FORMULATIONS",
+    "check_params",
     "classical",
     "dcc_baumgarte",
     "dcc_planar_scale",
@@ -35,6 +38,29 @@ FORMULATIONS: dict[str, tuple[str, ...]] = {
     "baumgarte": ("eps", "K_bs"),
     "sech": ("k_h", "K_fz"),
 }
+
+
+def check_params(formulation: str, params: dict[str, Any]) -> None:
+    """Raise unless ``params`` are exactly the parameters of ``formulation`` (:data:`FORMULATIONS`),
+    each a positive finite number.
+
+    Raises:
+        UnknownNameError: an unknown formulation, or a parameter it does not take (listing the known
+            ones).
+        WbsimError: a parameter missing, or not a positive number.
+    """
+    if formulation not in FORMULATIONS:
+        raise UnknownNameError("formulation", formulation, FORMULATIONS)
+    need = FORMULATIONS[formulation]
+    for k in params:
+        if k not in need:
+            raise UnknownNameError("parameter", k, need, context=f"of formulation {formulation!r}")
+    missing = [k for k in need if k not in params]
+    if missing:
+        raise WbsimError(f"formulation {formulation!r} needs parameter(s) {', '.join(missing)}")
+    for k, v in params.items():
+        if not (isinstance(v, (int, float)) and np.isfinite(v) and v > 0):
+            raise WbsimError(f"{formulation} parameter {k} must be a positive number, got {v!r}")
 
 
 def _lib(*args: Any):

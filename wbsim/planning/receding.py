@@ -349,6 +349,10 @@ def run_plan(
     )
     settings.check()
     steps = round(seconds / settings.dt)
+    if steps < 1:
+        raise WbsimError(
+            f"--seconds {seconds} is under one knot interval ({settings.dt} s): nothing to plan"
+        )
     if rest is not None and not (np.isfinite(rest) and rest >= 0):
         raise WbsimError(f"--rest must be a number of seconds >= 0, got {rest}")
     the_task = Task(task, speed=speed)

@@ -7,14 +7,13 @@ table / JSON of the results.
 
 from __future__ import annotations
 
-import math
 import statistics
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
-from wbsim.errors import UnknownNameError, WbsimError
+from wbsim.errors import WbsimError
 from wbsim.planning import complementarity as cc
 
 __all__ = [
@@ -147,19 +146,6 @@ class ToyResult:
         return d
 
 
-def _check_params(formulation: str, params: dict[str, float]) -> None:
-    if formulation not in cc.FORMULATIONS:
-        raise UnknownNameError("formulation", formulation, cc.FORMULATIONS)
-    need = set(cc.FORMULATIONS[formulation])
-    if set(params) != need:
-        raise WbsimError(
-            f"formulation {formulation!r} takes parameters {sorted(need)}, got {sorted(params)}"
-        )
-    for k, v in params.items():
-        if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
-            raise WbsimError(f"{formulation} parameter {k} must be a positive number, got {v!r}")
-
-
 def complementarity_residuals(formulation: str, params: dict[str, float], x, f, v, fdot, M_f):
     """The formulation's residuals at one knot (``<= 0`` satisfied), numpy or CasADi.
 
@@ -198,7 +184,7 @@ def solve_toy(
     """
     import casadi as ca
 
-    _check_params(formulation, params)
+    cc.check_params(formulation, params)
     if repeats < 1:
         raise WbsimError(f"repeats must be >= 1, got {repeats}")
     pb, N = problem, problem.knots

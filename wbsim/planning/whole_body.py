@@ -121,17 +121,7 @@ class PlannerSettings:
 
     def check(self) -> None:
         """Raise :class:`WbsimError` / :class:`UnknownNameError` on bad settings."""
-        if self.formulation not in cc.FORMULATIONS:
-            raise UnknownNameError("formulation", self.formulation, cc.FORMULATIONS)
-        need = set(cc.FORMULATIONS[self.formulation])
-        if set(self.params) != need:
-            raise WbsimError(
-                f"formulation {self.formulation!r} takes parameters {sorted(need)}, "
-                f"got {sorted(self.params)}"
-            )
-        for k, v in self.params.items():
-            if not (isinstance(v, (int, float)) and np.isfinite(v) and v > 0):
-                raise WbsimError(f"parameter {k} must be a positive number, got {v!r}")
+        cc.check_params(self.formulation, self.params)
         if not (isinstance(self.knots, int) and 3 <= self.knots <= 40):
             raise WbsimError(f"knots must be an integer in [3, 40], got {self.knots!r}")
         if not (np.isfinite(self.dt) and self.dt > 0):
