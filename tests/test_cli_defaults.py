@@ -192,3 +192,85 @@ def test_help_gives_no_empty_default(command, capsys):
     for empty in ("(default: None)", "(default: [])", "(default: False)"):
         assert empty not in text
     assert "time limit) (default" not in text
+
+
+#: The subcommands that show progress while they work (a bar, or a line per episode, direction,
+#: stage or solve): each takes --no-progress. The others show none and take nothing. A new
+#: subcommand goes into one of the two (the test below lists them all).
+SHOWS_PROGRESS = [("run",), ("baseline",), ("soak",), ("pushtest",), ("bench",), ("dcc", "plan")]
+NO_PROGRESS = [
+    ("list",),
+    ("statics",),
+    ("report",),
+    ("replay",),
+    ("dcc", "toy"),
+    ("dcc", "compare"),
+]
+
+
+def _subcommands(parser, prefix=()) -> list[tuple[str, ...]]:
+    """Every leaf subcommand of ``parser``, e.g. ``("run",)``, ``("dcc", "plan")``."""
+    import argparse
+
+    out = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                out += _subcommands(sub, (*prefix, name)) or [(*prefix, name)]
+    return out
+
+
+def test_every_subcommand_is_listed_as_showing_progress_or_not():
+    from wbsim.cli import build_parser
+
+    assert sorted(_subcommands(build_parser())) == sorted(SHOWS_PROGRESS + NO_PROGRESS)
+
+
+@pytest.mark.parametrize("command", SHOWS_PROGRESS, ids=" ".join)
+def test_every_subcommand_with_progress_takes_no_progress_and_says_what_it_hides(command, capsys):
+    from wbsim.cli import build_parser
+
+    parser = build_parser()
+    assert parser.parse_args([*command, "--no-progress"]).no_progress is True
+    assert parser.parse_args(list(command)).no_progress is False
+    with pytest.raises(SystemExit):
+        main([*command, "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--no-progress no " in text  # "no progress bar ...", "no line per ..."
+
+
+class _Stop(Exception):
+    """Ends a stubbed command once its arguments arrived."""
+
+
+@pytest.mark.parametrize("flag", [[], ["--no-progress"]])
+def test_bench_no_progress_reaches_the_bench(flag, monkeypatch):
+    import wbsim.bench
+
+    seen = []
+
+    def collect(robot, settings, progress=True):
+        seen.append(progress)
+        raise _Stop
+
+    monkeypatch.setattr(wbsim.bench, "_collect", collect)
+    with pytest.raises(_Stop):
+        main(["bench", "--quick", *flag])
+    assert seen == [not flag]
+
+
+@pytest.mark.parametrize("flag", [[], ["--no-progress"]])
+def test_dcc_plan_no_progress_reaches_the_solves(flag, monkeypatch, tmp_path):
+    pytest.importorskip("casadi")
+    from wbsim.planning import receding
+
+    seen = []
+
+    def run_receding(steps, settings=None, task=None, kin=None, planner=None, progress=False):
+        seen.append(progress)
+        raise _Stop
+
+    monkeypatch.setattr(receding, "run_receding", run_receding)
+    with pytest.raises(_Stop):
+        main(["dcc", "plan", "--out", str(tmp_path / "plan.npz"), *flag])
+    assert seen == [not flag]

@@ -831,7 +831,9 @@ def _note(msg: str) -> None:
     print(f"wbsim bench: {msg}", file=sys.stderr, flush=True)
 
 
-def _collect(robot_name: str, s: BenchSettings) -> dict[str, Any]:
+def _collect(robot_name: str, s: BenchSettings, progress: bool = True) -> dict[str, Any]:
+    """The bench's figures; with ``progress``, a line on stderr as each stage starts (the notes
+    on skipped or clipped parts are printed either way)."""
     import gymnasium as gym
     import qpsolvers
 
@@ -845,6 +847,7 @@ def _collect(robot_name: str, s: BenchSettings) -> dict[str, Any]:
         "settings": {"robot": robot.name, "env": env_id, "quick": s == QUICK, **asdict(s)},
     }
     skipped: dict[str, str] = {}
+    stage = _note if progress else lambda what: None
 
     def optional(key: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         try:
@@ -856,11 +859,11 @@ def _collect(robot_name: str, s: BenchSettings) -> dict[str, Any]:
 
     tau = _holding_torque(robot)
     ref = MjStepReference(robot, tau, s.mj_steps)
-    _note("mj_step")
+    stage("mj_step")
     result["mj_step"] = ref.measure(s.mj_blocks)
 
     # -- controllers ------------------------------------------------------------------------------
-    _note("controllers")
+    stage("controllers")
     pairs = _record_states(env_id, s.states)
     solvers = [x for x in QP_SOLVERS if x in qpsolvers.available_solvers]
     runs = [
@@ -897,7 +900,7 @@ def _collect(robot_name: str, s: BenchSettings) -> dict[str, Any]:
         _target(result[min(gq, key=lambda k: result[k]["median"])], "gravity_qp_compute")
     if "compute/projected_id/qp" in result:
         _target(result["compute/projected_id/qp"], "projected_id_qp_compute")
-    _note("lean loop")
+    stage("lean loop")
     e = optional(
         "lean/gravity_qp", bench_lean_loop, robot, make_controller("gravity_qp", robot), s, ref
     )
@@ -905,7 +908,7 @@ def _collect(robot_name: str, s: BenchSettings) -> dict[str, Any]:
         result["lean/gravity_qp"] = e
 
     # -- closed loop ------------------------------------------------------------------------------
-    _note("closed loop")
+    stage("closed loop")
     loops = [
         ("gravity_qp", "gravity_qp", {}, "gravity_qp_loop_log"),
         ("projected_id/qp", "projected_id", {"variant": "qp"}, "projected_id_qp_loop_log"),
@@ -922,7 +925,7 @@ def _collect(robot_name: str, s: BenchSettings) -> dict[str, Any]:
                     if log:
                         _target(e, target)
                     result[key] = e
-        _note("multi-rate loops")
+        stage("multi-rate loops")
         for label, name, options, _ in loops:
             if f"loop/{label}/log" not in result:
                 continue
@@ -951,7 +954,7 @@ def _collect(robot_name: str, s: BenchSettings) -> dict[str, Any]:
     # Humanoid-v5 made first, for its frame_skip: the target compares wbsim at the same frame_skip
     # (the Python cost of one env step is spread over the same number of mj_steps); wbsim's own
     # default (frame_skip 1, one env step per 2 ms physics step) is measured too.
-    _note("env.step")
+    stage("env.step")
     from wbsim.envs import make as make_env
 
     henv = optional("env_step/humanoid_v5", gym.make, "Humanoid-v5")
@@ -1006,7 +1009,7 @@ def _collect(robot_name: str, s: BenchSettings) -> dict[str, Any]:
         )
 
     # -- vectorised -----------------------------------------------------------------------------
-    _note("vector envs")
+    stage("vector envs")
     vec = optional("vec", bench_vec, env_id, action, s, ref)
     if vec is not None:
         result["vec/async_1"], result["vec/async_2"] = vec
@@ -1020,7 +1023,7 @@ def _collect(robot_name: str, s: BenchSettings) -> dict[str, Any]:
         result[f"vec/fs{peer_fs}/async_1"], result[f"vec/fs{peer_fs}/async_2"] = vec
 
     # -- rendering ------------------------------------------------------------------------------
-    _note("rendering")
+    stage("rendering")
     e = optional(f"render/{s.width}x{s.height}", bench_render, robot, s)
     if e is not None:
         result[f"render/{s.width}x{s.height}"] = e
@@ -1179,13 +1182,19 @@ def _json_ready(x: Any) -> Any:
     return x
 
 
-def run_bench(robot: str = "g1", json_path: str | Path | None = None, quick: bool = False) -> int:
+def run_bench(
+    robot: str = "g1",
+    json_path: str | Path | None = None,
+    quick: bool = False,
+    progress: bool = True,
+) -> int:
     """Measure everything of the module docstring in this process, print the table, write the JSON.
 
     Args:
         robot: robot name (its stand env, e.g. ``wbsim/G1Stand-v0``, is used for the env figures).
         json_path: where to write the result as JSON (``None``: not written).
         quick: few, short blocks (:data:`QUICK`): a smoke test whose figures are rough.
+        progress: a line on stderr as each stage starts (``wbsim bench: mj_step``, ...).
 
     Returns:
         0 when the bench ran (targets missed or optional parts skipped included).
@@ -1198,7 +1207,7 @@ def run_bench(robot: str = "g1", json_path: str | Path | None = None, quick: boo
         from wbsim.errors import check_output_file
 
         check_output_file(json_path, "bench JSON")
-    result = _json_ready(_collect(robot, QUICK if quick else FULL))
+    result = _json_ready(_collect(robot, QUICK if quick else FULL, progress))
     print(format_table(result))
     if json_path is not None:
         write_json(json_path, result, allow_nan=False)

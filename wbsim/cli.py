@@ -52,6 +52,11 @@ def _add_tolerance_argument(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_progress_argument(p: argparse.ArgumentParser, what: str) -> None:
+    """``--no-progress``: no ``what`` (every subcommand that shows progress takes it)."""
+    p.add_argument("--no-progress", action="store_true", help=f"no {what}")
+
+
 def _parse_options(pairs: Sequence[str]) -> dict:
     """``key=value`` strings -> dict, values parsed as JSON when they parse (``3``, ``true``)."""
     out = {}
@@ -462,7 +467,9 @@ def cmd_baseline(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     from wbsim.bench import run_bench
 
-    return run_bench(robot=args.robot, json_path=args.json, quick=args.quick)
+    return run_bench(
+        robot=args.robot, json_path=args.json, quick=args.quick, progress=not args.no_progress
+    )
 
 
 def cmd_soak(args: argparse.Namespace) -> int:
@@ -576,6 +583,7 @@ def cmd_dcc(args: argparse.Namespace) -> int:
             video=args.video,
             rest=None if args.no_rest else args.rest,
             overwrite=args.overwrite,
+            progress=not args.no_progress,
         )
     return run_compare(
         json_path=args.json,
@@ -675,7 +683,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="between two controller steps (-e frame_skip=k): run the command's joint "
         "PD at every physics step (pd) or hold its torque (hold)",
     )
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _add_progress_argument(p, "progress bar on stderr (shown on a terminal only)")
     _add_web_options(p, "the run live, in real time; the page stays up after the episode")
     p.set_defaults(func=cmd_run)
 
@@ -724,7 +732,9 @@ def build_parser() -> argparse.ArgumentParser:
         "-t option, and --episodes, --seconds, --reset-noise and --seed when not their "
         "defaults, e.g. -episodes=2-seconds=3)",
     )
-    p.add_argument("--no-progress", action="store_true")
+    _add_progress_argument(
+        p, "progress bar on stderr, per episode or of the Ray tasks (on a terminal only)"
+    )
     p.add_argument("--overwrite", action="store_true", help="replace an existing JSON")
     p.add_argument(
         "--workers",
@@ -748,6 +758,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--quick", action="store_true", help="few repetitions (a smoke test, not figures)"
     )
+    _add_progress_argument(p, "line on stderr as each stage starts (notes are still shown)")
     p.set_defaults(func=cmd_bench)
 
     p = sub.add_parser(
@@ -772,7 +783,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--json", help="write the report as JSON (new, see --overwrite)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --json")
-    p.add_argument("--no-progress", action="store_true")
+    _add_progress_argument(p, "line per episode on stdout")
     p.set_defaults(func=cmd_soak)
 
     p = sub.add_parser(
@@ -817,7 +828,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="replace an existing JSON (and its plot), or an existing --compare plot",
     )
-    p.add_argument("--no-progress", action="store_true")
+    _add_progress_argument(p, "line per direction on stderr")
     p.set_defaults(func=cmd_pushtest)
 
     p = sub.add_parser(
@@ -926,6 +937,7 @@ def build_parser() -> argparse.ArgumentParser:
                 action="store_true",
                 help="no end at rest: the sway runs until --seconds (plans stop mid-motion)",
             )
+            _add_progress_argument(q, "line per solve on stderr")
         else:
             q.add_argument("--steps", type=int, default=20, help="receding-horizon solves (K)")
             q.add_argument("--json", help="write the results as JSON")

@@ -314,9 +314,11 @@ def run_plan(
     video: str | None = None,
     rest: float | None = 0.3,
     overwrite: bool = False,
+    progress: bool = True,
 ) -> int:
     """``wbsim dcc plan``: plan ``seconds`` of motion, write the plan file (and the video); an
     existing plan file or video is replaced only with ``overwrite`` (checked before the work).
+    With ``progress``, a line on stderr per solve.
 
     ``rest``: the plan ends at rest, its reference still for at least the last ``rest`` s: the
     sway makes as many half-periods as fit (:class:`Task` ``half_periods``; none: the plan
@@ -371,7 +373,7 @@ def run_plan(
                 file=sys.stderr,
             )
             the_task = Task(task, speed=0.0, sway=0.0)
-    res = run_receding(steps, settings, the_task, progress=True)
+    res = run_receding(steps, settings, the_task, progress=progress)
     path = plan_file.save_plan(out, res)
     print(plan_file.summary(plan_file.load_plan(path)))
     if video:
