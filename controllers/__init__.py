@@ -21,7 +21,14 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import inspect
+import numbers
+import types
+import typing
+from collections.abc import Callable, Mapping
 from typing import Any
+
+import numpy as np
 
 from wbsim.controllers.base import Controller
 from wbsim.errors import UnknownNameError, WbsimError
@@ -41,6 +48,7 @@ __all__ = [
     "ZeroController",
     "available_controllers",
     "check_controller_class",
+    "check_controller_options",
     "controller_class",
     "make_controller",
     "shadowed_plugins",
@@ -181,11 +189,12 @@ def make_controller(name: str, robot, /, **options: Any) -> Controller:
     Raises:
         UnknownNameError: unknown controller name, or an option the controller does not take (the
             message lists the options it takes).
-        WbsimError: as :func:`controller_class`; an instance without a ``name`` (the protocol's
-            attribute).
+        WbsimError: as :func:`controller_class`; an option value not of the kind its parameter
+            declares (:func:`check_options`: e.g. text for a ``float``), before the controller is
+            built; an instance without a ``name`` (the protocol's attribute).
     """
+    check_controller_options(name, options)
     cls = controller_class(name)
-    check_options(f"of controller {name!r}", cls, options, skip=("robot",))
     controller = cls(robot, **options)
     missing = [a for a in _PROTOCOL_ATTRIBUTES if not hasattr(controller, a)]
     if missing:
@@ -198,17 +207,73 @@ def make_controller(name: str, robot, /, **options: Any) -> Controller:
     return controller
 
 
-def check_options(what: str, func, options: dict, skip: tuple[str, ...] = ()) -> None:
-    """Raise :class:`UnknownNameError` for keys of ``options`` that ``func`` does not accept."""
-    import inspect
+def check_controller_options(name: str, options: Mapping[str, Any]) -> None:
+    """Check ``options`` of the controller ``name`` before anything is built (what
+    :func:`make_controller` checks first; the command line calls it as soon as it has parsed them).
 
+    Raises:
+        UnknownNameError: as :func:`controller_class`, or an option the controller does not take.
+        WbsimError: as :func:`controller_class`, or a value not of the kind the option declares
+            (see :func:`check_options`).
+    """
+    check_options(f"of controller {name!r}", controller_class(name), options, skip=("robot",))
+
+
+#: The kinds of option value checked before a controller is built: a parameter declared as one of
+#: these types (by its annotation, else by its default's type) -> (what it takes, the test).
+_KINDS: dict[type, tuple[str, Callable[[Any], bool]]] = {
+    bool: ("true or false", lambda v: isinstance(v, (bool, np.bool_))),
+    int: ("an integer", lambda v: isinstance(v, numbers.Integral) and not isinstance(v, bool)),
+    float: ("a number", lambda v: isinstance(v, numbers.Real) and not isinstance(v, bool)),
+}
+
+
+def _declared_kind(param: inspect.Parameter, hint: Any) -> tuple[str, Callable[[Any], bool]] | None:
+    """What ``param`` takes if it is declared a number or a flag (``float``, ``int``, ``bool``, or
+    one of them ``| None``; without an annotation, a ``float``, ``int`` or ``bool`` default, where
+    an ``int`` default takes any number): ``(what, test)``; ``None`` for anything else."""
+    if hint is None:  # no annotation (or one that does not resolve): the default's type
+        kind = type(param.default)
+        return _KINDS[float] if kind is int else _KINDS.get(kind)
+    union = typing.get_origin(hint) in (typing.Union, types.UnionType)
+    members = typing.get_args(hint) if union else (hint,)
+    declared = [m for m in members if m is not type(None)]
+    if len(declared) != 1 or declared[0] not in _KINDS:
+        return None
+    text, test = _KINDS[declared[0]]
+    text = f"{text} ({declared[0].__name__})"
+    if len(members) == 1 and param.default is not None:
+        return text, test
+    return f"{text} or null", lambda v: v is None or test(v)
+
+
+def check_options(what: str, func, options: Mapping[str, Any], skip: tuple[str, ...] = ()) -> None:
+    """Check ``options`` (keyword arguments) against the signature of ``func`` (a class: its
+    constructor), before it is called.
+
+    Raises:
+        UnknownNameError: a key that ``func`` does not take (unless it takes ``**kwargs``).
+        WbsimError: a value not of the kind its parameter declares: ``float`` a number, ``int`` an
+            integer, ``bool`` true or false (``X | None``, or a ``None`` default: also null); by
+            the annotation, else by the default's type. Other parameters are the callee's to check.
+    """
     params = inspect.signature(func).parameters
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-        return
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
     known = [p for p in params if p not in skip and p != "self"]
-    for key in options:
+    try:
+        hints = typing.get_type_hints(
+            typing.cast(Any, func).__init__ if isinstance(func, type) else func
+        )
+    except Exception:  # noqa: BLE001  an annotation that does not resolve: defaults decide
+        hints = {}
+    for key, value in options.items():
         if key not in known:
+            if takes_any:
+                continue
             raise UnknownNameError("option", key, known, context=what)
+        kind = _declared_kind(params[key], hints.get(key))
+        if kind is not None and not kind[1](value):
+            raise WbsimError(f"option {key!r} {what} takes {kind[0]}, got {value!r}")
 
 
 def __getattr__(attr: str):  # lazy access to the controller classes by their class names

@@ -166,6 +166,81 @@ def test_controllers_reject_non_numbers(g1, controller, option):
         make_controller(controller, g1, **{option: "abc"})
 
 
+@pytest.mark.parametrize(
+    ("controller", "options", "message"),
+    [
+        # the first two used to crash with a TypeError inside the constructor
+        (
+            "stepping",
+            {"dcm_gain": "abc"},
+            "option 'dcm_gain' of controller 'stepping' takes a number (float), got 'abc'",
+        ),
+        (
+            "push_step",
+            {"cmp_reach": "abc"},
+            "option 'cmp_reach' of controller 'push_step' takes a number (float), got 'abc'",
+        ),
+        (
+            "push_step",
+            {"max_steps": 2.5},
+            "option 'max_steps' of controller 'push_step' takes an integer (int), got 2.5",
+        ),
+        # and projected_id ran with fast="abc" (a text is true)
+        (
+            "projected_id",
+            {"fast": "abc"},
+            "option 'fast' of controller 'projected_id' takes true or false (bool), got 'abc'",
+        ),
+        (
+            "gravity_qp",
+            {"mu": "abc"},
+            "option 'mu' of controller 'gravity_qp' takes a number (float) or null, got 'abc'",
+        ),
+        (
+            "stepping",
+            {"wbc_options": {"fast": "abc"}},
+            "option 'fast' of projected_id (wbc_options) takes true or false (bool), got 'abc'",
+        ),
+    ],
+)
+def test_controller_options_of_the_wrong_kind_are_one_line_errors(g1, controller, options, message):
+    from wbsim.controllers import make_controller
+
+    with pytest.raises(WbsimError) as raised:
+        make_controller(controller, g1, **options)
+    assert str(raised.value) == message
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["run", "--seconds", "0.1", "--controller", "stepping"],
+        ["baseline", "--episodes", "1", "--controller", "stepping"],
+        ["pushtest", "--directions", "1", "--controller", "stepping"],
+    ],
+)
+def test_the_cli_refuses_a_controller_option_of_the_wrong_kind_before_any_work(
+    command, tmp_path, monkeypatch, capsys
+):
+    """Checked as the options are parsed: no episode, no push trial, no output starts."""
+    import wbsim.pushtest
+    import wbsim.rollout
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("work started")
+
+    monkeypatch.setattr(wbsim.rollout, "run_episode", no_work)
+    monkeypatch.setattr(wbsim.pushtest, "run_push_test", no_work)
+    out = str(tmp_path / "out")
+    outputs = ["--log", out] if command[0] == "run" else ["--json", out + ".json"]
+    assert main([*command, "-c", "dcm_gain=abc", *outputs, "--no-progress"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"wbsim {command[0]}: error: option 'dcm_gain' of controller 'stepping' takes a number "
+        "(float), got 'abc'"
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_task_gains_reject_non_numbers():
     from wbsim.controllers.tasks import TaskGains
 

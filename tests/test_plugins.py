@@ -42,7 +42,7 @@ def plugin_dir(tmp_path, monkeypatch):
     (tmp_path / "bad_controllers.py").write_text(
         textwrap.dedent("""
         import numpy as np
-        from wbsim.types import Command
+        from wbsim.types import Command, JointTargets
 
         class NoCompute:
             name = "no_compute"
@@ -67,6 +67,32 @@ def plugin_dir(tmp_path, monkeypatch):
                 pass
             def compute(self, state, schedule):
                 return np.zeros(self.robot.n_joints)
+
+        class UndeclaredGain:
+            # a PD gain of no declared kind (no annotation, default None): used as given
+            name = "undeclared_gain"
+            def __init__(self, robot, kp=None):
+                self.robot, self.kp = robot, kp
+            def reset(self, state):
+                pass
+            def compute(self, state, schedule):
+                n = self.robot.n_joints
+                pd = JointTargets(np.zeros(n), np.zeros(n), np.full(n, self.kp), np.zeros(n))
+                return Command(np.zeros(n), joint_targets=pd)
+
+        BUILT = []
+
+        class Declared:
+            # options declared by annotation, and (no annotation) by the default's type
+            name = "declared"
+            def __init__(self, robot, gain: float = 1.0, steps: int = 3, fast: bool = True,
+                         limit: float | None = None, untyped_gain=2.0, untyped_count=1,
+                         untyped_flag=False, anything=None, label: str = "a"):
+                BUILT.append(self)
+            def reset(self, state):
+                pass
+            def compute(self, state, schedule):
+                return None
     """)
     )
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -235,15 +261,15 @@ def test_entry_point_plugins_are_found_and_listed(plugin_dir, g1, capsys):
     assert "--controller my_controllers:PostureGravityPD" in out
 
 
-def test_a_text_option_that_reaches_the_pd_stops_the_run_with_a_clear_reason(plugin_dir, tmp_path):
-    """`-c kp=abc` reaches the README's controller as text (its options are not typed for it);
-    its PD gains are then not numbers: the loop stops at the first step with an
+def test_a_text_gain_that_reaches_the_pd_stops_the_run_with_a_clear_reason(plugin_dir, tmp_path):
+    """A gain of no declared kind (``kp=None`` in the signature) reaches the controller as text,
+    and its PD gains are then not numbers: the loop stops at the first step with an
     ``invalid_command`` event naming them, not a numpy traceback from inside the simulation."""
     from wbsim.rollout import EpisodeConfig, run_episode
 
     s = run_episode(
         EpisodeConfig(
-            controller="my_controllers:PostureGravityPD",
+            controller="bad_controllers:UndeclaredGain",
             controller_options={"kp": "abc"},
             seconds=0.1,
             progress=False,
@@ -252,6 +278,81 @@ def test_a_text_option_that_reaches_the_pd_stops_the_run_with_a_clear_reason(plu
     )
     assert s["status"] == "stopped" and "non-numeric PD kp" in s["stopped_reason"]
     assert s["events"]["invalid_command"] == 1
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "expected"),
+    [
+        ("gain", "abc", "a number (float)"),
+        ("gain", True, "a number (float)"),
+        ("gain", None, "a number (float)"),
+        ("steps", 2.5, "an integer (int)"),
+        ("steps", "3", "an integer (int)"),
+        ("fast", "abc", "true or false (bool)"),
+        ("fast", 1, "true or false (bool)"),
+        ("limit", "abc", "a number (float) or null"),
+        ("untyped_gain", "abc", "a number"),
+        ("untyped_count", "abc", "a number"),
+        ("untyped_flag", "yes", "true or false"),
+    ],
+)
+def test_a_custom_controllers_option_of_the_wrong_kind_is_refused_before_it_is_built(
+    plugin_dir, g1, option, value, expected
+):
+    """By the parameter's annotation, else by its default's type: one line naming the option,
+    the controller and what it takes; the class is not even built."""
+    import bad_controllers
+
+    name = "bad_controllers:Declared"
+    with pytest.raises(WbsimError) as raised:
+        make_controller(name, g1, **{option: value})
+    assert str(raised.value) == (
+        f"option {option!r} of controller {name!r} takes {expected}, got {value!r}"
+    )
+    assert bad_controllers.BUILT == []
+
+
+def test_a_custom_controllers_options_of_the_right_kind_pass(plugin_dir, g1):
+    import bad_controllers
+
+    ok = {
+        "gain": 2,  # an integer is a number
+        "steps": np.int64(4),
+        "fast": False,
+        "limit": None,
+        "untyped_gain": np.float32(0.5),
+        "untyped_count": 1.5,  # without an annotation, an int default takes any number
+        "untyped_flag": np.bool_(True),
+        "anything": "abc",  # no declared kind: the controller's to check
+        "label": 3,  # only numbers and flags are checked
+    }
+    make_controller("bad_controllers:Declared", g1, **ok)
+    assert len(bad_controllers.BUILT) == 1
+
+
+@pytest.mark.parametrize("command", [["run", "--seconds", "0.1"], ["baseline", "--episodes", "1"]])
+def test_the_cli_refuses_a_text_gain_of_a_custom_controller_before_any_work(
+    plugin_dir, tmp_path, monkeypatch, capsys, command
+):
+    """`-c kp=abc` for the README's controller (``kp: float``): exit 2 and one line, checked as
+    the options are parsed, before the episode (the env, the log folder) starts."""
+    import wbsim.rollout
+    from wbsim.cli import main
+
+    def no_episode(cfg):
+        raise AssertionError("an episode started")
+
+    monkeypatch.setattr(wbsim.rollout, "run_episode", no_episode)
+    outputs = ["--log", str(tmp_path / "run")] if command[0] == "run" else []
+    outputs = outputs or ["--json", str(tmp_path / "b.json")]
+    args = [*command, "--controller", "my_controllers:PostureGravityPD", "-c", "kp=abc"]
+    assert main([*args, *outputs, "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (
+        f"wbsim {command[0]}: error: option 'kp' of controller "
+        "'my_controllers:PostureGravityPD' takes a number (float), got 'abc'"
+    )
+    assert not (tmp_path / "run").exists() and not (tmp_path / "b.json").exists()
 
 
 def test_a_controller_that_returns_no_command_stops_the_run_with_a_clear_reason(

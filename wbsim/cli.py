@@ -125,6 +125,7 @@ def _default_env(robot: str | None) -> str:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from wbsim.controllers import check_controller_options
     from wbsim.rollout import EpisodeConfig, _install_sigint_as_keyboard_interrupt
 
     _install_sigint_as_keyboard_interrupt()
@@ -141,6 +142,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 f"{args.controller}; add --controller projected_id)"
             )
         controller_options["variant"] = args.id_variant
+    check_controller_options(args.controller, controller_options)  # before any work
     env_options = _parse_options(args.env_option)
     if args.robot or args.robot_config:
         if "robot" in env_options:
@@ -419,9 +421,11 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 def cmd_baseline(args: argparse.Namespace) -> int:
     from wbsim.baseline import default_json_path, run_baseline
+    from wbsim.controllers import check_controller_options
 
     _refuse_empty_paths(args, "json")
     controller_options = _parse_options(args.controller_option)
+    check_controller_options(args.controller, controller_options)  # before any episode
     env_options = _parse_options(args.env_option)
     tolerances = _parse_options(args.tolerance)
     json_path = args.json or default_json_path(
@@ -521,7 +525,10 @@ def cmd_pushtest(args: argparse.Namespace) -> int:
         out = plot_push_test(results, plot)
         print(f"wbsim pushtest: plot {out}")
         return 0
+    from wbsim.controllers import check_controller_options
+
     controller_options = _parse_options(args.controller_option)
+    check_controller_options(args.controller, controller_options)  # before any trial
     cfg = PushTestConfig(
         env=args.env,
         controller=args.controller,
