@@ -274,3 +274,35 @@ def test_dcc_plan_no_progress_reaches_the_solves(flag, monkeypatch, tmp_path):
     with pytest.raises(_Stop):
         main(["dcc", "plan", "--out", str(tmp_path / "plan.npz"), *flag])
     assert seen == [not flag]
+
+
+def test_a_closed_stdout_pipe_stops_quietly():
+    """``wbsim list | head -3``: once the reader of standard output is gone, the command stops
+    with 141 (as one killed by SIGPIPE) and prints no error; it said '[Errno 32] Broken pipe'
+    and exited 2."""
+    import subprocess
+    import sys
+
+    child = subprocess.Popen(
+        [sys.executable, "-m", "wbsim.cli", "list"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert child.stdout is not None and child.stderr is not None
+    child.stdout.close()  # before the child prints (its imports take about a second)
+    err = child.stderr.read().decode()
+    assert child.wait(timeout=120) == 141, err
+    assert "Broken pipe" not in err and "Traceback" not in err
+
+
+def test_another_broken_pipe_is_an_error(capsys):
+    """A broken pipe that is not standard output's (a socket, a child's pipe) is reported."""
+    import wbsim.cli
+
+    def broken(args):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    args = wbsim.cli.build_parser().parse_args(["list"])
+    args.func = broken
+    assert wbsim.cli._run_command(args) == 2
+    assert "wbsim list: error: [Errno 32] Broken pipe" in capsys.readouterr().err

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -999,6 +1000,11 @@ def _run_command(args: argparse.Namespace) -> int:
     except WbsimError as exc:
         print(f"wbsim {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError as exc:
+        if _stdout_closed():  # its reader went away (`wbsim list | head -3`): stop, quietly
+            return 141  # as a command killed by SIGPIPE
+        print(f"wbsim {args.command}: error: {exc}", file=sys.stderr)
+        return 2
     except OSError as exc:  # an output path that cannot be written, a full disk
         print(f"wbsim {args.command}: error: {exc}", file=sys.stderr)
         return 2
@@ -1009,6 +1015,24 @@ def _run_command(args: argparse.Namespace) -> int:
         )
         return 130
 
+
+def _stdout_closed() -> bool:
+    """Whether standard output is a pipe whose reader has gone away (``poll`` reports an error on
+    it); if so, standard output is pointed at the null device, so that Python's own flush at exit
+    does not report the broken pipe again."""
+    import select
+
+    try:
+        fd = sys.stdout.fileno()
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        events = poller.poll(0)
+    except (AttributeError, OSError, ValueError):  # no poll here, or no file behind stdout
+        return False
+    if not any(ev & (select.POLLERR | select.POLLHUP) for _, ev in events):
+        return False
+    os.dup2(os.open(os.devnull, os.O_WRONLY), fd)
+    return True
 
 if __name__ == "__main__":
     sys.exit(main())
