@@ -24,6 +24,11 @@ planned contacts      2       1.0 if the left / right foot is planned in contact
 phase progress        1       0..1 within the current schedule phase (0 for open-ended phases)
 ====================  ======  ===================================================================
 
+``HumanoidEnv.observation_structure`` names the parts in this order with their sizes
+(``base_height``, ``base_quaternion_wxyz``, ``base_twist``, ``joint_positions``,
+``joint_velocities``, ``com_minus_support_centre``, ``sole_contact_flags``, ``planned_contacts``,
+``phase_progress``).
+
 Action, ``(n,)`` in [-1, 1] in every mode; out-of-range values are clipped to [-1, 1]; a wrong shape or
 a NaN raises ``ValueError`` naming the env and the space:
 
@@ -412,7 +417,20 @@ class HumanoidEnv(gym.Env):
         n = self.robot.n_joints
         self.effort = np.where(np.isfinite(self.robot.effort_limits), self.robot.effort_limits, 1.0)
         self.action_space = gym.spaces.Box(-1.0, 1.0, shape=(n,), dtype=np.float32)
-        obs_dim = 1 + 4 + 6 + 2 * n + 3 + 2 + 2 + 1
+        #: the observation's parts in order, name -> size (the module docstring's table), as
+        #: Gymnasium's MuJoCo envs give theirs
+        self.observation_structure: dict[str, int] = {
+            "base_height": 1,
+            "base_quaternion_wxyz": 4,
+            "base_twist": 6,
+            "joint_positions": n,
+            "joint_velocities": n,
+            "com_minus_support_centre": 3,
+            "sole_contact_flags": 2,
+            "planned_contacts": 2,
+            "phase_progress": 1,
+        }
+        obs_dim = sum(self.observation_structure.values())
         self.observation_space = gym.spaces.Box(-np.inf, np.inf, shape=(obs_dim,), dtype=np.float32)
         self._frame_renderer = None
         self._q_ref = self.robot.pose_q(pose)

@@ -577,3 +577,36 @@ def test_check_action_is_a_clipped_float_copy():
     a[3] = above
     assert env.check_action(a)[3] == 1.0 and a[3] == above  # clipped, input untouched
     env.close()
+
+
+@pytest.mark.parametrize("env_id", ["wbsim/G1Walk-v0", "wbsim/TalosStand-v0"])
+def test_observation_structure_names_the_observation(env_id):
+    """``observation_structure``'s parts, cut from the observation in order, are what MuJoCo's
+    state and the env's sensing and plan say (read here from MuJoCo and the info, not from the
+    env's own observation code)."""
+    env = gym.make(env_id)
+    u = env.unwrapped
+    env.reset(seed=0)
+    obs, *_, info = env.step(np.zeros(env.action_space.shape, np.float32))
+    sizes = u.observation_structure
+    assert sum(sizes.values()) == env.observation_space.shape[0]
+    parts, k = {}, 0
+    for name, size in sizes.items():
+        parts[name], k = obs[k : k + size], k + size
+    d, n = u.data, u.robot.n_joints
+    assert sizes["joint_positions"] == sizes["joint_velocities"] == n
+    assert parts["base_height"][0] == np.float32(d.qpos[2])
+    np.testing.assert_allclose(parts["base_quaternion_wxyz"], d.qpos[3:7], atol=1e-6)
+    R = d.xmat[1].reshape(3, 3)  # MuJoCo's free joint: linear velocity in the world, angular in
+    twist = np.concatenate((R.T @ d.qvel[0:3], d.qvel[3:6]))  # the base frame
+    np.testing.assert_allclose(parts["base_twist"], twist, atol=1e-5)
+    qadr, vadr = u.robot.converter.mj_qadr, u.robot.converter.mj_vadr
+    np.testing.assert_allclose(parts["joint_positions"], d.qpos[qadr], atol=1e-6)
+    np.testing.assert_allclose(parts["joint_velocities"], d.qvel[vadr], atol=1e-5)
+    assert parts["com_minus_support_centre"][2] == np.float32(d.subtree_com[1][2])
+    sensed = info["sensed_contacts"]
+    assert list(parts["sole_contact_flags"]) == [f in sensed for f in ("left_foot", "right_foot")]
+    planned = info["schedule"].contact_set
+    assert list(parts["planned_contacts"]) == [f in planned for f in ("left_foot", "right_foot")]
+    assert 0.0 <= parts["phase_progress"][0] <= 1.0
+    env.close()
