@@ -1034,5 +1034,6 @@ def _stdout_closed() -> bool:
     os.dup2(os.open(os.devnull, os.O_WRONLY), fd)
     return True
 
+
 if __name__ == "__main__":
     sys.exit(main())
