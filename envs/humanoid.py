@@ -523,6 +523,18 @@ class HumanoidEnv(gym.Env):
         return self.sim.pushes_done
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        """Gymnasium's reset: the robot at its pose (plus the reset noise), the plan restarted.
+
+        Raises:
+            WbsimError: ``options`` names anything: a reset takes none (the episode's options
+                are the env's, given to ``gymnasium.make``), and one silently ignored would run
+                another episode than the one asked for.
+        """
+        if options:
+            raise WbsimError(
+                f"{self.env_id}: reset takes no options, got {sorted(options)}; an episode's "
+                "options are the env's (gymnasium.make(id, **options))"
+            )
         super().reset(seed=seed)
         q = self.robot.pose_q(self.pose_name)
         if self.reset_noise_scale > 0:

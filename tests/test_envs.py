@@ -11,7 +11,7 @@ from gymnasium.utils.env_checker import check_env
 
 import wbsim  # registers the envs
 from wbsim.envs import ENV_IDS
-from wbsim.errors import UnknownNameError
+from wbsim.errors import UnknownNameError, WbsimError
 
 MODES = ("torque", "joint_position", "residual")
 
@@ -79,6 +79,13 @@ def test_reset_restores_everything():
         runs.append(np.array(seq))
         assert not np.array_equal(runs[-1][0], runs[-1][-1])
     assert np.array_equal(runs[0], runs[1])
+
+
+def test_reset_refuses_options_it_would_ignore():
+    env = gym.make("wbsim/G1Stand-v0")
+    env.reset(seed=0, options={})  # nothing asked: fine (vector envs pass {} or None)
+    with pytest.raises(WbsimError, match=r"reset takes no options, got \['pose'\]"):
+        env.reset(seed=0, options={"pose": "one_leg"})
 
 
 def test_pickle_round_trip_keeps_state():
