@@ -201,3 +201,30 @@ def test_html_page_and_plots_go_into_folders_made_for_them(pushed, tmp_path):
     (tmp_path / "blocker").write_text("a file, not a folder")
     with pytest.raises(WbsimError, match=r"blocker/plots: could not be created"):
         write_html(d / "run", tmp_path / "page2.html", plots_dir=tmp_path / "blocker" / "plots")
+
+
+def test_html_page_finds_a_relative_video_from_any_folder(tmp_path, monkeypatch):
+    """``wbsim run --video videos/x.mp4`` names the video relative to the folder it ran in: the
+    log records where that is, so a report made from another folder embeds that video, and not
+    a file of the same relative name there (another run's)."""
+    from wbsim.html_report import find_video
+
+    (tmp_path / "here").mkdir()
+    monkeypatch.chdir(tmp_path / "here")
+    run_episode(
+        EpisodeConfig(
+            seconds=0.02,
+            log=Path("runs/stand"),
+            video=Path("videos/stand.mp4"),
+            width=64,
+            height=48,
+            progress=False,
+        )
+    )
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "videos").mkdir(parents=True)
+    (elsewhere / "videos" / "stand.mp4").write_bytes(b"another run's video")
+    monkeypatch.chdir(elsewhere)
+    assert find_video(load_run(tmp_path / "here" / "runs" / "stand")) == (
+        tmp_path / "here" / "videos" / "stand.mp4"
+    )

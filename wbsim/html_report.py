@@ -33,9 +33,10 @@ code { background: #f5f5f5; padding: 0 3px; }
 
 
 def find_video(run: RunData) -> Path | None:
-    """The run's video: the live one ``config.json`` names (as given to ``wbsim run``: tried as
-    is, then relative to the run folder's parent), else ``RUN_DIR/replay.mp4``; ``None`` if
-    neither exists."""
+    """The run's video: the live one ``config.json`` names (an absolute path; a log older than
+    that has it as given to ``wbsim run``, tried from the current folder), else one of that name
+    in the run folder's parent (a run copied with its video), else ``RUN_DIR/replay.mp4``;
+    ``None`` if none exists."""
     named = run.config.get("video") or run.summary.get("video") or ""
     candidates = [Path(named), run.dir.parent / Path(named).name] if named else []
     candidates.append(run.dir / "replay.mp4")
