@@ -228,3 +228,22 @@ def test_html_page_finds_a_relative_video_from_any_folder(tmp_path, monkeypatch)
     assert find_video(load_run(tmp_path / "here" / "runs" / "stand")) == (
         tmp_path / "here" / "videos" / "stand.mp4"
     )
+
+
+def test_html_page_of_a_killed_run_shows_what_its_table_holds(pushed, tmp_path):
+    """A run killed before its summary: the page gives the time and steps its step table holds,
+    and a dash, not ``None``, for the figures only a summary holds."""
+    import shutil
+
+    from wbsim.html_report import write_html
+
+    d, _ = pushed
+    shutil.copytree(d / "run", tmp_path / "run")
+    (tmp_path / "run" / "summary.json").unlink()
+    run = load_run(tmp_path / "run")
+    page = html.unescape(write_html(tmp_path / "run").read_text())
+    figures = page[page.index("<h2>Key figures</h2>") : page.index("<h2>Events</h2>")]
+    assert f"<th>simulated time, s</th><td>{run['t'][-1]:.6g}</td>" in figures
+    assert f"<th>steps</th><td>{len(run.steps)}</td>" in figures
+    assert "<th>base drift, m</th><td>-</td>" in figures
+    assert "None" not in figures

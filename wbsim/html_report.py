@@ -48,6 +48,8 @@ def _data_uri(path: Path, mime: str) -> str:
 
 
 def _fmt(value: Any) -> str:
+    if value is None:  # not in the log (a killed run has no summary)
+        return "-"
     if isinstance(value, float):
         return f"{value:.6g}"
     if isinstance(value, (dict, list)):
@@ -113,8 +115,9 @@ def write_html(
     )
     slide = c.get("tolerances", {}).get("slide", "-")
     figures = [
-        ("simulated time, s", s.get("seconds")),
-        ("steps", s.get("steps")),
+        # a killed run has no summary: its step table says how far it went
+        ("simulated time, s", s.get("seconds", row["seconds"])),
+        ("steps", s.get("steps", row["rows"])),
         ("robot", c.get("robot")),
         ("seed", c.get("seed")),
         ("base drift, m", s.get("base_drift_m")),
