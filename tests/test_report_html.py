@@ -247,3 +247,33 @@ def test_html_page_of_a_killed_run_shows_what_its_table_holds(pushed, tmp_path):
     assert f"<th>steps</th><td>{len(run.steps)}</td>" in figures
     assert "<th>base drift, m</th><td>-</td>" in figures
     assert "None" not in figures
+
+
+@pytest.mark.parametrize("summary", [True, False], ids=["fell", "killed"])
+def test_html_events_give_when_each_kind_first_happened(pushed, tmp_path, summary):
+    """The events table's first time: the summary's, else (a ``fall``, which the summary does
+    not time, or a killed run, which has no summary) the earliest in events.jsonl."""
+    import shutil
+
+    from wbsim.html_report import write_html
+
+    d, _ = pushed
+    shutil.copytree(d / "run", tmp_path / "run")
+    events = [
+        {"kind": "planar_complementarity", "t": 0.25, "step": 125, "where": "left_foot"},
+        {"kind": "planar_complementarity", "t": 0.125, "step": 62, "where": "right_foot"},
+        {"kind": "fall", "t": 0.375, "step": 187, "where": ""},
+    ]
+    (tmp_path / "run" / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    path = tmp_path / "run" / "summary.json"
+    if summary:
+        s = json.loads(path.read_text())
+        s["events"].update(planar_complementarity=2, fall=1)
+        s["diagnostics"]["first_t"]["planar_complementarity"] = 0.125
+        path.write_text(json.dumps(s))
+    else:
+        path.unlink()
+    page = write_html(tmp_path / "run").read_text()
+    rows = page[page.index("<h2>Events</h2>") : page.index("<h2>Pushes")]
+    assert "<td>planar_complementarity</td><td class=num>2</td><td class=num>0.125</td>" in rows
+    assert "<td>fall</td><td class=num>1</td><td class=num>0.375</td>" in rows

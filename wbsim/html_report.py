@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import html
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -133,7 +134,14 @@ def write_html(
         ("real-time factor", s.get("realtime_factor")),
     ]
     events = s_events(run)
-    first = s.get("diagnostics", {}).get("first_t", {})
+    # the summary's first times; a kind it does not time (a fall) or a killed run's events:
+    # the earliest start in events.jsonl
+    first: dict[str, float] = {}
+    for e in run.events:
+        if isinstance(e.get("t"), (int, float)):
+            first[e.get("kind", "?")] = min(e["t"], first.get(e.get("kind", "?"), math.inf))
+    timed = s.get("diagnostics", {}).get("first_t", {})
+    first.update({k: t for k, t in timed.items() if t is not None})
     worst = s.get("diagnostics", {}).get("worst", {})
     ev_rows = "".join(
         f"<tr><td>{html.escape(k)}</td><td class=num>{n}</td>"
