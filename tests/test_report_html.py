@@ -277,3 +277,25 @@ def test_html_events_give_when_each_kind_first_happened(pushed, tmp_path, summar
     rows = page[page.index("<h2>Events</h2>") : page.index("<h2>Pushes")]
     assert "<td>planar_complementarity</td><td class=num>2</td><td class=num>0.125</td>" in rows
     assert "<td>fall</td><td class=num>1</td><td class=num>0.375</td>" in rows
+
+
+def test_html_page_of_a_run_without_a_step_offers_no_replay(pushed, tmp_path):
+    """A run stopped before its first step has nothing to replay: the page does not send the
+    reader to ``wbsim replay``, which refuses it."""
+    import shutil
+
+    from wbsim.html_report import write_html
+
+    d, _ = pushed
+    shutil.copytree(d / "run", tmp_path / "run")
+    (tmp_path / "run" / "steps.f64").write_bytes(b"")
+    (tmp_path / "run" / "steps.parquet").unlink()
+    cfg = tmp_path / "run" / "config.json"
+    cfg.write_text(cfg.read_text().replace(str(d / "run.mp4"), str(tmp_path / "gone.mp4")))
+    path = tmp_path / "run" / "summary.json"
+    s = json.loads(path.read_text())
+    s.update(steps=0, seconds=0.0, logged_rows=0, video="", video_frames=0)
+    path.write_text(json.dumps(s))
+    page = write_html(tmp_path / "run").read_text()
+    assert "<video" not in page and "wbsim replay" not in page
+    assert "No video: no step was logged" in page

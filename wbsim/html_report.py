@@ -78,7 +78,7 @@ def write_html(
         out: the page's path.
         plots_dir: where the PNG plots it embeds are written (default the run folder).
         video: the MP4 to embed (default :func:`find_video`; none found: the page says how to
-            make one with ``wbsim replay``).
+            make one with ``wbsim replay``, or that there is nothing to replay).
 
     Raises:
         WbsimError: not a run folder; ``video`` given but not a file; the page, or a folder it or
@@ -190,6 +190,8 @@ def write_html(
             f"<video controls muted src='{_data_uri(video_path, 'video/mp4')}'></video>"
             f"<p>{html.escape(video_path.name)} (embedded)</p>"
         )
+    elif not row["rows"]:  # nothing to replay: wbsim replay refuses such a run
+        video_html = "<p>No video: no step was logged.</p>"
     else:
         video_html = (
             f"<p>No video: <code>wbsim replay {html.escape(str(run.dir))}</code> draws "
