@@ -105,8 +105,11 @@ def test_html_page_without_a_video_says_how_to_make_one(pushed, tmp_path):
     shutil.copytree(d / "run", tmp_path / "run")
     cfg = tmp_path / "run" / "config.json"
     cfg.write_text(cfg.read_text().replace(str(d / "run.mp4"), str(tmp_path / "gone.mp4")))
-    page = write_html(tmp_path / "run").read_text()
-    assert "<video" not in page and "wbsim replay" in page
+    page = html.unescape(write_html(tmp_path / "run").read_text())
+    assert "<video" not in page
+    # both commands whole, to be pasted as they are
+    assert f"wbsim replay {tmp_path / 'run'}</code>" in page
+    assert f"wbsim report {tmp_path / 'run'} --html</code>" in page
 
 
 @pytest.mark.parametrize(

@@ -195,7 +195,8 @@ def write_html(
     else:
         video_html = (
             f"<p>No video: <code>wbsim replay {html.escape(str(run.dir))}</code> draws "
-            "one from the log (then run <code>wbsim report --html</code> again).</p>"
+            f"one from the log (then run <code>wbsim report {html.escape(str(run.dir))} "
+            "--html</code> again).</p>"
         )
     body = "".join(
         [
