@@ -306,3 +306,20 @@ def test_another_broken_pipe_is_an_error(capsys):
     args.func = broken
     assert wbsim.cli._run_command(args) == 2
     assert "wbsim list: error: [Errno 32] Broken pipe" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("command", "says"),
+    [
+        ("run", "in the web browser (viser): show the run live, in real time; the page stays up"),
+        ("replay", "in the web browser (viser): show the run (a time slider and a play button)"),
+    ],
+)
+def test_web_help_says_where_before_what(command, says, capsys):
+    """``--web``'s help reads as one sentence: it once said "instead of writing a video in the
+    web browser", as if the video were written there."""
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert says in text
+    assert "video in the web browser" not in text

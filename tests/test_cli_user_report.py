@@ -904,7 +904,7 @@ def test_report_counts_the_slides_of_a_killed_run_from_its_events(tmp_path):
     """A run killed before its summary: the slides are its ``planar_complementarity`` events
     whose ``friction_used`` reaches the run's ``slide`` tolerance (config.json)."""
     from wbsim.episode_log import load_run
-    from wbsim.report import report_rows
+    from wbsim.report import format_table, report_rows
 
     assert _run("--log", str(tmp_path / "run")) == 0
     (tmp_path / "run" / "summary.json").unlink()
@@ -918,6 +918,16 @@ def test_report_counts_the_slides_of_a_killed_run_from_its_events(tmp_path):
     config = json.loads((tmp_path / "run" / "config.json").read_text())
     config["tolerances"]["slide"] = 0.4
     (tmp_path / "run" / "config.json").write_text(json.dumps(config))
+    assert report_rows([load_run(tmp_path / "run")])[0]["slides"] == 3
+    # an event still going when it was written (a kill leaves it so) may have reached the cone
+    # later: the count is then a lower bound
+    events[2] = {**events[2], "detail": {"friction_used": 0.3}, "ongoing": True}
+    (tmp_path / "run" / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    (row,) = report_rows([load_run(tmp_path / "run")])
+    assert row["slides"] == "2+"
+    assert "| 2+ |" in format_table([row]) and "N+ = at least N" in format_table([row])
+    events[2]["detail"]["friction_used"] = 0.45  # already a slide: the count is exact
+    (tmp_path / "run" / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
     assert report_rows([load_run(tmp_path / "run")])[0]["slides"] == 3
     events[0]["detail"] = {}  # a log older than friction_used: no count
     (tmp_path / "run" / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))

@@ -105,8 +105,11 @@ def test_html_page_without_a_video_says_how_to_make_one(pushed, tmp_path):
     shutil.copytree(d / "run", tmp_path / "run")
     cfg = tmp_path / "run" / "config.json"
     cfg.write_text(cfg.read_text().replace(str(d / "run.mp4"), str(tmp_path / "gone.mp4")))
-    page = write_html(tmp_path / "run").read_text()
-    assert "<video" not in page and "wbsim replay" in page
+    page = html.unescape(write_html(tmp_path / "run").read_text())
+    assert "<video" not in page
+    # both commands whole, to be pasted as they are
+    assert f"wbsim replay {tmp_path / 'run'}</code>" in page
+    assert f"wbsim report {tmp_path / 'run'} --html</code>" in page
 
 
 @pytest.mark.parametrize(
@@ -201,3 +204,101 @@ def test_html_page_and_plots_go_into_folders_made_for_them(pushed, tmp_path):
     (tmp_path / "blocker").write_text("a file, not a folder")
     with pytest.raises(WbsimError, match=r"blocker/plots: could not be created"):
         write_html(d / "run", tmp_path / "page2.html", plots_dir=tmp_path / "blocker" / "plots")
+
+
+def test_html_page_finds_a_relative_video_from_any_folder(tmp_path, monkeypatch):
+    """``wbsim run --video videos/x.mp4`` names the video relative to the folder it ran in: the
+    log records where that is, so a report made from another folder embeds that video, and not
+    a file of the same relative name there (another run's)."""
+    from wbsim.html_report import find_video
+
+    (tmp_path / "here").mkdir()
+    monkeypatch.chdir(tmp_path / "here")
+    run_episode(
+        EpisodeConfig(
+            seconds=0.02,
+            log=Path("runs/stand"),
+            video=Path("videos/stand.mp4"),
+            width=64,
+            height=48,
+            progress=False,
+        )
+    )
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "videos").mkdir(parents=True)
+    (elsewhere / "videos" / "stand.mp4").write_bytes(b"another run's video")
+    monkeypatch.chdir(elsewhere)
+    assert find_video(load_run(tmp_path / "here" / "runs" / "stand")) == (
+        tmp_path / "here" / "videos" / "stand.mp4"
+    )
+
+
+def test_html_page_of_a_killed_run_shows_what_its_table_holds(pushed, tmp_path):
+    """A run killed before its summary: the page gives the time and steps its step table holds,
+    and a dash, not ``None``, for the figures only a summary holds."""
+    import shutil
+
+    from wbsim.html_report import write_html
+
+    d, _ = pushed
+    shutil.copytree(d / "run", tmp_path / "run")
+    (tmp_path / "run" / "summary.json").unlink()
+    run = load_run(tmp_path / "run")
+    page = html.unescape(write_html(tmp_path / "run").read_text())
+    figures = page[page.index("<h2>Key figures</h2>") : page.index("<h2>Events</h2>")]
+    assert f"<th>simulated time, s</th><td>{run['t'][-1]:.6g}</td>" in figures
+    assert f"<th>steps</th><td>{len(run.steps)}</td>" in figures
+    assert "<th>base drift, m</th><td>-</td>" in figures
+    assert "None" not in figures
+
+
+@pytest.mark.parametrize("summary", [True, False], ids=["fell", "killed"])
+def test_html_events_give_when_each_kind_first_happened(pushed, tmp_path, summary):
+    """The events table's first time: the summary's, else (a ``fall``, which the summary does
+    not time, or a killed run, which has no summary) the earliest in events.jsonl."""
+    import shutil
+
+    from wbsim.html_report import write_html
+
+    d, _ = pushed
+    shutil.copytree(d / "run", tmp_path / "run")
+    events = [
+        {"kind": "planar_complementarity", "t": 0.25, "step": 125, "where": "left_foot"},
+        {"kind": "planar_complementarity", "t": 0.125, "step": 62, "where": "right_foot"},
+        {"kind": "fall", "t": 0.375, "step": 187, "where": ""},
+    ]
+    (tmp_path / "run" / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    path = tmp_path / "run" / "summary.json"
+    if summary:
+        s = json.loads(path.read_text())
+        s["events"].update(planar_complementarity=2, fall=1)
+        s["diagnostics"]["first_t"]["planar_complementarity"] = 0.125
+        path.write_text(json.dumps(s))
+    else:
+        path.unlink()
+    page = write_html(tmp_path / "run").read_text()
+    rows = page[page.index("<h2>Events</h2>") : page.index("<h2>Pushes")]
+    assert "<td>planar_complementarity</td><td class=num>2</td><td class=num>0.125</td>" in rows
+    assert "<td>fall</td><td class=num>1</td><td class=num>0.375</td>" in rows
+
+
+def test_html_page_of_a_run_without_a_step_offers_no_replay(pushed, tmp_path):
+    """A run stopped before its first step has nothing to replay: the page does not send the
+    reader to ``wbsim replay``, which refuses it."""
+    import shutil
+
+    from wbsim.html_report import write_html
+
+    d, _ = pushed
+    shutil.copytree(d / "run", tmp_path / "run")
+    (tmp_path / "run" / "steps.f64").write_bytes(b"")
+    (tmp_path / "run" / "steps.parquet").unlink()
+    cfg = tmp_path / "run" / "config.json"
+    cfg.write_text(cfg.read_text().replace(str(d / "run.mp4"), str(tmp_path / "gone.mp4")))
+    path = tmp_path / "run" / "summary.json"
+    s = json.loads(path.read_text())
+    s.update(steps=0, seconds=0.0, logged_rows=0, video="", video_frames=0)
+    path.write_text(json.dumps(s))
+    page = write_html(tmp_path / "run").read_text()
+    assert "<video" not in page and "wbsim replay" not in page
+    assert "No video: no step was logged" in page

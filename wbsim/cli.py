@@ -379,7 +379,7 @@ def _web_viewer(args: argparse.Namespace):
 
 
 def _add_web_options(p: argparse.ArgumentParser, what: str) -> None:
-    p.add_argument("--web", action="store_true", help=f"show {what} in the web browser (viser)")
+    p.add_argument("--web", action="store_true", help=f"in the web browser (viser): show {what}")
     p.add_argument(
         "--web-host",
         default="127.0.0.1",

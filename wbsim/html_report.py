@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import html
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +34,10 @@ code { background: #f5f5f5; padding: 0 3px; }
 
 
 def find_video(run: RunData) -> Path | None:
-    """The run's video: the live one ``config.json`` names (as given to ``wbsim run``: tried as
-    is, then relative to the run folder's parent), else ``RUN_DIR/replay.mp4``; ``None`` if
-    neither exists."""
+    """The run's video: the live one ``config.json`` names (an absolute path; a log older than
+    that has it as given to ``wbsim run``, tried from the current folder), else one of that name
+    in the run folder's parent (a run copied with its video), else ``RUN_DIR/replay.mp4``;
+    ``None`` if none exists."""
     named = run.config.get("video") or run.summary.get("video") or ""
     candidates = [Path(named), run.dir.parent / Path(named).name] if named else []
     candidates.append(run.dir / "replay.mp4")
@@ -47,6 +49,8 @@ def _data_uri(path: Path, mime: str) -> str:
 
 
 def _fmt(value: Any) -> str:
+    if value is None:  # not in the log (a killed run has no summary)
+        return "-"
     if isinstance(value, float):
         return f"{value:.6g}"
     if isinstance(value, (dict, list)):
@@ -74,7 +78,7 @@ def write_html(
         out: the page's path.
         plots_dir: where the PNG plots it embeds are written (default the run folder).
         video: the MP4 to embed (default :func:`find_video`; none found: the page says how to
-            make one with ``wbsim replay``).
+            make one with ``wbsim replay``, or that there is nothing to replay).
 
     Raises:
         WbsimError: not a run folder; ``video`` given but not a file; the page, or a folder it or
@@ -112,8 +116,9 @@ def write_html(
     )
     slide = c.get("tolerances", {}).get("slide", "-")
     figures = [
-        ("simulated time, s", s.get("seconds")),
-        ("steps", s.get("steps")),
+        # a killed run has no summary: its step table says how far it went
+        ("simulated time, s", s.get("seconds", row["seconds"])),
+        ("steps", s.get("steps", row["rows"])),
         ("robot", c.get("robot")),
         ("seed", c.get("seed")),
         ("base drift, m", s.get("base_drift_m")),
@@ -129,7 +134,14 @@ def write_html(
         ("real-time factor", s.get("realtime_factor")),
     ]
     events = s_events(run)
-    first = s.get("diagnostics", {}).get("first_t", {})
+    # the summary's first times; a kind it does not time (a fall) or a killed run's events:
+    # the earliest start in events.jsonl
+    first: dict[str, float] = {}
+    for e in run.events:
+        if isinstance(e.get("t"), (int, float)):
+            first[e.get("kind", "?")] = min(e["t"], first.get(e.get("kind", "?"), math.inf))
+    timed = s.get("diagnostics", {}).get("first_t", {})
+    first.update({k: t for k, t in timed.items() if t is not None})
     worst = s.get("diagnostics", {}).get("worst", {})
     ev_rows = "".join(
         f"<tr><td>{html.escape(k)}</td><td class=num>{n}</td>"
@@ -178,10 +190,13 @@ def write_html(
             f"<video controls muted src='{_data_uri(video_path, 'video/mp4')}'></video>"
             f"<p>{html.escape(video_path.name)} (embedded)</p>"
         )
+    elif not row["rows"]:  # nothing to replay: wbsim replay refuses such a run
+        video_html = "<p>No video: no step was logged.</p>"
     else:
         video_html = (
             f"<p>No video: <code>wbsim replay {html.escape(str(run.dir))}</code> draws "
-            "one from the log (then run <code>wbsim report --html</code> again).</p>"
+            f"one from the log (then run <code>wbsim report {html.escape(str(run.dir))} "
+            "--html</code> again).</p>"
         )
     body = "".join(
         [

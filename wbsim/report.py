@@ -56,7 +56,7 @@ def foot_normal_force(run, foot: str, kind: str) -> np.ndarray | None:
 
 def report_rows(runs: Sequence[RunData]) -> list[dict[str, Any]]:
     """One dict per run: controller, env, duration, switches, violations by kind, ``slides`` (the
-    ``planar_complementarity`` events at MuJoCo's cone), tracking, ``other`` (every other event
+    ``planar_complementarity`` events at MuJoCo's cone; ``"N+"``: at least N), tracking, ``other`` (every other event
     kind that occurred -> its count, e.g. ``fall``, ``simulator_warning``), ``fell`` (``None``:
     unknown, no summary), status, ``rows`` (rows in ``steps.f64``), ``logged_rows`` (rows the
     summary says were logged; ``None`` without one) and ``table`` (:func:`table_note`). A count
@@ -101,24 +101,24 @@ def table_note(row: dict[str, Any]) -> str | None:
     return None
 
 
-def _slides_of_events(run: RunData) -> int | None:
+def _slides_of_events(run: RunData) -> int | str | None:
     """The slides of a run without a summary (killed): its ``planar_complementarity`` events
     whose ``friction_used`` reaches the run's ``slide`` tolerance (config.json; the default for a
-    log without it); ``None`` when the summary has events (a log older than slides) or an event
-    lacks ``friction_used``."""
+    log without it); ``"N+"`` (at least N) when an event below it was still going when written
+    (events.jsonl holds them as they started), so it may have reached the cone later; ``None``
+    when the summary has events (a log older than slides) or an event lacks ``friction_used``."""
     if "events" in run.summary:
         return None
     from wbsim.diagnostics import Tolerances
 
     slide = float(run.config.get("tolerances", {}).get("slide", Tolerances().slide))
-    used = [
-        e.get("detail", {}).get("friction_used")
-        for e in run.events
-        if e.get("kind") == "planar_complementarity"
-    ]
+    slips = [e for e in run.events if e.get("kind") == "planar_complementarity"]
+    used = [e.get("detail", {}).get("friction_used") for e in slips]
     if any(u is None for u in used):
         return None
-    return sum(u >= slide for u in used)
+    count = sum(u >= slide for u in used)
+    open_below = any(e.get("ongoing") and not u >= slide for e, u in zip(slips, used))
+    return f"{count}+" if open_below else count
 
 
 def s_events(run: RunData) -> dict[str, int]:
@@ -181,7 +181,8 @@ def format_table(rows: Sequence[dict[str, Any]]) -> str:
     return (
         "\n".join(lines) + f"\n\nviolation columns: {legend}; switch = mode_switch events; "
         "other events = every other event kind that occurred, with its count; "
-        "- = not in that log; fell ? = unknown (no summary: the run was killed)"
+        "- = not in that log; N+ = at least N (a killed run's events as they started); "
+        "fell ? = unknown (no summary: the run was killed)"
     )
 
 

@@ -354,7 +354,9 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
                 "seed": cfg.seed,
                 "controller_options": dict(cfg.controller_options),
                 "env_options": logged_env_options(cfg.env_options),
-                "video": str(cfg.video or ""),
+                # absolute: a report made from another folder finds this video, not a
+                # file of the same relative name there
+                "video": str(Path(cfg.video).resolve()) if cfg.video else "",
                 "fps": cfg.fps,
                 "width": cfg.width,
                 "height": cfg.height,
