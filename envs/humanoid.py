@@ -435,6 +435,9 @@ class HumanoidEnv(gym.Env):
         self._frame_renderer = None
         self._q_ref = self.robot.pose_q(pose)
         self._base_height0 = 1.0
+        #: set by :meth:`reset`: before it MuJoCo's state is the model's default (the base at the
+        #: origin, the legs through the floor), not an episode's start
+        self._was_reset = False
         self.joint_position_scale = joint_position_scale
         self._pd = None
         if action_mode == "joint_position":
@@ -550,6 +553,7 @@ class HumanoidEnv(gym.Env):
         self._check_plan_joints()
         if self._pd is not None:
             self._pd.reset(q)
+        self._was_reset = True
         return self._observe(fell=False, reward_terms={})
 
     def _check_plan_joints(self) -> None:
@@ -573,6 +577,18 @@ class HumanoidEnv(gym.Env):
         )
 
     def step(self, action: np.ndarray):
+        """Gymnasium's step: ``action`` ``(n,)`` in [-1, 1] (see the module docstring for its
+        meaning per ``action_mode``) -> ``(obs, reward, terminated, truncated, info)``.
+
+        Raises:
+            ValueError: the action's shape or values (:meth:`check_action`).
+            gymnasium.error.ResetNeeded: before the first :meth:`reset` (MuJoCo's state is then
+                the model's default, the robot through the floor, not an episode's start).
+        """
+        if not self._was_reset:
+            raise gym.error.ResetNeeded(
+                f"{self.env_id}: call reset() before step() (the robot is not yet at its pose)"
+            )
         a = self.check_action(action)
         hook = self._torque_hook
         if hook is not None:
@@ -741,6 +757,7 @@ class HumanoidEnv(gym.Env):
             "plan_context": dict(self.plan.context),
             "sensing": sim.sensing(),
             "tau": sim.tau.copy(),
+            "was_reset": self._was_reset,
         }
 
     def __setstate__(self, st):
@@ -748,6 +765,7 @@ class HumanoidEnv(gym.Env):
         sim = self.sim
         sim.set_state(st["state"])
         self._q_ref, self._base_height0 = st["q_ref"], st["base_height0"]
+        self._was_reset = st["was_reset"]
         self._np_random = st["np_random"]
         sim._rng = self._np_random
         sim.restore_push_memory(st["pushes"])

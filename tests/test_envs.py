@@ -141,6 +141,24 @@ def test_bad_actions_raise_clear_errors():
     assert np.array_equal(e1.step(big)[0], e2.step(one)[0])
 
 
+def test_step_before_reset_is_refused():
+    """The env without Gymnasium's wrappers (``make_humanoid``, what ``wbsim run`` drives) stepped
+    before its first reset raised nothing and stepped MuJoCo's default state (the base at the
+    origin, the legs through the floor: reward -392); it now says to reset, also in a copy."""
+    from wbsim.envs import make_humanoid
+
+    env = make_humanoid("wbsim/G1Stand-v0")
+    zero = np.zeros(29, np.float32)
+    with pytest.raises(gym.error.ResetNeeded, match=r"wbsim/G1Stand-v0: call reset\(\)"):
+        env.step(zero)
+    with pytest.raises(gym.error.ResetNeeded):
+        pickle.loads(pickle.dumps(env)).step(zero)
+    assert env.sim.data.time == 0.0  # nothing stepped
+    env.reset(seed=0)
+    assert pickle.loads(pickle.dumps(env)).step(zero)[1] > 0.9  # standing: alive, upright
+    env.close()
+
+
 def test_unknown_names():
     from wbsim.envs import make
 
