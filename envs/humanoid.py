@@ -203,7 +203,9 @@ class HumanoidEnv(gym.Env):
             :func:`make_humanoid_env`: a torque-mode env with a :attr:`torque_hook`).
         render_mode: ``None``, ``"rgb_array"`` (``(height, width, 3)`` ``uint8``, with the overlay),
             ``"depth_array"`` (``(height, width)`` ``float32``, distance from the camera plane in m,
-            the scene without the overlay) or ``"human"`` (MuJoCo's passive viewer; needs a display).
+            the scene without the overlay) or ``"human"`` (MuJoCo's passive viewer, drawn at
+            every :meth:`reset` and :meth:`step`, as in Gymnasium's MuJoCo envs; needs a display:
+            without one they raise :class:`~wbsim.errors.WbsimError` saying how to run headless).
         width, height: rendered frame size, pixels (at most the scene's off-screen buffer, 1920x1080).
         reset_noise_scale: uniform noise (rad) added to the joint angles at reset.
         fall_height: fraction of the reset base height below which the robot has fallen.
@@ -554,7 +556,10 @@ class HumanoidEnv(gym.Env):
         if self._pd is not None:
             self._pd.reset(q)
         self._was_reset = True
-        return self._observe(fell=False, reward_terms={})
+        out = self._observe(fell=False, reward_terms={})
+        if self.render_mode == "human":  # as Gymnasium's MuJoCo envs: the viewer follows by itself
+            self.render()
+        return out
 
     def _check_plan_joints(self) -> None:
         """A plan whose reference has a posture (a DCC plan) must name this robot's joints in
@@ -620,6 +625,8 @@ class HumanoidEnv(gym.Env):
         obs, info = self._observe(fell=fell, reward_terms=terms, non_sole=non_sole)
         if failed is not None:
             info["simulation_error"] = str(failed)
+        if self.render_mode == "human":
+            self.render()
         return obs, reward, fell, truncated, info
 
     def has_fallen(self) -> bool:

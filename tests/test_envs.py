@@ -183,9 +183,38 @@ def test_human_render_without_display_says_how(monkeypatch):
     monkeypatch.delenv("DISPLAY", raising=False)
     monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
     env = gym.make("wbsim/G1Stand-v0", render_mode="human")
-    env.reset(seed=0)
+    with pytest.raises(wbsim.WbsimError, match="xvfb-run"):
+        env.reset(seed=0)  # the viewer is drawn at reset
     with pytest.raises(wbsim.WbsimError, match="xvfb-run"):
         env.render()
+
+
+def test_human_render_mode_draws_at_every_reset_and_step(monkeypatch):
+    """As in Gymnasium's MuJoCo envs, ``render_mode="human"`` shows the viewer by itself: a loop of
+    ``reset`` and ``step`` without ``render()`` calls drew nothing before (the window never came)."""
+    import wbsim.viewer
+
+    synced = []
+
+    class FakeViewer:
+        is_running = True
+
+        def __init__(self, model, data):
+            self.data = data
+
+        def sync(self, overlay=None):
+            synced.append(self.data.time)
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(wbsim.viewer, "Viewer", FakeViewer)
+    env = gym.make("wbsim/G1Stand-v0", render_mode="human", frame_skip=2)
+    env.reset(seed=0)
+    for _ in range(3):
+        env.step(np.zeros(29, np.float32))
+    assert synced == pytest.approx([0.0, 0.004, 0.008, 0.012])
+    env.close()
 
 
 # -- the per-step fast paths (observation, reward, schedule, info) against slow references ---------
