@@ -29,8 +29,8 @@ phase progress        1       0..1 within the current schedule phase (0 for open
 ``joint_velocities``, ``com_minus_support_centre``, ``sole_contact_flags``, ``planned_contacts``,
 ``phase_progress``).
 
-Action, ``(n,)`` in [-1, 1] in every mode; out-of-range values are clipped to [-1, 1]; a wrong shape or
-a NaN raises ``ValueError`` naming the env and the space:
+Action, ``(n,)`` in [-1, 1] in every mode; out-of-range values are clipped to [-1, 1]; a wrong shape,
+a NaN or values that are not real numbers raise ``ValueError`` naming the env and the space:
 
 - ``action_mode="torque"``: torque = action * effort limit (N·m).
 - ``action_mode="joint_position"``: joint targets ``q_ref + joint_position_scale * action`` (rad, clipped
@@ -812,9 +812,16 @@ class HumanoidEnv(gym.Env):
         return self.check_action(action) * self.effort
 
     def check_action(self, action: np.ndarray) -> np.ndarray:
-        """The action as floats clipped to [-1, 1] (a fresh array); ``ValueError`` for a wrong shape
-        or NaN/inf."""
-        a = np.array(action, dtype=float)
+        """The action as floats clipped to [-1, 1] (a fresh array); ``ValueError`` for a wrong shape,
+        NaN/inf, or values that are not real numbers (strings, objects, complex: complex ones
+        would otherwise lose their imaginary part silently)."""
+        raw = np.asarray(action)
+        if raw.dtype.kind not in "biuf":
+            raise ValueError(
+                f"{self.env_id}: action of dtype {raw.dtype}; expected real numbers in "
+                f"{self.action_space}"
+            )
+        a = np.array(raw, dtype=float)
         if a.shape != self.action_space.shape:
             raise ValueError(
                 f"{self.env_id}: action of shape {a.shape}; expected {self.action_space}"

@@ -132,6 +132,16 @@ def test_bad_actions_raise_clear_errors():
     bad[4] = np.nan
     with pytest.raises(ValueError, match="NaN.*left_ankle_pitch_joint"):
         env.unwrapped.step(bad)
+    # not real numbers: named with the env and the space (they were numpy's bare "could not convert
+    # string to float", a TypeError, or complex values cut to their real part with a warning)
+    for action, dtype in [
+        (np.full(29, 0.1 + 0.5j), "complex128"),
+        (["0.1"] * 29, "<U3"),
+        ([0.1] * 28 + [None], "object"),
+    ]:
+        with pytest.raises(ValueError, match=rf"wbsim/G1Stand-v0: action of dtype {dtype}.*Box"):
+            env.unwrapped.step(action)
+    assert env.unwrapped.sim.data.time == 0.0  # no refused action stepped
     # out of range is clipped: 5.0 acts as 1.0
     e1, e2 = gym.make("wbsim/G1Stand-v0").unwrapped, gym.make("wbsim/G1Stand-v0").unwrapped
     e1.reset(seed=0)
