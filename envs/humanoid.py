@@ -1154,3 +1154,9 @@ def make_humanoid_env(
             f"{'it' if len(extra) == 1 else 'them'})"
         )
     return HumanoidEnv(action_mode=action_mode, **kwargs)
+
+
+#: the render modes ``gymnasium.make`` reads from an entry point: with them it turns
+#: ``render_mode="rgb_array_list"`` (or ``"depth_array_list"``) into ``"rgb_array"`` and Gymnasium's
+#: ``RenderCollection`` wrapper, as for its MuJoCo envs; without them the env refused the mode
+make_humanoid_env.metadata = HumanoidEnv.metadata  # type: ignore[attr-defined]
