@@ -29,8 +29,8 @@ phase progress        1       0..1 within the current schedule phase (0 for open
 ``joint_velocities``, ``com_minus_support_centre``, ``sole_contact_flags``, ``planned_contacts``,
 ``phase_progress``).
 
-Action, ``(n,)`` in [-1, 1] in every mode; out-of-range values are clipped to [-1, 1]; a wrong shape or
-a NaN raises ``ValueError`` naming the env and the space:
+Action, ``(n,)`` in [-1, 1] in every mode; out-of-range values are clipped to [-1, 1]; a wrong shape,
+a NaN or values that are not real numbers raise ``ValueError`` naming the env and the space:
 
 - ``action_mode="torque"``: torque = action * effort limit (N·m).
 - ``action_mode="joint_position"``: joint targets ``q_ref + joint_position_scale * action`` (rad, clipped
@@ -203,7 +203,9 @@ class HumanoidEnv(gym.Env):
             :func:`make_humanoid_env`: a torque-mode env with a :attr:`torque_hook`).
         render_mode: ``None``, ``"rgb_array"`` (``(height, width, 3)`` ``uint8``, with the overlay),
             ``"depth_array"`` (``(height, width)`` ``float32``, distance from the camera plane in m,
-            the scene without the overlay) or ``"human"`` (MuJoCo's passive viewer; needs a display).
+            the scene without the overlay) or ``"human"`` (MuJoCo's passive viewer, drawn at
+            every :meth:`reset` and :meth:`step`, as in Gymnasium's MuJoCo envs; needs a display:
+            without one they raise :class:`~wbsim.errors.WbsimError` saying how to run headless).
         width, height: rendered frame size, pixels (at most the scene's off-screen buffer, 1920x1080).
         reset_noise_scale: uniform noise (rad) added to the joint angles at reset.
         fall_height: fraction of the reset base height below which the robot has fallen.
@@ -435,6 +437,9 @@ class HumanoidEnv(gym.Env):
         self._frame_renderer = None
         self._q_ref = self.robot.pose_q(pose)
         self._base_height0 = 1.0
+        #: set by :meth:`reset`: before it MuJoCo's state is the model's default (the base at the
+        #: origin, the legs through the floor), not an episode's start
+        self._was_reset = False
         self.joint_position_scale = joint_position_scale
         self._pd = None
         if action_mode == "joint_position":
@@ -550,7 +555,11 @@ class HumanoidEnv(gym.Env):
         self._check_plan_joints()
         if self._pd is not None:
             self._pd.reset(q)
-        return self._observe(fell=False, reward_terms={})
+        self._was_reset = True
+        out = self._observe(fell=False, reward_terms={})
+        if self.render_mode == "human":  # as Gymnasium's MuJoCo envs: the viewer follows by itself
+            self.render()
+        return out
 
     def _check_plan_joints(self) -> None:
         """A plan whose reference has a posture (a DCC plan) must name this robot's joints in
@@ -573,6 +582,18 @@ class HumanoidEnv(gym.Env):
         )
 
     def step(self, action: np.ndarray):
+        """Gymnasium's step: ``action`` ``(n,)`` in [-1, 1] (see the module docstring for its
+        meaning per ``action_mode``) -> ``(obs, reward, terminated, truncated, info)``.
+
+        Raises:
+            ValueError: the action's shape or values (:meth:`check_action`).
+            gymnasium.error.ResetNeeded: before the first :meth:`reset` (MuJoCo's state is then
+                the model's default, the robot through the floor, not an episode's start).
+        """
+        if not self._was_reset:
+            raise gym.error.ResetNeeded(
+                f"{self.env_id}: call reset() before step() (the robot is not yet at its pose)"
+            )
         a = self.check_action(action)
         hook = self._torque_hook
         if hook is not None:
@@ -604,6 +625,8 @@ class HumanoidEnv(gym.Env):
         obs, info = self._observe(fell=fell, reward_terms=terms, non_sole=non_sole)
         if failed is not None:
             info["simulation_error"] = str(failed)
+        if self.render_mode == "human":
+            self.render()
         return obs, reward, fell, truncated, info
 
     def has_fallen(self) -> bool:
@@ -741,6 +764,7 @@ class HumanoidEnv(gym.Env):
             "plan_context": dict(self.plan.context),
             "sensing": sim.sensing(),
             "tau": sim.tau.copy(),
+            "was_reset": self._was_reset,
         }
 
     def __setstate__(self, st):
@@ -748,6 +772,7 @@ class HumanoidEnv(gym.Env):
         sim = self.sim
         sim.set_state(st["state"])
         self._q_ref, self._base_height0 = st["q_ref"], st["base_height0"]
+        self._was_reset = st["was_reset"]
         self._np_random = st["np_random"]
         sim._rng = self._np_random
         sim.restore_push_memory(st["pushes"])
@@ -787,9 +812,16 @@ class HumanoidEnv(gym.Env):
         return self.check_action(action) * self.effort
 
     def check_action(self, action: np.ndarray) -> np.ndarray:
-        """The action as floats clipped to [-1, 1] (a fresh array); ``ValueError`` for a wrong shape
-        or NaN/inf."""
-        a = np.array(action, dtype=float)
+        """The action as floats clipped to [-1, 1] (a fresh array); ``ValueError`` for a wrong shape,
+        NaN/inf, or values that are not real numbers (strings, objects, complex: complex ones
+        would otherwise lose their imaginary part silently)."""
+        raw = np.asarray(action)
+        if raw.dtype.kind not in "biuf":
+            raise ValueError(
+                f"{self.env_id}: action of dtype {raw.dtype}; expected real numbers in "
+                f"{self.action_space}"
+            )
+        a = np.array(raw, dtype=float)
         if a.shape != self.action_space.shape:
             raise ValueError(
                 f"{self.env_id}: action of shape {a.shape}; expected {self.action_space}"
@@ -1122,3 +1154,9 @@ def make_humanoid_env(
             f"{'it' if len(extra) == 1 else 'them'})"
         )
     return HumanoidEnv(action_mode=action_mode, **kwargs)
+
+
+#: the render modes ``gymnasium.make`` reads from an entry point: with them it turns
+#: ``render_mode="rgb_array_list"`` (or ``"depth_array_list"``) into ``"rgb_array"`` and Gymnasium's
+#: ``RenderCollection`` wrapper, as for its MuJoCo envs; without them the env refused the mode
+make_humanoid_env.metadata = HumanoidEnv.metadata  # type: ignore[attr-defined]

@@ -132,6 +132,16 @@ def test_bad_actions_raise_clear_errors():
     bad[4] = np.nan
     with pytest.raises(ValueError, match="NaN.*left_ankle_pitch_joint"):
         env.unwrapped.step(bad)
+    # not real numbers: named with the env and the space (they were numpy's bare "could not convert
+    # string to float", a TypeError, or complex values cut to their real part with a warning)
+    for action, dtype in [
+        (np.full(29, 0.1 + 0.5j), "complex128"),
+        (["0.1"] * 29, "<U3"),
+        ([0.1] * 28 + [None], "object"),
+    ]:
+        with pytest.raises(ValueError, match=rf"wbsim/G1Stand-v0: action of dtype {dtype}.*Box"):
+            env.unwrapped.step(action)
+    assert env.unwrapped.sim.data.time == 0.0  # no refused action stepped
     # out of range is clipped: 5.0 acts as 1.0
     e1, e2 = gym.make("wbsim/G1Stand-v0").unwrapped, gym.make("wbsim/G1Stand-v0").unwrapped
     e1.reset(seed=0)
@@ -139,6 +149,24 @@ def test_bad_actions_raise_clear_errors():
     big, one = np.zeros(29), np.zeros(29)
     big[0], one[0] = 5.0, 1.0
     assert np.array_equal(e1.step(big)[0], e2.step(one)[0])
+
+
+def test_step_before_reset_is_refused():
+    """The env without Gymnasium's wrappers (``make_humanoid``, what ``wbsim run`` drives) stepped
+    before its first reset raised nothing and stepped MuJoCo's default state (the base at the
+    origin, the legs through the floor: reward -392); it now says to reset, also in a copy."""
+    from wbsim.envs import make_humanoid
+
+    env = make_humanoid("wbsim/G1Stand-v0")
+    zero = np.zeros(29, np.float32)
+    with pytest.raises(gym.error.ResetNeeded, match=r"wbsim/G1Stand-v0: call reset\(\)"):
+        env.step(zero)
+    with pytest.raises(gym.error.ResetNeeded):
+        pickle.loads(pickle.dumps(env)).step(zero)
+    assert env.sim.data.time == 0.0  # nothing stepped
+    env.reset(seed=0)
+    assert pickle.loads(pickle.dumps(env)).step(zero)[1] > 0.9  # standing: alive, upright
+    env.close()
 
 
 def test_unknown_names():
@@ -165,9 +193,38 @@ def test_human_render_without_display_says_how(monkeypatch):
     monkeypatch.delenv("DISPLAY", raising=False)
     monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
     env = gym.make("wbsim/G1Stand-v0", render_mode="human")
-    env.reset(seed=0)
+    with pytest.raises(wbsim.WbsimError, match="xvfb-run"):
+        env.reset(seed=0)  # the viewer is drawn at reset
     with pytest.raises(wbsim.WbsimError, match="xvfb-run"):
         env.render()
+
+
+def test_human_render_mode_draws_at_every_reset_and_step(monkeypatch):
+    """As in Gymnasium's MuJoCo envs, ``render_mode="human"`` shows the viewer by itself: a loop of
+    ``reset`` and ``step`` without ``render()`` calls drew nothing before (the window never came)."""
+    import wbsim.viewer
+
+    synced = []
+
+    class FakeViewer:
+        is_running = True
+
+        def __init__(self, model, data):
+            self.data = data
+
+        def sync(self, overlay=None):
+            synced.append(self.data.time)
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(wbsim.viewer, "Viewer", FakeViewer)
+    env = gym.make("wbsim/G1Stand-v0", render_mode="human", frame_skip=2)
+    env.reset(seed=0)
+    for _ in range(3):
+        env.step(np.zeros(29, np.float32))
+    assert synced == pytest.approx([0.0, 0.004, 0.008, 0.012])
+    env.close()
 
 
 # -- the per-step fast paths (observation, reward, schedule, info) against slow references ---------

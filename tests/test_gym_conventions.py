@@ -167,3 +167,19 @@ def test_render_without_a_render_mode_warns():
     with pytest.warns(UserWarning, match="without a render_mode returns nothing"):
         assert env.render() is None
     env.close()
+
+
+@pytest.mark.parametrize("mode", ["rgb_array", "depth_array"])
+def test_list_render_modes_collect_the_frames_as_in_gymnasium(mode):
+    """``render_mode="rgb_array_list"`` (Gymnasium's ``RenderCollection``, which ``gymnasium.make``
+    applies when the entry point lists the base mode) gives the frames of the reset and of each
+    step; it was refused as an unknown render mode."""
+    env = gym.make("wbsim/G1Stand-v0", render_mode=f"{mode}_list", width=64, height=48)
+    env.reset(seed=0)
+    for _ in range(2):
+        env.step(np.zeros(29, np.float32))
+    frames = env.render()
+    assert len(frames) == 3
+    assert frames[0].shape == ((48, 64, 3) if mode == "rgb_array" else (48, 64))
+    assert env.render() == []  # Gymnasium's RenderCollection pops them
+    env.close()

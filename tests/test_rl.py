@@ -51,6 +51,19 @@ def test_ppo_example_trains_saves_and_reloads(tmp_path):
         train(steps=0, out=tmp_path / "new")
 
 
+def test_ppo_example_refuses_one_step_before_training(tmp_path):
+    """``--steps 1`` passed the example's check (>= 1), built the env, then failed inside
+    stable-baselines3 with an AssertionError traceback (its rollout buffer needs 2 steps)."""
+    from wbsim.errors import WbsimError
+    from wbsim.examples.train_ppo import main, train
+
+    with pytest.raises(WbsimError, match=r"steps must be an integer >= 2.*got 1"):
+        train(steps=1, out=tmp_path / "one")
+    with pytest.raises(SystemExit) as exit_:
+        main(["--steps", "1", "--out", str(tmp_path / "one")])
+    assert exit_.value.code == 2 and not (tmp_path / "one").exists()
+
+
 def test_ppo_example_takes_the_env_and_the_controller(monkeypatch, capsys):
     """``--env`` and ``--controller`` reach ``train`` (G1Walk-v0 needs projected_id in the loop);
     unknown names fail before training with the known ones listed."""

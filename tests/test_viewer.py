@@ -62,3 +62,43 @@ def test_viewer_runs_under_xvfb(tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     summary = json.loads(out.stdout)
     assert summary["status"] == "completed" and summary["steps"] == 300 and not summary["fell"]
+
+
+def test_viewer_paces_each_episode_from_its_reset(monkeypatch):
+    """Real-time pacing compares simulated with wall time since the viewer opened; after a reset
+    (simulated time back to 0) the wall clock was ahead for good, so every later episode of a
+    ``render_mode="human"`` loop ran unpaced, as fast as the machine goes. A fake clock: no
+    display, no timing."""
+    from types import SimpleNamespace
+
+    import wbsim.viewer as viewer_module
+    from wbsim.viewer import Viewer
+
+    clock = [100.0]
+    slept = []
+
+    def sleep(s):
+        slept.append(round(s, 9))
+        clock[0] += s
+
+    monkeypatch.setattr(viewer_module.time, "perf_counter", lambda: clock[0])
+    monkeypatch.setattr(viewer_module.time, "sleep", sleep)
+
+    class Handle:
+        user_scn = SimpleNamespace(ngeom=0)
+
+        def lock(self):
+            import contextlib
+
+            return contextlib.nullcontext()
+
+        def sync(self):
+            pass
+
+    v = Viewer.__new__(Viewer)  # what __init__ sets, without a window
+    v.handle, v.data, v.realtime, v.frames = Handle(), SimpleNamespace(time=0.0), True, 0
+    v._wall0, v._sim0, v._last_time = clock[0], 0.0, 0.0
+    for t in (0.0, 0.1, 0.2, 0.0, 0.1):  # an episode to 0.2 s, a reset, 0.1 s of the next
+        v.data.time = t
+        v.sync()
+    assert slept == [0.1, 0.1, 0.1]  # the second episode too, in real time

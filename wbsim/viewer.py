@@ -58,6 +58,7 @@ class Viewer:
         self.model, self.data, self.realtime = model, data, realtime
         self._wall0 = time.perf_counter()
         self._sim0 = data.time
+        self._last_time = data.time  # simulated time of the last sync: a reset goes back
         self.frames = 0
 
     @property
@@ -65,7 +66,8 @@ class Viewer:
         return self.handle.is_running()
 
     def sync(self, overlay: OverlayData | None = None) -> None:
-        """Draw the current state (and overlay), then sleep to keep simulated time = wall time."""
+        """Draw the current state (and overlay), then sleep to keep simulated time = wall time;
+        after a reset (simulated time went back) the pace restarts from the new episode's start."""
         with self.handle.lock():
             scn = self.handle.user_scn
             scn.ngeom = 0
@@ -76,6 +78,9 @@ class Viewer:
         self.handle.sync()
         self.frames += 1
         if self.realtime:
+            if self.data.time < self._last_time:  # a reset: pace the new episode from here
+                self._sim0, self._wall0 = self.data.time, time.perf_counter()
+            self._last_time = self.data.time
             ahead = (self.data.time - self._sim0) - (time.perf_counter() - self._wall0)
             if ahead > 0:
                 time.sleep(ahead)

@@ -61,7 +61,7 @@ def train(
 
     Raises:
         UnknownNameError: an unknown env or controller (the message lists the known ones).
-        WbsimError: ``steps`` < 1; ``out`` already holds a model or a video and ``overwrite``
+        WbsimError: ``steps`` < 2; ``out`` already holds a model or a video and ``overwrite``
             is false; an env option the env refuses (e.g. ``residual_scale`` < 0); ``out``
             cannot be written; the model or the video cannot be written (e.g. a full disk).
     """
@@ -77,8 +77,10 @@ def train(
     if env_id not in ENV_IDS:
         raise UnknownNameError("env", env_id, ENV_IDS)
     controller_class(controller)
-    if not (type(steps) is int and steps >= 1):
-        raise WbsimError(f"steps must be an integer >= 1, got {steps!r}")
+    if not (type(steps) is int and steps >= 2):
+        raise WbsimError(
+            f"steps must be an integer >= 2 (PPO's rollout buffer holds at least 2), got {steps!r}"
+        )
     out = Path(out)
     if (out / "model.zip").exists() and not overwrite:
         raise WbsimError(f"{out / 'model.zip'} exists; pick another --out, or --overwrite")
