@@ -4,9 +4,10 @@ Gymnasium 1.x does not load envs from entry points, so :func:`register_envs` run
 ``wbsim/__init__.py``. :data:`ENV_IDS` lists every id with its keyword arguments.
 
 For vector envs, pass ``info_mode="lean"`` (``gym.make_vec(env_id, num_envs, "async",
-info_mode="lean")``): each step's info is then three plain numbers instead of the state, schedule and
-contact objects, which an ``AsyncVectorEnv`` would otherwise pickle through its pipes and merge in the
-main process every step (see :mod:`wbsim.envs.humanoid`).
+info_mode="lean")``): each step's info is then six plain values (the time, the fall flag, the reward
+terms and the plan's phase: ``phase``, ``phase_index``, ``phase_time``) instead of the state, schedule
+and contact objects, which an ``AsyncVectorEnv`` would otherwise pickle through its pipes and merge in
+the main process every step (see :mod:`wbsim.envs.humanoid`).
 
 In a worker process that has not imported wbsim (a spawned vector env, an RLlib or Ray worker), name
 the module with the id, ``gymnasium.make("wbsim:wbsim/G1Stand-v0")``: Gymnasium imports ``wbsim``

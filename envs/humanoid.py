@@ -72,16 +72,23 @@ than ``fall_tilt`` (rad, 60 deg by default: a pelvis past it does not come back)
 than the soles touching the floor (a body on a wall, e.g. a wrist beside a hand's contact points in
 ``G1HandWall-v0``, is a ``non_sole_contact`` event, not a fall). Truncation: ``max_seconds`` of simulated time.
 
-``info``: ``t`` (s), ``state`` (:class:`~wbsim.types.RobotState`, Pinocchio convention),
-``schedule`` (:class:`~wbsim.types.ContactSchedule`), ``sensed_contacts`` (feet with a loaded
-sole point), ``contacts`` (:class:`~wbsim.contacts.ContactSensing` of the sole points; after a step it
+``info``: ``t`` (s), the plan's phase (``phase``, its name, e.g. ``"shift"``, ``"lift"``,
+``"swing_right_foot"``; ``phase_index``, its index in the plan, from 0; ``phase_time``, s since it
+began; the same three keys in every env and both ``info_mode`` values: the observation carries
+only ``phase_progress``, which does not tell one phase from another (``G1OneLeg-v0``'s ``"lift"``,
+``"hold"`` and ``"lower"``, all on the left foot) and stays 0 all through an open-ended phase
+(``G1HandWall-v0``'s ``"hold"``)), ``state``
+(:class:`~wbsim.types.RobotState`, Pinocchio convention), ``schedule``
+(:class:`~wbsim.types.ContactSchedule`), ``sensed_contacts`` (feet with a loaded sole point),
+``contacts`` (:class:`~wbsim.contacts.ContactSensing` of the sole points; after a step it
 describes the state the action was applied at, i.e. MuJoCo's contact solution of that step),
 ``non_sole_contacts`` (other robot geoms touching the environment), ``fell``, ``reward_terms``,
-``push_force`` (the push acting in the last MuJoCo step, N, world); in ``residual`` mode also ``command`` (the controller's
-:class:`~wbsim.types.Command` of the last MuJoCo step). With ``info_mode="lean"`` only
-``t``, ``fell`` and ``reward_terms``: what crosses the pipe of a ``gymnasium`` ``AsyncVectorEnv``
-each step is then ~150 bytes of plain numbers instead of the objects above (~3 kB, ~100 us to pickle
-and unpickle), and the vector env's main process merges three keys instead of nine. The rest stays
+``push_force`` (the push acting in the last MuJoCo step, N, world); in ``residual`` mode also
+``command`` (the controller's :class:`~wbsim.types.Command` of the last MuJoCo step). With
+``info_mode="lean"`` only ``t``, ``fell``, ``reward_terms``, ``phase``, ``phase_index`` and
+``phase_time``: what crosses the pipe of a ``gymnasium`` ``AsyncVectorEnv`` each step is then ~220
+bytes of plain numbers and a short string instead of the objects above (~3 kB, ~100 us to pickle
+and unpickle), and the vector env's main process merges six keys instead of twelve. The rest stays
 reachable on the env itself (:meth:`HumanoidEnv.robot_state`, :meth:`HumanoidEnv.schedule`,
 :attr:`HumanoidEnv.sensing`, :attr:`HumanoidEnv.pushes`).
 
@@ -129,8 +136,9 @@ DEFAULT_REWARD_WEIGHTS: Mapping[str, float] = {
 }
 FEET = ("left_foot", "right_foot")
 FEET_SET = frozenset(FEET)
-#: ``info_mode`` values: ``"full"`` (every key of the module docstring) and ``"lean"`` (numbers only:
-#: ``t``, ``fell``, ``reward_terms``; cheap to pickle and to merge, for vector envs)
+#: ``info_mode`` values: ``"full"`` (every key of the module docstring) and ``"lean"`` (plain values
+#: only: ``t``, ``fell``, ``reward_terms``, ``phase``, ``phase_index``, ``phase_time``; cheap to
+#: pickle and to merge, for vector envs)
 INFO_MODES = ("full", "lean")
 
 
@@ -234,6 +242,14 @@ class HumanoidEnv(gym.Env):
 
     Attributes:
         sim: the :class:`wbsim.sim.Simulation` it steps (the rollout drives the same object).
+        observation_structure: the observation's parts in their order, name -> size (a
+            ``dict[str, int]``; the sizes add up to ``observation_space.shape[0]``), as Gymnasium's
+            MuJoCo envs give theirs (``env.unwrapped.observation_structure``): ``base_height``
+            1, ``base_quaternion_wxyz`` 4, ``base_twist`` 6, ``joint_positions`` n,
+            ``joint_velocities`` n (n = ``robot.n_joints``, ``robot.joint_names`` order),
+            ``com_minus_support_centre`` 3, ``sole_contact_flags`` 2, ``planned_contacts`` 2,
+            ``phase_progress`` 1 (units and frames: the module docstring's table). Every
+            registered id has it, in every action mode (``residual`` wraps this class).
     """
 
     # Gymnasium's API: a class attribute, replaced per instance in __init__ (render_fps)
@@ -385,7 +401,7 @@ class HumanoidEnv(gym.Env):
                     raise UnknownNameError(
                         "option", key, known, context=f"of the plan of env {env_id}"
                     )
-        self.plan = plan(**self.plan_options)
+        self.plan = self._plan_call(plan, **self.plan_options)
         _check_robot_fits(env_id, self.robot, self.plan)
         self.pose_name = pose
         self.frame_skip = int(frame_skip)
@@ -550,8 +566,8 @@ class HumanoidEnv(gym.Env):
         self.sim.reset(q, self.np_random)
         self._q_ref = q
         self._base_height0 = float(self.data.qpos[2])
-        self.plan = self.plan_factory(**self.plan_options)
-        self.plan.set_context(**self._plan_context())
+        self.plan = self._plan_call(self.plan_factory, **self.plan_options)
+        self._plan_call(self.plan.set_context, **self._plan_context())
         self._check_plan_joints()
         if self._pd is not None:
             self._pd.reset(q)
@@ -560,6 +576,17 @@ class HumanoidEnv(gym.Env):
         if self.render_mode == "human":  # as Gymnasium's MuJoCo envs: the viewer follows by itself
             self.render()
         return out
+
+    def _plan_call(self, fn: Callable[..., Any], **kwargs: Any) -> Any:
+        """``fn(**kwargs)`` (the plan factory, or the plan's ``set_context`` at reset), with a
+        :class:`~wbsim.errors.WbsimError` it raises (a plan option out of range: ``speed``,
+        ``plan_file``, a gait value) naming this env, as the env's own option errors do."""
+        try:
+            return fn(**kwargs)
+        except WbsimError as exc:
+            if not str(exc).startswith(f"{self.env_id}: "):
+                exc.args = (f"{self.env_id}: {exc}",)  # the same error, its class kept
+            raise
 
     def _check_plan_joints(self) -> None:
         """A plan whose reference has a posture (a DCC plan) must name this robot's joints in
@@ -900,9 +927,19 @@ class HumanoidEnv(gym.Env):
         obs[k + 3 : k + 7] = [f in sensed for f in FEET] + [f in planned for f in FEET]
         obs[k + 7] = sched.phase_time / duration if math.isfinite(duration) else 0.0
         if self.info_mode == "lean":
-            return obs, {"t": t, "fell": fell, "reward_terms": reward_terms}
+            return obs, {
+                "t": t,
+                "fell": fell,
+                "reward_terms": reward_terms,
+                "phase": str(sched.phase),
+                "phase_index": int(sched.phase_index),
+                "phase_time": float(sched.phase_time),
+            }
         info = {
             "t": t,
+            "phase": str(sched.phase),
+            "phase_index": int(sched.phase_index),
+            "phase_time": float(sched.phase_time),
             "state": RobotState(t, q, v, sensed, sensing.foot_friction, sensing.cone_name),
             "schedule": sched,
             "sensed_contacts": sensed,

@@ -551,8 +551,8 @@ def walking_plan(
 
     if not (isinstance(speed, (int, float)) and abs(speed) <= MAX_WALK_SPEED):
         raise WbsimError(
-            f"speed = {speed!r} m/s: expected a number in [-{MAX_WALK_SPEED:g}, "
-            f"{MAX_WALK_SPEED:g}] (tested from 0.1 to 0.3)"
+            f"speed must be a number in [-{MAX_WALK_SPEED:g}, {MAX_WALK_SPEED:g}] m/s (tested "
+            f"from 0.1 to 0.3), got {speed!r}"
         )
     params = WalkingParameters.from_speed(
         speed,

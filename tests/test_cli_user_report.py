@@ -723,6 +723,55 @@ def _cli_subprocess(args, **env):
     )
 
 
+#: a stand-in for Gymnasium that ``import wbsim`` meets (wbsim.envs imports it): Ctrl-C arrives
+#: while the command line is still importing its libraries, at the same point every run
+_CTRL_C_WHILE_IMPORTING = (
+    "import os, signal, time\n"
+    "os.kill(os.getpid(), signal.SIGINT)\n"
+    "time.sleep(30)  # the signal's handler runs at once\n"
+)
+
+
+@pytest.mark.parametrize("entry", ["python -m wbsim.cli", "console script"])
+def test_ctrl_c_while_the_command_line_starts_is_one_line_and_130(tmp_path, entry):
+    """Ctrl-C in the second or so that ``import wbsim`` takes (MuJoCo, Pinocchio, Gymnasium)
+    ended in a ``KeyboardInterrupt`` traceback from whatever module was loading (or MuJoCo's
+    ``ImportError: initialization failed``); both doors of the command line now end with one
+    line and status 130, as after the command's own Ctrl-C. A program that imports wbsim keeps
+    Python's Ctrl-C."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    (tmp_path / "gymnasium.py").write_text(_CTRL_C_WHILE_IMPORTING)
+    path = os.pathsep.join([str(tmp_path), *filter(None, [os.environ.get("PYTHONPATH")])])
+    env = {**os.environ, "PYTHONPATH": path}
+    if entry == "console script":  # what pip writes into bin/wbsim
+        script = tmp_path / "bin" / "wbsim"
+        script.parent.mkdir()
+        script.write_text(
+            "import re\nimport sys\nfrom wbsim.cli import main\nif __name__ == '__main__':\n"
+            "    sys.argv[0] = re.sub(r'(-script\\.pyw|\\.exe)?$', '', sys.argv[0])\n"
+            "    sys.exit(main())\n"
+        )
+        command = [sys.executable, str(script), "list"]
+    else:
+        command = [sys.executable, "-m", "wbsim.cli", "list"]
+
+    def run(argv):
+        return subprocess.run(
+            argv, capture_output=True, text=True, env=env, check=False, timeout=300
+        )
+
+    out = run(command)
+    err = out.stderr.strip()
+    assert out.returncode == 130 and err.count("\n") == 0, (out.returncode, err)
+    assert err == "wbsim list: interrupted (Ctrl-C) while starting; nothing was run"
+    library = run([sys.executable, "-c", "import wbsim"])
+    assert library.returncode == -signal.SIGINT and "KeyboardInterrupt" in library.stderr
+
+
 @pytest.mark.parametrize(
     ("value", "args", "why"),
     [

@@ -14,6 +14,18 @@ from wbsim.envs import ENV_IDS
 from wbsim.errors import UnknownNameError, WbsimError
 
 MODES = ("torque", "joint_position", "residual")
+#: the parts of the observation, in order (envs/humanoid.py's docstring)
+OBSERVATION_PARTS = [
+    "base_height",
+    "base_quaternion_wxyz",
+    "base_twist",
+    "joint_positions",
+    "joint_velocities",
+    "com_minus_support_centre",
+    "sole_contact_flags",
+    "planned_contacts",
+    "phase_progress",
+]
 
 
 @pytest.mark.parametrize("env_id", sorted(ENV_IDS))
@@ -24,9 +36,13 @@ def test_check_env(env_id, mode):
         warnings.filterwarnings("ignore", message=".*infinity.*")  # unbounded Box, as Humanoid-v5
         warnings.filterwarnings("ignore", message=".*different from the unwrapped.*")  # residual
         check_env(env if mode == "residual" else env.unwrapped, skip_render_check=True)
-    obs, _ = env.reset(seed=0)
+    obs, info = env.reset(seed=0)
     assert obs.dtype == np.float32 and env.observation_space.contains(obs)
     assert env.unwrapped.metadata["render_fps"] == round(1 / env.unwrapped.dt)
+    # as Gymnasium's MuJoCo envs, the unwrapped env names its observation's parts, which add up
+    sizes = env.unwrapped.observation_structure
+    assert list(sizes) == OBSERVATION_PARTS and sum(sizes.values()) == obs.shape[0]
+    assert {"phase", "phase_index", "phase_time"} <= info.keys()  # the same keys in every env
     env.close()
 
 
@@ -187,6 +203,43 @@ def test_gymnasium_make_names_an_unknown_option_and_lists_the_known(mode):
         gym.make("wbsim/G1Walk-v0", action_mode=mode, spede=0.3)
     for name in ("speed", "frame_skip", "residual_scale"):
         assert name in info.value.known
+
+
+@pytest.mark.parametrize(
+    "env_id, option, needle",
+    [
+        ("wbsim/G1Walk-v0", {"speed": 0.9}, "speed must be a number in [-0.4, 0.4] m/s"),
+        ("wbsim/G1Walk-v0", {"speed": "fast"}, "got 'fast'"),
+        ("wbsim/G1StepInPlace-v0", {"single_support": -1.0}, "single_support must be > 0 s"),
+        ("wbsim/G1PlanReplay-v0", {"plan_file": "nope"}, "plan_file 'nope'"),
+    ],
+)
+def test_a_plan_option_error_names_the_env(env_id, option, needle):
+    """A plan's option out of range (``-e speed=0.9``) names the env, as the env's own option
+    errors do (``wbsim/G1Walk-v0: frame_skip must be ...``); it said ``speed = 0.9 m/s: ...``
+    alone. Through every door: ``gymnasium.make`` (each action mode) and ``make_humanoid``."""
+    from wbsim.envs import make_humanoid
+
+    for make in (
+        lambda: gym.make(env_id, **option),
+        lambda: gym.make(env_id, action_mode="residual", **option),
+        lambda: make_humanoid(env_id, **option),
+    ):
+        with pytest.raises(WbsimError) as info:
+            make()
+        message = str(info.value)
+        assert message.startswith(f"{env_id}: ") and needle in message, message
+        assert message.count(env_id) == 1, message
+
+
+def test_a_plan_file_that_is_not_a_plan_names_the_env_at_reset(tmp_path):
+    """A plan file is read at reset (the plan's ``set_context``): its error names the env too."""
+    bad = tmp_path / "bad.npz"
+    bad.write_text("not a plan")
+    env = gym.make("wbsim/G1PlanReplay-v0", plan_file=str(bad))
+    with pytest.raises(WbsimError, match=r"^wbsim/G1PlanReplay-v0: .*bad\.npz: not a plan file"):
+        env.reset(seed=0)
+    env.close()
 
 
 def test_human_render_without_display_says_how(monkeypatch):
@@ -526,9 +579,9 @@ def test_lean_info_same_steps():
         of, rf, tf, uf, inf = full.step(a)
         ol, rl, tl, ul, inl = lean.step(a)
         assert np.array_equal(of, ol) and rf == rl and tf == tl and uf == ul
-        assert list(inl) == ["t", "fell", "reward_terms"]
-        assert inl["t"] == inf["t"] and inl["fell"] == inf["fell"]
-        assert inl["reward_terms"] == inf["reward_terms"]
+        assert list(inl) == ["t", "fell", "reward_terms", "phase", "phase_index", "phase_time"]
+        for key in inl:
+            assert inl[key] == inf[key], key
         if tf or uf:
             assert np.array_equal(full.reset(seed=1)[0], lean.reset(seed=1)[0])
     with pytest.raises(wbsim.WbsimError, match="info_mode"):
@@ -577,7 +630,9 @@ def test_async_vector_env_lean_info():
     envs.reset(seed=0)
     for _ in range(20):
         info = envs.step(np.zeros((2, 29), np.float32))[4]
-    assert set(info) == {"t", "_t", "fell", "_fell", "reward_terms", "_reward_terms"}
+    keys = ("t", "fell", "reward_terms", "phase", "phase_index", "phase_time")
+    assert set(info) == {*keys, *(f"_{k}" for k in keys)}
+    assert list(info["phase"]) == ["stand", "stand"] and list(info["phase_index"]) == [0, 0]
     assert info["t"].shape == (2,) and np.all(info["t"] > 0)
     envs.close()
 
@@ -673,4 +728,33 @@ def test_observation_structure_names_the_observation(env_id):
     planned = info["schedule"].contact_set
     assert list(parts["planned_contacts"]) == [f in planned for f in ("left_foot", "right_foot")]
     assert 0.0 <= parts["phase_progress"][0] <= 1.0
+    env.close()
+
+
+@pytest.mark.parametrize("env_id", ["wbsim/G1OneLeg-v0", "wbsim/G1HandWall-v0"])
+@pytest.mark.parametrize("info_mode", ["full", "lean"])
+def test_info_gives_the_phase_the_observation_cannot(env_id, info_mode):
+    """The observation has the phase's progress but not which phase (OneLeg's lift, hold and
+    lower all stand on the left foot; HandWall's last phase is open-ended, its progress 0):
+    ``info`` names it (``phase``, ``phase_index``) and gives its time (``phase_time``, s), in
+    both info modes. The expected phase is worked out here from the plan's durations; the
+    episode jumps in time (one step after each jump), so the robot need not stay up."""
+    env = gym.make(env_id, info_mode=info_mode)
+    u = env.unwrapped
+    _, info = u.reset(seed=0)
+    assert (info["phase"], info["phase_index"], info["phase_time"]) == ("stand", 0, 0.0)
+    names = [p.name for p in u.plan.phases]
+    ends = np.cumsum([p.duration for p in u.plan.phases])
+    zero = np.zeros(u.action_space.shape, np.float32)
+    seen = set()
+    for t in np.arange(0.3, min(u.max_seconds, ends[-2] + 1.0), 0.35):
+        u.data.time = t
+        info = u.step(zero)[4]
+        t_after = info["t"]
+        i = int(np.searchsorted(ends, t_after, side="right"))
+        start = ends[i - 1] if i else 0.0
+        assert (info["phase"], info["phase_index"]) == (names[i], i), t_after
+        assert info["phase_time"] == pytest.approx(t_after - start, abs=1e-9)
+        seen.add(i)
+    assert seen == set(range(len(names))), seen  # every phase met
     env.close()

@@ -51,6 +51,25 @@ def test_ppo_example_trains_saves_and_reloads(tmp_path):
         train(steps=0, out=tmp_path / "new")
 
 
+def test_ppo_example_splits_a_short_rollout_into_whole_minibatches(tmp_path):
+    """``--steps 100``: a rollout of 100 steps in mini-batches of 64 left one of 36 every epoch,
+    and stable-baselines3 warned so. The mini-batch divides the rollout; at the default 1024 steps
+    it stays 64."""
+    from wbsim.examples.train_ppo import minibatch_size, train
+
+    assert minibatch_size(1024) == 64 and minibatch_size(100) == 50
+    for rollout in range(2, 1025):
+        size = minibatch_size(rollout)
+        assert 1 < size <= rollout and rollout % size == 0, rollout
+        if rollout % 64 == 0:
+            assert size == 64, rollout
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        train(steps=100, out=tmp_path, video_seconds=0.02)
+    said = [str(w.message) for w in caught if "mini-batch" in str(w.message)]
+    assert not said, said
+
+
 def test_ppo_example_refuses_one_step_before_training(tmp_path):
     """``--steps 1`` passed the example's check (>= 1), built the env, then failed inside
     stable-baselines3 with an AssertionError traceback (its rollout buffer needs 2 steps)."""
@@ -62,6 +81,20 @@ def test_ppo_example_refuses_one_step_before_training(tmp_path):
     with pytest.raises(SystemExit) as exit_:
         main(["--steps", "1", "--out", str(tmp_path / "one")])
     assert exit_.value.code == 2 and not (tmp_path / "one").exists()
+
+
+def test_ppo_example_usage_keeps_its_line_continuations(capsys):
+    """The docstring's two-line example ends its first line with a backslash: in a plain
+    docstring Python read it as a line continuation, so ``help()`` showed one long line with the
+    backslash gone. ``--help`` shows the examples as written."""
+    from wbsim.examples import train_ppo
+
+    example = "--controller projected_id \\\n        --steps 200000 --out runs/ppo_g1_walk"
+    assert example in train_ppo.__doc__
+    with pytest.raises(SystemExit) as exit_:
+        train_ppo.main(["--help"])
+    out = capsys.readouterr().out
+    assert exit_.value.code == 0 and example in out, out
 
 
 def test_ppo_example_takes_the_env_and_the_controller(monkeypatch, capsys):

@@ -7,6 +7,10 @@ Entry points: :func:`load_robot`, the ``wbsim`` command line, the Gymnasium ids 
 (registered on import), and :mod:`wbsim.controllers`.
 """
 
+from wbsim._signals import guard_cli_start as _guard_cli_start
+
+_guard_cli_start()  # `wbsim ...`, `python -m wbsim.cli ...`: Ctrl-C while importing, one line
+
 from wbsim._clone_layout import install as _map_clone_layout
 
 _map_clone_layout(__path__[0])  # python started in a clone's root: its envs/, controllers/, assets/

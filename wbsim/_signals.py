@@ -1,15 +1,17 @@
 """Holding Ctrl-C and SIGTERM back while work that must not be cut in half runs (a frame going
-down ffmpeg's pipe, a chunk of steps becoming metrics and log rows, closing the outputs)."""
+down ffmpeg's pipe, a chunk of steps becoming metrics and log rows, closing the outputs); and the
+command line's Ctrl-C while it starts (:func:`guard_cli_start`)."""
 
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import sys
 import threading
 from collections.abc import Iterator
 
-__all__ = ["signals_deferred"]
+__all__ = ["end_cli_start", "guard_cli_start", "signals_deferred"]
 
 
 @contextlib.contextmanager
@@ -42,3 +44,65 @@ def signals_deferred(note: str | None = None) -> Iterator[None]:
             signal.signal(sig, handler)
     if came:
         signal.raise_signal(came[0])
+
+
+def _cli_arguments() -> list[str] | None:
+    """The arguments after the program if this process is the ``wbsim`` command line starting,
+    else ``None``: ``python -m wbsim.cli ...`` (while runpy imports the ``wbsim`` package to find
+    the module, ``sys.argv[0]`` is ``"-m"``; ``sys.orig_argv`` names the module) or the ``wbsim``
+    console script (``__main__`` is a script named ``wbsim``)."""
+    argv = sys.argv
+    if argv and argv[0] == "-m":
+        orig = list(getattr(sys, "orig_argv", ()))
+        for i, arg in enumerate(orig[1:], 1):
+            if arg == "-m":
+                return orig[i + 2 :] if orig[i + 1 : i + 2] == ["wbsim.cli"] else None
+            if arg.startswith("-m"):
+                return orig[i + 1 :] if arg == "-mwbsim.cli" else None
+        return None
+    main = sys.modules.get("__main__")
+    if argv and os.path.basename(argv[0]) == "wbsim" and getattr(main, "__file__", "") == argv[0]:
+        return argv[1:]
+    return None
+
+
+def _interrupted_while_starting(signum, frame) -> None:
+    """Ctrl-C before the command runs: one line and status 130 (what the commands end with
+    after their own Ctrl-C), not the traceback of whatever module was being imported. The
+    process ends here (``os._exit``): an exception raised in the middle of an extension module's
+    initialisation (MuJoCo's) comes out as ``ImportError: initialization failed`` with a
+    traceback, and nothing has been written yet that would need closing."""
+    args = _cli_arguments() or []
+    command = next((a for a in args if not a.startswith("-")), "")
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()  # (a --help already printed)
+    with contextlib.suppress(Exception):
+        print(
+            f"wbsim{' ' + command if command else ''}: interrupted (Ctrl-C) while starting; "
+            "nothing was run",
+            file=sys.stderr,
+            flush=True,
+        )
+    os._exit(130)
+
+
+def guard_cli_start() -> None:
+    """If this process is the ``wbsim`` command line starting (:func:`_cli_arguments`), make
+    Ctrl-C until :func:`end_cli_start` print one line and exit with status 130: it would
+    otherwise raise ``KeyboardInterrupt`` inside the import of MuJoCo, Pinocchio or Gymnasium
+    (about a second) and end in a traceback. Called first thing by ``import wbsim``, which both
+    ``python -m wbsim.cli`` and the console script import before any code of the command line
+    runs; any other program that imports wbsim keeps Python's Ctrl-C."""
+    if (
+        _cli_arguments() is not None
+        and threading.current_thread() is threading.main_thread()
+        and signal.getsignal(signal.SIGINT) is signal.default_int_handler  # not one of the user's
+    ):
+        signal.signal(signal.SIGINT, _interrupted_while_starting)
+
+
+def end_cli_start() -> None:
+    """Give Ctrl-C back to Python (``KeyboardInterrupt``), which the commands handle, if
+    :func:`guard_cli_start` took it; nothing otherwise."""
+    if signal.getsignal(signal.SIGINT) is _interrupted_while_starting:
+        signal.signal(signal.SIGINT, signal.default_int_handler)

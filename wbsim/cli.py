@@ -993,8 +993,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run_command(args: argparse.Namespace) -> int:
     from wbsim._headless import check_gl_backend
+    from wbsim._signals import end_cli_start
 
     try:
+        end_cli_start()  # from here a Ctrl-C is the command's (KeyboardInterrupt, below)
         check_gl_backend()  # a MUJOCO_GL that cannot work fails every command the same way
         return args.func(args)
     except WbsimError as exc:

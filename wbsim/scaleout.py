@@ -21,7 +21,7 @@ from typing import Any
 
 from wbsim.errors import WbsimError
 
-__all__ = ["check_address", "check_workers", "local_ray_on_loopback", "map_calls", "start_ray"]
+__all__ = ["check_address", "check_workers", "map_calls", "prepare_local_ray", "start_ray"]
 
 
 def check_workers(workers: Any, address: str | None) -> None:
@@ -101,7 +101,7 @@ def map_calls(
     check_workers(workers, address)
     if workers is None:
         return [fn(**kwargs) for kwargs in calls]
-    started = start_ray(workers, address)  # before `import ray`: see local_ray_on_loopback
+    started = start_ray(workers, address)  # before `import ray`: see prepare_local_ray
     import ray
 
     bar = None
@@ -130,21 +130,29 @@ def map_calls(
             ray.shutdown()
 
 
-def local_ray_on_loopback(address: str | None = None) -> None:
-    """Without ``address``, make the local Ray that :func:`start_ray` will start listen on
-    127.0.0.1 only, not on the machine's network address. Ray reads the setting when it is first
-    imported (its processes inherit it), so call this before any ``import ray`` (``ray.rllib``
-    too); once Ray is imported it does nothing."""
+def prepare_local_ray(address: str | None = None) -> None:
+    """Without ``address``, set what Ray reads when it is first imported (its processes inherit
+    it) for the local Ray that :func:`start_ray` will start: listen on 127.0.0.1 only, not on
+    the machine's network address; and token authentication asked for explicitly
+    (``RAY_AUTH_MODE=token``, unless the environment sets ``RAY_AUTH_MODE``). Since Ray 2.59 a
+    local Ray turns token authentication on by itself and then logs "Token authentication is
+    enabled for this Ray cluster. Set RAY_AUTH_MODE=disabled to opt out" at every start; asked
+    for, it is the same authentication without the line (Ray's documented switch, read at import:
+    set later, the driver and the cluster disagree and ``ray.init`` fails). As Ray does, the
+    first local start writes a token to ``~/.ray/auth_token`` if there is none. Call this before
+    any ``import ray`` (``ray.rllib`` too); once Ray is imported it does nothing."""
     if address is None and "ray" not in sys.modules:
         os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+        os.environ.setdefault("RAY_AUTH_MODE", "token")
 
 
 def start_ray(num_cpus: int, address: str | None = None) -> bool:
     """Connect to the Ray cluster at ``address``, or start a local Ray with ``num_cpus`` CPUs that
-    listens on the loopback interface only (if Ray was not imported before:
-    :func:`local_ray_on_loopback`); nothing if Ray is initialised already. Returns whether it
-    connected or started (the caller then calls ``ray.shutdown()`` when done)."""
-    local_ray_on_loopback(address)
+    listens on the loopback interface only, with token authentication and without Ray's line
+    about it (if Ray was not imported before: :func:`prepare_local_ray`); nothing if Ray is
+    initialised already. Returns whether it connected or started (the caller then calls
+    ``ray.shutdown()`` when done)."""
+    prepare_local_ray(address)
     import ray
 
     if ray.is_initialized():

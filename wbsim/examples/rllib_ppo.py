@@ -99,10 +99,10 @@ def train(
     }
     # the env's own checks, here rather than in an env runner
     make_env("wbsim/G1Stand-v0", **env_config).close()
-    from wbsim.scaleout import check_address, local_ray_on_loopback, start_ray
+    from wbsim.scaleout import check_address, prepare_local_ray, start_ray
 
     check_address(address)
-    local_ray_on_loopback(address)  # before the first `import ray`
+    prepare_local_ray(address)  # before the first `import ray`
     try:  # ray.rllib's folder ships with Ray; its own dependencies come with ray[rllib]
         import ray.rllib
     except ImportError as exc:

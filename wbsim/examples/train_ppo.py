@@ -1,4 +1,4 @@
-"""Train PPO (stable-baselines3) on a wbsim env in residual mode, save the policy and a video.
+r"""Train PPO (stable-baselines3) on a wbsim env in residual mode, save the policy and a video.
 
 The policy's action is added to a controller's torques (``action_mode="residual"``,
 ``residual_scale`` of the effort limits; ``--controller``, default the gravity-compensation QP),
@@ -38,6 +38,20 @@ if TYPE_CHECKING:
 #: and RL libraries.
 FRAME_SKIP = 10
 
+#: PPO's mini-batch size (stable-baselines3's default), used whenever it divides the rollout
+BATCH_SIZE = 64
+
+
+def minibatch_size(rollout: int, target: int = BATCH_SIZE) -> int:
+    """The mini-batch size for a rollout of ``rollout`` env steps (``n_steps``, one env): the
+    divisor of ``rollout`` nearest ``target`` (the smaller on a tie; above 1, as
+    stable-baselines3 requires; ``rollout`` itself for a prime), so that every epoch splits the
+    rollout into whole mini-batches. ``target`` whenever it divides ``rollout`` (the default
+    1024 steps: 16 mini-batches of 64). A size that does not divide it leaves a truncated
+    mini-batch every epoch, which stable-baselines3 warns about (``--steps 100``: 64 + 36)."""
+    divisors = [d for d in range(2, rollout + 1) if rollout % d == 0]
+    return min(divisors, key=lambda d: (abs(d - target), d)) if divisors else rollout
+
 
 def train(
     steps: int = 2048,
@@ -53,6 +67,10 @@ def train(
 ) -> Path:
     """Train for ``steps`` environment steps on ``env_id`` with ``controller`` in the loop; returns
     the folder with ``model.zip`` and the video.
+
+    PPO collects rollouts of ``min(n_steps, steps)`` env steps and learns from each in
+    mini-batches of :func:`minibatch_size` of it (64 for the default 1024-step rollouts; 50 for
+    ``steps=100``), so that no mini-batch is truncated.
 
     Everything is checked before ``out`` is created and training starts; ``model.zip`` is
     written atomically (a temporary file renamed over it: a full disk leaves no partial model).
@@ -98,7 +116,7 @@ def train(
             "MlpPolicy",
             env,
             n_steps=min(n_steps, steps),
-            batch_size=64,
+            batch_size=minibatch_size(min(n_steps, steps)),
             seed=seed,
             verbose=0,
             device="cpu",
@@ -176,7 +194,12 @@ def _progress(steps: int):
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        # the docstring's examples as written (a raw docstring: its line continuations stay)
+        epilog=__doc__[__doc__.index("Usage::") :].replace("Usage::", "examples:", 1),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--env", default="wbsim/G1Stand-v0", help="env id (wbsim list shows them)")
     parser.add_argument(
         "--controller",
