@@ -234,22 +234,31 @@ def test_html_page_finds_a_relative_video_from_any_folder(tmp_path, monkeypatch)
 
 
 def test_html_page_of_a_killed_run_shows_what_its_table_holds(pushed, tmp_path):
-    """A run killed before its summary: the page gives the time and steps its step table holds,
-    and a dash, not ``None``, for the figures only a summary holds."""
+    """A run killed before its summary: the page gives the time and steps its step table holds
+    and the largest joint error in it, and a dash, not ``None``, for the figures only a summary
+    holds."""
     import shutil
 
     from wbsim.html_report import write_html
+    from wbsim.report import format_table, report_rows
 
-    d, _ = pushed
+    d, summary = pushed
     shutil.copytree(d / "run", tmp_path / "run")
     (tmp_path / "run" / "summary.json").unlink()
     run = load_run(tmp_path / "run")
     page = html.unescape(write_html(tmp_path / "run").read_text())
     figures = page[page.index("<h2>Key figures</h2>") : page.index("<h2>Events</h2>")]
-    assert f"<th>simulated time, s</th><td>{run['t'][-1]:.6g}</td>" in figures
+    # the time of the state after its last step, as a summary's seconds (not that step's start)
+    assert run["t_after"][-1] == pytest.approx(summary["seconds"]) and run["t"][-1] < 0.499
+    assert f"<th>simulated time, s</th><td>{summary['seconds']:.6g}</td>" in figures
     assert f"<th>steps</th><td>{len(run.steps)}</td>" in figures
     assert "<th>base drift, m</th><td>-</td>" in figures
     assert "None" not in figures
+    # the largest joint error, from the qerr/* columns: the summary's to the bit
+    qerr = summary["max_joint_error_rad"]
+    assert qerr > 0 and report_rows([run])[0]["max_joint_error_rad"] == qerr
+    assert f"<th>max joint error, rad (from the step table)</th><td>{qerr:.6g}</td>" in figures
+    assert f"| {qerr:.4f} |" in format_table(report_rows([run]))
 
 
 @pytest.mark.parametrize("summary", [True, False], ids=["fell", "killed"])
@@ -273,6 +282,7 @@ def test_html_events_give_when_each_kind_first_happened(pushed, tmp_path, summar
         s = json.loads(path.read_text())
         s["events"].update(planar_complementarity=2, fall=1)
         s["diagnostics"]["first_t"]["planar_complementarity"] = 0.125
+        s["diagnostics"]["worst"]["planar_complementarity"] = 0.25
         path.write_text(json.dumps(s))
     else:
         path.unlink()
@@ -280,6 +290,102 @@ def test_html_events_give_when_each_kind_first_happened(pushed, tmp_path, summar
     rows = page[page.index("<h2>Events</h2>") : page.index("<h2>Pushes")]
     assert "<td>planar_complementarity</td><td class=num>2</td><td class=num>0.125</td>" in rows
     assert "<td>fall</td><td class=num>1</td><td class=num>0.375</td>" in rows
+    if summary:  # the worst slip with its unit and what it measures: slip speed x force, W
+        assert (
+            "<td class=num>0.25 W</td><td>slip speed times tangential force, v_t f_t</td>" in rows
+        )
+
+
+def test_html_worst_magnitudes_carry_their_units(pushed, tmp_path):
+    """Each kind's worst magnitude in the events table is given in the unit of that kind
+    (:data:`wbsim.diagnostics.MAGNITUDES`: N, N·m, W or s)."""
+    import shutil
+
+    from wbsim.diagnostics import EVENT_KINDS, MAGNITUDES
+    from wbsim.html_report import write_html
+
+    assert set(MAGNITUDES) == set(EVENT_KINDS)
+    d, _ = pushed
+    shutil.copytree(d / "run", tmp_path / "run")
+    path = tmp_path / "run" / "summary.json"
+    s = json.loads(path.read_text())
+    s["events"] = dict.fromkeys(EVENT_KINDS, 1)
+    s["diagnostics"]["worst"] = dict.fromkeys(EVENT_KINDS, 1.5)
+    path.write_text(json.dumps(s))
+    page = html.unescape(write_html(tmp_path / "run").read_text())
+    units = {"torque_limit": "N·m", "complementarity": "N·m", "planar_complementarity": "W"}
+    units.update(dict.fromkeys(("contact_mismatch", "fallback", "solver_failure"), "s"))
+    for kind in EVENT_KINDS:
+        assert f"<td>{kind}</td>" in page
+        row = page[page.index(f"<td>{kind}</td>") :].split("</tr>")[0]
+        assert f"<td class=num>1.5 {units.get(kind, 'N')}</td>" in row, row
+
+
+def test_html_page_of_a_fall_says_when_it_was_judged(pushed, tmp_path):
+    """The fall event is stamped with its step's start (as every event), the run's length is the
+    state after that step, in which the fall was judged: the page says both, and which is which."""
+    import shutil
+
+    from wbsim.html_report import write_html
+
+    d, _ = pushed
+    shutil.copytree(d / "run", tmp_path / "run")
+    fall = {"kind": "fall", "t": 0.498, "step": 249, "where": "", "duration": 0.002}
+    for detail in ({"t_after": 0.5}, {}):  # {}: a log from before t_after was recorded
+        line = json.dumps({**fall, "detail": detail})
+        (tmp_path / "run" / "events.jsonl").write_text(line + "\n")
+        path = tmp_path / "run" / "summary.json"
+        s = json.loads(path.read_text())
+        s.update(fell=True, status="fell", stopped_reason="fell at t = 0.500 s")
+        s["events"]["fall"] = 1
+        path.write_text(json.dumps(s))
+        page = html.unescape(write_html(tmp_path / "run").read_text())
+        head = page[page.index("<p>Status") : page.index("<h2>Key figures")]
+        assert "<span class='bad'>fell</span>: the state after step 249 (t = 0.500 s, " in head
+        assert "times the fall at that step's start, 0.498 s" in head
+
+
+def test_html_page_of_an_interrupted_run_says_when_it_stopped(pushed, tmp_path):
+    """An interrupted run did not fall *by the time it stopped*: the page says when that was, in
+    a neutral colour (not the green of a run that went its whole length), and which stretch of
+    the run its video shows."""
+    import shutil
+
+    from wbsim.html_report import write_html
+
+    d, _ = pushed
+    assert "did not fall</span>" in write_html(d / "run").read_text()  # completed: green
+    shutil.copytree(d / "run", tmp_path / "run")
+    path = tmp_path / "run" / "summary.json"
+    s = json.loads(path.read_text())
+    s.update(status="interrupted", stopped_reason="KeyboardInterrupt", video_frames=10)
+    path.write_text(json.dumps(s))
+    page = html.unescape(write_html(tmp_path / "run").read_text())
+    assert "did not fall" not in page and "class='ok'" not in page
+    assert (
+        "<span class='neutral'>interrupted at t = 0.500 s after 250 steps; it had not fallen "
+        "by then</span>" in page
+    )
+    # 10 frames at 30 fps: the states at 0, 1/30, ..., 9/30 s (the first at or after each)
+    assert "run.mp4 (embedded): t = 0.000 to 0.300 s of the run (10 frames at 30 fps; " in page
+
+
+def test_html_video_note_gives_the_window_of_the_whole_run(pushed, tmp_path):
+    """A completed run's video: from its first to its last state, with the summary's frame count;
+    a killed run's (no summary): the frames counted in the file."""
+    import shutil
+
+    from wbsim.html_report import write_html
+
+    d, summary = pushed
+    assert summary["video_frames"] == 16  # 0, 1/30, ..., 14/30 s, and the end state at 0.5 s
+    note = "run.mp4 (embedded): t = 0.000 to 0.500 s of the run (16 frames at 30 fps; "
+    assert note + "the run ended at 0.500 s)" in html.unescape(write_html(d / "run").read_text())
+    shutil.copytree(d / "run", tmp_path / "run")
+    (tmp_path / "run" / "summary.json").unlink()
+    assert note + "the log reaches 0.500 s)" in html.unescape(
+        write_html(tmp_path / "run").read_text()
+    )
 
 
 def test_html_page_of_a_run_without_a_step_offers_no_replay(pushed, tmp_path):

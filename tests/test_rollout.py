@@ -390,6 +390,12 @@ def test_a_fall_matches_the_reference(monkeypatch, tmp_path):
     run, summary, steps, robot, env = _run(monkeypatch, tmp_path, controller="pd", seconds=2.5)
     assert summary["fell"]
     _check_run(run, summary, steps, robot, env)
+    # the fall is stamped with its step's start, as every event; the state judged fallen is the
+    # one after that step, where the run stops: its detail's t_after is the run's length
+    (fall,) = [e for e in run.events if e["kind"] == "fall"]
+    assert fall["t"] == run["t"][-1] and fall["step"] == summary["steps"] - 1
+    assert fall["detail"]["t_after"] == run["t_after"][-1]
+    assert fall["detail"]["t_after"] == pytest.approx(summary["seconds"], abs=1e-9)  # (rounded)
 
 
 def test_seconds_default_to_the_env_time_limit(monkeypatch):

@@ -2,6 +2,7 @@
 (``wbsim run --web``) and for a logged run (``wbsim replay RUN --web``); it listens on the loopback
 interface only."""
 
+import dataclasses
 import os
 import shutil
 import signal
@@ -121,6 +122,55 @@ def test_the_page_draws_the_robot_and_the_overlay(standing, tmp_path):
     r, g, b = np.moveaxis(hidden.astype(int), -1, 0)
     magenta = ((r - g > 60) & (b - g > 60)).sum()  # the CoM marker and line, lit
     assert magenta > 50, magenta
+
+
+def _contrast_with_white(rgb) -> float:
+    """WCAG's contrast ratio of an sRGB colour (components 0-1) against white."""
+    c = np.asarray(rgb, dtype=float)
+    linear = np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
+    luminance = float(linear @ [0.2126, 0.7152, 0.0722])
+    return 1.05 / (luminance + 0.05)
+
+
+def _hue_deg(rgb) -> float:
+    import colorsys
+
+    return 360.0 * colorsys.rgb_to_hsv(*np.asarray(rgb, dtype=float))[0]
+
+
+def test_simulated_force_arrows_read_on_the_white_page(standing):
+    """The page is white and lit by an environment light that brightens every colour: the
+    simulated force arrows are drawn in a yellow dark enough to read on it (the video's bright
+    yellow is 1.2:1 against white), still yellow (the video's hue, apart from the orange of a
+    sliding point), while the commanded ones stay the video's blue."""
+    from wbsim.overlay import COMMANDED, MODE_COLORS, SIMULATED
+
+    _, _, overlay = standing
+    sent = {}
+
+    class Recorder:  # stands for viser's scene: keeps what the overlay hands it
+        def add_arrows(self, name, points, colors, **kw):
+            sent[name] = (np.asarray(points), np.asarray(colors) / 255.0)
+
+        def __getattr__(self, name):
+            return lambda *a, **k: None
+
+    loaded = np.linalg.norm(overlay.f_sim, axis=1) > 1e-3
+    assert loaded.sum() >= 4 and not np.any(overlay.violating)  # standing: every sole point
+    f_cmd = np.where(loaded[:, None], overlay.f_sim, 0.0)  # a command equal to the forces
+    web = WebViewer(port=_free_port(), realtime=False)
+    try:
+        web._overlay(Recorder(), dataclasses.replace(overlay, f_cmd=f_cmd))
+    finally:
+        web.close()
+    _, colors = sent["/overlay/forces"]
+    commanded, simulated = colors[: loaded.sum()], colors[loaded.sum() :]
+    np.testing.assert_allclose(commanded, np.tile(COMMANDED[:3], (loaded.sum(), 1)), atol=0.01)
+    assert _contrast_with_white(SIMULATED[:3]) < 1.3  # the video's yellow: pale on white
+    for rgb in simulated:
+        assert _contrast_with_white(rgb) > 2.5, rgb
+        assert abs(_hue_deg(rgb) - _hue_deg(SIMULATED[:3])) < 5, rgb
+        assert _hue_deg(rgb) - _hue_deg(MODE_COLORS[2, :3]) > 15, rgb  # not the sliding orange
 
 
 def test_a_taken_port_is_a_one_line_error():

@@ -86,6 +86,7 @@ from wbsim.types import CommandStatus, StepChunk
 
 __all__ = [
     "EVENT_KINDS",
+    "MAGNITUDES",
     "VIOLATION_KINDS",
     "Event",
     "EventDetector",
@@ -107,6 +108,20 @@ EVENT_KINDS = (
 )
 #: The kinds that are violations (everything but ``mode_switch``).
 VIOLATION_KINDS = EVENT_KINDS[1:]
+#: What an event's ``magnitude`` (and the summary's ``worst`` of its kind) measures, per kind:
+#: ``(quantity, unit)`` (the module docstring's table).
+MAGNITUDES: dict[str, tuple[str, str]] = {
+    "mode_switch": ("foot normal force on the loaded side", "N"),
+    "force_sign": ("commanded pull -f_n", "N"),
+    "friction_cone": ("f_t - mu f_n", "N"),
+    "complementarity": ("gap times commanded force, h f_n", "N·m"),
+    "planar_complementarity": ("slip speed times tangential force, v_t f_t", "W"),
+    "contact_mismatch": ("duration", "s"),
+    "non_sole_contact": ("normal force", "N"),
+    "fallback": ("duration", "s"),
+    "solver_failure": ("duration", "s"),
+    "torque_limit": ("|tau| - limit", "N·m"),
+}
 
 
 @dataclass(frozen=True)

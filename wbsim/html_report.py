@@ -15,6 +15,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from wbsim.diagnostics import MAGNITUDES
 from wbsim.episode_log import RunData, load_run
 from wbsim.errors import WbsimError
 from wbsim.jsonfile import write_file
@@ -29,6 +30,7 @@ td, th { border: 1px solid #ccc; padding: 3px 8px; text-align: left; }
 th { background: #f2f2f2; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
 img, video { max-width: 100%; border: 1px solid #ddd; }
 .bad { color: #b00; font-weight: bold; } .ok { color: #070; font-weight: bold; }
+.neutral { color: #444; font-weight: bold; }
 code { background: #f5f5f5; padding: 0 3px; }
 """
 
@@ -103,14 +105,12 @@ def write_html(
         ("Overview", plot_overview(run, pdir / "overview.png")),
     ]
     row = report_rows([run])[0]
-    fell = s.get("fell")  # None: no summary, unknown
     status = s.get("status", "no summary (the run was killed?)")
     reason = f" ({html.escape(s['stopped_reason'])})" if s.get("stopped_reason") else ""
     head = (
         f"<h1>{html.escape(str(row['env']))} &middot; {html.escape(str(row['controller']))}"
         f" &middot; {html.escape(run.dir.name)}</h1><p>Status <b>{html.escape(status)}</b>"
-        f"{reason}; <span class='{'bad' if fell or fell is None else 'ok'}'>"
-        f"{'fell' if fell else 'did not fall' if fell is not None else 'fall unknown'}</span>."
+        f"{reason}; {_ending(run, row)}"
         + (f" {html.escape(row['table'])}." if row["table"] else "")
         + "</p>"
     )
@@ -123,7 +123,11 @@ def write_html(
         ("seed", c.get("seed")),
         ("base drift, m", s.get("base_drift_m")),
         ("max base tilt, deg", s.get("max_base_tilt_deg")),
-        ("max joint error, rad", s.get("max_joint_error_rad")),
+        (
+            "max joint error, rad"
+            + ("" if "max_joint_error_rad" in s else " (from the step table)"),
+            None if math.isnan(row["max_joint_error_rad"]) else row["max_joint_error_rad"],
+        ),
         ("CoM tracking RMS, m", s.get("com_tracking_rms_m", "-")),
         ("momentum residual max (/ m g)", s.get("momentum_residual_max")),
         (
@@ -146,13 +150,14 @@ def write_html(
     ev_rows = "".join(
         f"<tr><td>{html.escape(k)}</td><td class=num>{n}</td>"
         f"<td class=num>{_fmt(first.get(k)) if first.get(k) is not None else '-'}</td>"
-        f"<td class=num>{_fmt(worst.get(k)) if worst.get(k) is not None else '-'}</td></tr>"
+        f"<td class=num>{_worst(k, worst.get(k))}</td>"
+        f"<td>{html.escape(MAGNITUDES[k][0]) if k in MAGNITUDES else ''}</td></tr>"
         for k, n in events.items()
         if n
     )
     ev_table = (
-        f"<table><tr><th>kind</th><th>count</th><th>first at, s</th><th>worst</th></tr>"
-        f"{ev_rows}</table>"
+        "<table><tr><th>kind</th><th>count</th><th>first at, s (its step's start)</th>"
+        f"<th>worst</th><th>worst of</th></tr>{ev_rows}</table>"
         if ev_rows
         else "<p>No event.</p>"
     )
@@ -188,7 +193,7 @@ def write_html(
     if video_path is not None:
         video_html = (
             f"<video controls muted src='{_data_uri(video_path, 'video/mp4')}'></video>"
-            f"<p>{html.escape(video_path.name)} (embedded)</p>"
+            f"<p>{html.escape(video_path.name)} (embedded): {_video_window(run, video_path)}</p>"
         )
     elif not row["rows"]:  # nothing to replay: wbsim replay refuses such a run
         video_html = "<p>No video: no step was logged.</p>"
@@ -225,6 +230,82 @@ def write_html(
     )
     write_file(out, page)  # atomic: a full disk leaves no half page
     return out
+
+
+def _worst(kind: str, value: Any) -> str:
+    """A kind's worst magnitude with its unit (:data:`wbsim.diagnostics.MAGNITUDES`), or ``-``."""
+    if value is None:
+        return "-"
+    unit = MAGNITUDES[kind][1] if kind in MAGNITUDES else ""
+    return html.escape(f"{_fmt(value)} {unit}".strip())
+
+
+def _ending(run: RunData, row: dict[str, Any]) -> str:
+    """How the run ended, as the page's first line says it: a fall in red, with when it was
+    judged (the state after the step the fall event is stamped with); a run that went its whole
+    length without falling in green; one cut short (interrupted, stopped, an error) in a neutral
+    colour, with the time and steps it reached; a killed run's unknown fall in red."""
+    s = run.summary
+    steps = s.get("steps", row["rows"])
+    if s.get("fell"):
+        fall = next((e for e in run.events if e.get("kind") == "fall"), None)
+        if fall is None or not isinstance(fall.get("t"), (int, float)):
+            return "<span class='bad'>fell</span>."
+        # t_after: logged since wbsim recorded it; before, the one-step event's end
+        t_after = fall.get("detail", {}).get("t_after", fall["t"] + fall.get("duration", 0.0))
+        return (
+            f"<span class='bad'>fell</span>: the state after step {fall.get('step')} "
+            f"(t = {t_after:.3f} s, where the run stops after {steps} steps) was judged fallen; "
+            f"the events table times the fall at that step's start, {fall['t']:.3f} s, as "
+            "every event."
+        )
+    if "fell" not in s:
+        return "<span class='bad'>fall unknown</span>."
+    if s.get("status") == "completed":
+        return "<span class='ok'>did not fall</span>."
+    return (
+        f"<span class='neutral'>{html.escape(str(s.get('status')))} at "
+        f"t = {row['seconds']:.3f} s after {steps} steps; it had not fallen by then</span>."
+    )
+
+
+def _video_window(run: RunData, path: Path) -> str:
+    """Which stretch of the run the video shows: the times of its first and last frames, from
+    the frames the live loop draws (:func:`wbsim.replay.drawn_states`: the live video, and the
+    default ``wbsim replay``), the video's frame count (the summary's, else counted in the file)
+    and the run's fps; a video of another count (a replay with ``--start``/``--end`` or
+    ``--fps``, or one that does not decode) is described by its frames alone."""
+    from wbsim.replay import drawn_states, state_times
+
+    fps = float(run.config.get("fps", 30.0))
+    live = path.name == Path(run.config.get("video") or run.summary.get("video") or "").name
+    n = run.summary.get("video_frames") if live else None
+    if not isinstance(n, int):
+        try:
+            import imageio_ffmpeg
+
+            n = int(imageio_ffmpeg.count_frames_and_secs(str(path))[0])
+        except Exception:  # noqa: BLE001  (a cut or foreign file: say what is known)
+            return "which stretch of the run it shows is not known (its frames do not decode)."
+    if not len(run.steps):
+        return f"{n} frames at {fps:g} fps."
+    times = state_times(run)
+    states = drawn_states(times, fps, run.summary.get("status"))
+    end = (
+        f"the run ended at {times[-1]:.3f} s"
+        if run.summary.get("status") == "completed"
+        else f"the log reaches {times[-1]:.3f} s"
+    )
+    # a live video cut short (a killed run's) holds the first frames the loop drew
+    if 0 < n <= len(states) and (n == len(states) or live):
+        shown = [times[states[0]], times[states[n - 1]]]
+        return (
+            f"t = {shown[0]:.3f} to {shown[1]:.3f} s of the run ({n} frames at {fps:g} fps; {end})."
+        )
+    return (
+        f"{n} frames, not the {len(states)} the run's own video at {fps:g} fps holds (a replay "
+        f"of part of it, or at another fps?); each frame's status line gives its time ({end})."
+    )
 
 
 def _env_options_shown(config: dict[str, Any]) -> dict[str, Any]:

@@ -45,6 +45,10 @@ COMMANDED, SIMULATED, VIOLATION = (
     np.array([1.0, 0.9, 0.1, 0.9], np.float32),
     np.array([1.0, 0.05, 0.05, 1.0], np.float32),
 )
+#: The simulated arrows' yellow darkened for a white page (the web viewer): lit by the page's
+#: environment light, :data:`SIMULATED` renders cream on white (about 1.2:1 against it); this one
+#: is the same hue, about 2.8:1 before shading, and stays apart from the sliding marker's orange.
+SIMULATED_ON_WHITE = np.array([0.7, 0.6, 0.0, 0.9], np.float32)
 COM_COLOR = np.array([0.9, 0.1, 0.9, 1.0], np.float32)
 POLYGON_COLOR = np.array([0.0, 0.9, 0.9, 1.0], np.float32)
 #: Radius of a sole point's mode marker, m.

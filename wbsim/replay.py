@@ -38,7 +38,7 @@ from wbsim.episode_log import (
 from wbsim.errors import WbsimError
 from wbsim.scene import FrameClock, FrameValues, Scene, StepRows, frame_events
 
-__all__ = ["LoggedRun", "replay_video", "replay_web"]
+__all__ = ["LoggedRun", "drawn_states", "replay_video", "replay_web", "state_times"]
 
 #: the statuses after which the live loop drew the state the episode ended in
 _FINAL_FRAME = ("completed", "fell")
@@ -149,7 +149,7 @@ class LoggedRun:
                 "wbsim or MuJoCo version?): the first frame may differ",
                 stacklevel=2,
             )
-        self.times = np.concatenate([self.run["t"], self.run["t_after"][-1:]])
+        self.times = state_times(self.run)
         self.fps = float(cfg.get("fps", 30.0))
         self.width, self.height = int(cfg.get("width", 640)), int(cfg.get("height", 480))
         self._reset = FrameValues.at_reset(
@@ -186,12 +186,7 @@ class LoggedRun:
         """The states that get a frame at ``fps`` (default: the live video's): those the live
         loop drew (the first state at or after each multiple of ``1 / fps`` s, and the state the
         run ended in when it completed or fell), whose time is within ``[start, end]`` s."""
-        clock = FrameClock(1.0 / (fps or self.fps))
-        n = self.n_states - 1  # logged steps
-        states = [s for s in range(n) if clock.due(float(self.times[s]))]
-        final = self.run.summary.get("status") in _FINAL_FRAME or clock.due(float(self.times[n]))
-        if final:  # stopped, error: the loop reached that state and drew it when due
-            states.append(n)
+        states = drawn_states(self.times, fps or self.fps, self.run.summary.get("status"))
         lo = -math.inf if start is None else start - 1e-9
         hi = math.inf if end is None else end + 1e-9
         return [s for s in states if lo <= self.times[s] <= hi]
@@ -215,6 +210,29 @@ class LoggedRun:
 
     def close(self) -> None:
         self.env.close()
+
+
+def state_times(run: RunData) -> np.ndarray:
+    """``(n + 1,)`` the time of each state of a run with ``n >= 1`` logged steps, s: the reset
+    (the first step's ``t``), then the state after each step (``t_after``; a log older than that
+    column: the next step's ``t``, and for the last state ``t`` plus the control step)."""
+    t = run["t"]
+    if "t_after" in run:
+        return np.concatenate([t, run["t_after"][-1:]])
+    dt = float(t[-1] - t[-2]) if len(t) > 1 else float(run.config.get("control_dt", 0.0))
+    return np.concatenate([t, [t[-1] + dt]])
+
+
+def drawn_states(times: np.ndarray, fps: float, status: str | None) -> list[int]:
+    """The states of ``times`` (:func:`state_times`) that the live loop drew into a video of
+    ``fps`` frames a second: the first state at or after each multiple of ``1 / fps`` s, and the
+    state the run ended in when it completed or fell (``status``), or when that one was due."""
+    clock = FrameClock(1.0 / fps)
+    n = len(times) - 1  # logged steps
+    states = [s for s in range(n) if clock.due(float(times[s]))]
+    if status in _FINAL_FRAME or clock.due(float(times[n])):
+        states.append(n)  # stopped, error: the loop reached that state and drew it when due
+    return states
 
 
 def check_window(

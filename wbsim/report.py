@@ -27,6 +27,7 @@ __all__ = [
     "plot_run",
     "report",
     "report_rows",
+    "table_max_joint_error",
     "table_note",
 ]
 
@@ -70,11 +71,11 @@ def report_rows(runs: Sequence[RunData]) -> list[dict[str, Any]]:
                 "run": run.dir.name,
                 "controller": s.get("controller", run.config.get("controller", "?")),
                 "env": s.get("env", run.config.get("env", "?")),
-                "seconds": float(s.get("seconds", run["t"][-1] if len(run.steps) else 0.0)),
+                "seconds": float(s.get("seconds", _table_seconds(run))),
                 "switches": int(events.get("mode_switch", 0)),
                 **{k: int(events[k]) if k in events else missing for k in VIOLATION_KINDS},
                 "slides": s.get("diagnostics", {}).get("slides", _slides_of_events(run)),
-                "max_joint_error_rad": s.get("max_joint_error_rad", float("nan")),
+                "max_joint_error_rad": s.get("max_joint_error_rad", table_max_joint_error(run)),
                 "com_tracking_rms_m": s.get("com_tracking_rms_m", float("nan")),
                 "other": {k: int(n) for k, n in events.items() if k not in _COUNTED and n},
                 "fell": bool(s["fell"]) if "fell" in s else None,
@@ -85,6 +86,26 @@ def report_rows(runs: Sequence[RunData]) -> list[dict[str, Any]]:
         )
         rows[-1]["table"] = table_note(rows[-1])
     return rows
+
+
+def _table_seconds(run: RunData) -> float:
+    """The simulated time a run's step table reaches, s: the time of the state after its last
+    step (as a summary's ``seconds``), 0 without a row."""
+    if not len(run.steps):
+        return 0.0
+    from wbsim.replay import state_times
+
+    return float(state_times(run)[-1])
+
+
+def table_max_joint_error(run: RunData) -> float:
+    """The largest ``|qerr/*|`` in the step table, rad: the summary's ``max_joint_error_rad``
+    (:class:`wbsim.metrics.EpisodeMetrics`, 0 at the reset posture, NaN rows skipped) for a run
+    without a summary (killed). NaN without a row or a ``qerr/*`` column."""
+    _, qerr = run.prefixed("qerr/")
+    if not qerr.size:
+        return float("nan")
+    return float(np.fmax.reduce(np.abs(qerr), axis=None, initial=0.0))
 
 
 def table_note(row: dict[str, Any]) -> str | None:

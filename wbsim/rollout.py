@@ -456,13 +456,15 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
             if env.has_fallen():
                 summary["fell"] = True
                 process(fell=True)
-                # t: the step's start, as every event; magnitude: the base height after it, m
+                # t: the step's start, as every event; magnitude: the base height after it, m;
+                # t_after: the time of the state judged fallen, where the run stops (its seconds)
                 own_event(
                     "fall",
                     step,
                     state.t,
                     where=",".join(sim.sensing().non_sole_contacts),
                     magnitude=float(sim.data.qpos[2]),
+                    t_after=sim.time,
                 )
                 summary["stopped_reason"] = f"fell at t = {sim.time:.3f} s"
                 break

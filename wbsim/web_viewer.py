@@ -11,7 +11,8 @@ trusted network.
 What it draws is what the video frames draw (:mod:`wbsim.scene`): MuJoCo's visible geoms (groups
 0-2, as MuJoCo's renderer shows them) placed at each body's pose, sole points as dots coloured by
 contact mode (grey open, green sticking, orange sliding, red in a violation), force arrows from
-each point (yellow simulated, blue commanded, red at a violation; 4 mm per newton, at most 1 m), the
+each point (yellow simulated, a darker yellow than the video's to read on the white page; blue
+commanded, red at a violation; 4 mm per newton, at most 1 m), the
 CoM (magenta) with its ground projection, the planned support polygon (cyan) and the status line.
 
 Needs the ``[web]`` extra (``pip install "wbsim[web]"``: viser).
@@ -35,7 +36,7 @@ from wbsim.overlay import (
     MARKER_RADIUS,
     MODE_COLORS,
     POLYGON_COLOR,
-    SIMULATED,
+    SIMULATED_ON_WHITE,
     VIOLATION,
     OverlayData,
 )
@@ -266,7 +267,7 @@ class WebViewer:
             for p, f, bad in zip(points, ov.f_cmd, ov.violating)
         ]
         arrows += [
-            (p, f, SIMULATED if not bad else VIOLATION, MARKER_RADIUS)
+            (p, f, SIMULATED_ON_WHITE if not bad else VIOLATION, MARKER_RADIUS)
             for p, f, bad in zip(points, ov.f_sim, ov.violating)
         ]
         arrows += [(np.asarray(p), np.asarray(f), COMMANDED, 0.0) for p, f in ov.cmd_wrench_arrows]
