@@ -45,3 +45,49 @@ def test_a_ctrl_c_keeps_the_episodes_already_run(tmp_path, monkeypatch, capsys):
     kept = json.loads(out.read_text())
     assert kept["episodes"] == 2 and [p["seed"] for p in kept["per_episode"]] == [0, 1]
     assert kept["interrupted"] == "Ctrl-C after 2 of 5 episodes"
+
+
+def test_episodes_the_loop_stopped_are_counted_and_named(tmp_path, monkeypatch, capsys):
+    """A controller that returns NaN in the second episode: that episode is no success and no
+    fall; the JSON counts it under ``stopped`` with its status and reason, and ``wbsim baseline``
+    says which seed stopped and why (it said "success rate 0.50 (fell 0)", and nothing else)."""
+    import dataclasses
+    import json
+
+    import numpy as np
+
+    from wbsim.cli import main
+    from wbsim.controllers import controller_class
+
+    cls = controller_class("gravity_qp")
+    compute = cls.compute
+
+    def nan_in_the_second_episode(self, state, schedule):
+        cmd = compute(self, state, schedule)
+        if self.seed_marker and state.t >= 0.1:
+            tau = cmd.tau.copy()
+            tau[0] = np.nan
+            return dataclasses.replace(cmd, tau=tau)
+        return cmd
+
+    reset, resets = cls.reset, []
+
+    def reset_and_count(self, state):
+        resets.append(1)
+        self.seed_marker = len(resets) == 2
+        return reset(self, state)
+
+    monkeypatch.setattr(cls, "compute", nan_in_the_second_episode)
+    monkeypatch.setattr(cls, "reset", reset_and_count)
+    path = tmp_path / "b.json"
+    args = ["baseline", "--episodes", "2", "--seconds", "0.2", "--no-progress"]
+    assert main([*args, "--json", str(path)]) == 0
+    out = json.loads(path.read_text())
+    assert out["success_rate"] == 0.5 and out["fell"] == 0 and out["stopped"] == 1
+    first, second = out["per_episode"]
+    assert first["status"] == "completed" and "stopped_reason" not in first
+    reason = (
+        "controller returned a non-finite torque at step 50 (t = 0.100 s) on left_hip_pitch_joint"
+    )
+    assert second["status"] == "stopped" and second["stopped_reason"] == reason
+    assert f"success rate  0.50  (fell 0, stopped 1; seed 1: {reason})" in capsys.readouterr().out

@@ -21,10 +21,14 @@ from wbsim.jsonfile import write_json
 if TYPE_CHECKING:  # the loop (and the controllers) load when a baseline runs, not on import
     from wbsim.rollout import EpisodeConfig
 
-__all__ = ["DEFAULT_EPISODES", "default_json_path", "run_baseline"]
+__all__ = ["DEFAULT_EPISODES", "STOPPED", "default_json_path", "run_baseline"]
 
 #: Episodes of :func:`run_baseline` (and ``wbsim baseline``) unless told.
 DEFAULT_EPISODES = 20
+
+#: The statuses of an episode that ended neither at its time limit nor by a fall: the loop stopped
+#: it (a command MuJoCo cannot apply: NaN, wrong shape) or MuJoCo failed (:func:`run_episode`).
+STOPPED = ("stopped", "error")
 
 
 def default_json_path(
@@ -93,6 +97,8 @@ def _episode(cfg: EpisodeConfig) -> dict[str, Any]:
         "steps": s["steps"],
         "seconds": s["seconds"],
         "fell": s["fell"],
+        "status": s["status"],
+        **({"stopped_reason": s["stopped_reason"]} if s["status"] in STOPPED else {}),
         "events": s["events"],
         **{
             key: s[key]
@@ -133,7 +139,9 @@ def run_baseline(
     ``env_options`` (as given, the reset noise apart), ``tolerances`` (the event tolerances
     given, :class:`wbsim.diagnostics.Tolerances`, which set the event counts), ``episodes``,
     ``seconds``, ``return_mean``, ``return_std``, ``success_rate``, ``length_mean``, ``length_std``
-    (steps), ``fell``, ``events`` (kind -> count summed over the episodes), ``per_episode``.
+    (steps), ``fell``, ``stopped`` (episodes the loop stopped or MuJoCo failed, :data:`STOPPED`:
+    not successes, and not falls either), ``events`` (kind -> count summed over the episodes),
+    ``per_episode`` (each with its ``status``, and the ``stopped_reason`` of a stopped one).
 
     ``workers``: run the episodes as Ray tasks, ``workers`` at a time, on a local Ray or on the
     cluster at ``address`` (:func:`wbsim.scaleout.map_calls`); the result is the sequential one.
@@ -237,6 +245,7 @@ def _aggregate(
         "length_mean": float(lengths.mean()),
         "length_std": float(lengths.std()),
         "fell": int(sum(p["fell"] for p in per)),
+        "stopped": int(sum(p.get("status") in STOPPED for p in per)),
         "events": violations,
         "per_episode": per,
     }

@@ -462,7 +462,7 @@ def cmd_baseline(args: argparse.Namespace) -> int:
         f"{out['seconds']:g} s"
     )
     print(f"  return        {out['return_mean']:.2f} ± {out['return_std']:.2f}")
-    print(f"  success rate  {out['success_rate']:.2f}  (fell {out['fell']})")
+    print(f"  success rate  {out['success_rate']:.2f}  ({_not_successes(out)})")
     print(f"  length        {out['length_mean']:.1f} ± {out['length_std']:.1f} steps")
     print(f"  events (sum over episodes) {json.dumps(out['events'])}")
     print(f"  written to    {json_path}")
@@ -501,6 +501,19 @@ def cmd_soak(args: argparse.Namespace) -> int:
             f"{item.get('error') or item.get('problem')}"
         )
     return 1 if failures else 0
+
+
+def _not_successes(out: dict) -> str:
+    """``fell N`` and, when the loop stopped episodes (a NaN torque, a MuJoCo failure), how many
+    and the first one's seed and reason: such an episode is neither a success nor a fall."""
+    from wbsim.baseline import STOPPED
+
+    text = f"fell {out['fell']}"
+    stopped = [p for p in out["per_episode"] if p.get("status") in STOPPED]
+    if stopped:
+        first = stopped[0]
+        text += f", stopped {len(stopped)}; seed {first['seed']}: {first['stopped_reason']}"
+    return text
 
 
 #: The plot of ``wbsim pushtest --compare`` without ``--plot``.
