@@ -91,3 +91,60 @@ def test_episodes_the_loop_stopped_are_counted_and_named(tmp_path, monkeypatch, 
     )
     assert second["status"] == "stopped" and second["stopped_reason"] == reason
     assert f"success rate  0.50  (fell 0, stopped 1; seed 1: {reason})" in capsys.readouterr().out
+
+
+def test_compare_prints_the_readme_table_rows_of_the_shipped_baselines(
+    tmp_path, capsys, monkeypatch
+):
+    """``wbsim baseline --compare`` puts a user's JSON beside the shipped ones in the README's
+    table form, without running an episode: the shipped rows come out as the README prints them;
+    a stopped episode shows under success; rows measured differently get a note; a file that is
+    not a baseline JSON is a one-line error naming it."""
+    import json
+    from pathlib import Path
+
+    from wbsim import baseline
+    from wbsim.cli import main
+
+    root = Path(__file__).resolve().parents[1]
+    shipped = [root / "docs" / "baselines" / f"G1Stand-v0_{c}.json" for c in ("gravity_qp", "zero")]
+    mine = json.loads(shipped[0].read_text())
+    mine.update(
+        controller="my_controllers:PostureGravityPD",
+        controller_options={"kp": 800},
+        episodes=4,
+        seconds=3.0,
+        success_rate=0.75,
+        stopped=1,
+    )
+    (tmp_path / "mine.json").write_text(json.dumps(mine))
+
+    def no_episodes(*args, **kwargs):
+        raise AssertionError("--compare ran episodes")
+
+    monkeypatch.setattr(baseline, "run_baseline", no_episodes)
+    assert main(["baseline", "--compare", *map(str, shipped), str(tmp_path / "mine.json")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    readme = (root / "README.md").read_text().splitlines()
+    assert lines[0].startswith("| env | controller | episodes | return (mean ± std) | success")
+    assert lines[2] in readme and lines[2].startswith("| G1Stand-v0 | `gravity_qp` | 20 x 10 s")
+    assert lines[3] in readme and lines[3].startswith("| G1Stand-v0 | `zero` |")
+    assert lines[4].startswith(
+        "| G1Stand-v0 | `my_controllers:PostureGravityPD` (kp=800) | 4 x 3 s | 4997.3 ± 1.8 | "
+        "75 % (1 stopped) |"
+    )
+    assert lines[5:] == [
+        (
+            "note: the rows differ in episode lengths (s): returns, lengths and event counts grow "
+            "with them: 3.0, 10.0"
+        ),
+        (
+            "note: the rows differ in episode counts: mode switches and events are sums over a "
+            "row's episodes: 4, 20"
+        ),
+    ]
+    (tmp_path / "summary.json").write_text(json.dumps({"env": "wbsim/G1Stand-v0"}))
+    for bad, why in (("summary.json", "is not a baseline JSON"), ("none.json", "not found")):
+        assert main(["baseline", "--compare", str(tmp_path / bad)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.count("\n") == 0 and bad in err and why in err, err

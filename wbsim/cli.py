@@ -421,9 +421,12 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_baseline(args: argparse.Namespace) -> int:
-    from wbsim.baseline import default_json_path, run_baseline
+    from wbsim.baseline import default_json_path, format_comparison, load_baseline, run_baseline
     from wbsim.controllers import check_controller_options
 
+    if args.compare:
+        print(format_comparison([load_baseline(path) for path in args.compare]))
+        return 0
     _refuse_empty_paths(args, "json")
     controller_options = _parse_options(args.controller_option)
     check_controller_options(args.controller, controller_options)  # before any episode
@@ -766,6 +769,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--address",
         help="an existing Ray cluster (auto, HOST:6379, ray://HOST:10001); needs --workers",
+    )
+    p.add_argument(
+        "--compare",
+        nargs="+",
+        metavar="JSON",
+        help="only print these baseline JSONs side by side as one table, e.g. yours and "
+        "docs/baselines/G1Stand-v0_gravity_qp.json (no episodes)",
     )
     p.set_defaults(func=cmd_baseline)
 
