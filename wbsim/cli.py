@@ -476,7 +476,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from wbsim.bench import run_bench
 
     return run_bench(
-        robot=args.robot, json_path=args.json, quick=args.quick, progress=not args.no_progress
+        robot=args.robot,
+        json_path=args.json,
+        quick=args.quick,
+        progress=not args.no_progress,
+        controller=args.controller,
+        controller_options=_parse_options(args.controller_option),
     )
 
 
@@ -788,6 +793,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", help="write the figures as JSON")
     p.add_argument(
         "--quick", action="store_true", help="few repetitions (a smoke test, not figures)"
+    )
+    p.add_argument(
+        "--controller",
+        help="also measure this controller's compute and closed loop, e.g. your "
+        "package.module:Class (beside the built-in ones, against the same mj_step)",
+    )
+    p.add_argument(
+        "--controller-option",
+        "-c",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an option of --controller, e.g. -c kp=400 (repeatable)",
     )
     _add_progress_argument(p, "line on stderr as each stage starts (notes are still shown)")
     p.set_defaults(func=cmd_bench)
