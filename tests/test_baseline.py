@@ -148,3 +148,38 @@ def test_compare_prints_the_readme_table_rows_of_the_shipped_baselines(
         assert main(["baseline", "--compare", str(tmp_path / bad)]) == 2
         err = capsys.readouterr().err.strip()
         assert err.count("\n") == 0 and bad in err and why in err, err
+
+
+def test_a_ctrl_c_with_workers_keeps_the_ray_tasks_finished(tmp_path, monkeypatch, capsys):
+    """Ctrl-C while the episodes run as Ray tasks: the episodes whose task had finished (here
+    seeds 0 and 2, as Ray finishes them out of order) are written, in seed order, marked
+    ``interrupted`` with their seeds (they were all lost: only the sequential run kept them)."""
+    import json
+
+    from wbsim import baseline, scaleout
+    from wbsim.cli import main
+
+    def interrupted_map(fn, calls, workers, address, progress):
+        exc = KeyboardInterrupt()
+        exc.done = {2: fn(**calls[2]), 0: fn(**calls[0])}
+        raise exc
+
+    monkeypatch.setattr(scaleout, "map_calls", interrupted_map)
+    out = tmp_path / "b.json"
+    args = ["baseline", "--controller", "zero", "--episodes", "5", "--seconds", "0.05"]
+    assert main([*args, "--workers", "2", "--json", str(out), "--no-progress"]) == 130
+    assert "interrupted (Ctrl-C)" in capsys.readouterr().err
+    kept = json.loads(out.read_text())
+    assert kept["episodes"] == 2 and [p["seed"] for p in kept["per_episode"]] == [0, 2]
+    assert kept["interrupted"] == "Ctrl-C after 2 of 5 episodes (seeds 0, 2)"
+    from wbsim.rollout import EpisodeConfig
+
+    assert kept["per_episode"][0] == baseline._episode(
+        EpisodeConfig(
+            controller="zero",
+            seconds=0.05,
+            seed=0,
+            env_options={"reset_noise_scale": 0.02},
+            progress=False,
+        )
+    )

@@ -154,9 +154,9 @@ def run_baseline(
 
     ``workers``: run the episodes as Ray tasks, ``workers`` at a time, on a local Ray or on the
     cluster at ``address`` (:func:`wbsim.scaleout.map_calls`); the result is the sequential one.
-    An existing ``json_path`` is replaced only with ``overwrite``. A Ctrl-C (run here, without
-    ``workers``) writes the episodes already run to ``json_path``, with ``interrupted``, before it
-    propagates.
+    An existing ``json_path`` is replaced only with ``overwrite``. A Ctrl-C writes the episodes
+    already run to ``json_path``, with ``interrupted``, before it propagates (with ``workers``,
+    those whose Ray task had finished, in seed order; ``interrupted`` names their seeds).
 
     Raises:
         WbsimError: ``episodes`` < 1, a negative or non-integer ``seed``, ``seconds`` not a
@@ -213,19 +213,23 @@ def run_baseline(
         "env_options": dict(env_options or {}),
         "tolerances": dict(tolerances or {}),
     }
-    if workers is None:  # one by one, so that a Ctrl-C keeps the episodes already run
-        per: list[dict[str, Any]] = []
-        try:
+    per: list[dict[str, Any]] = []
+    try:
+        if workers is None:  # one by one, so that a Ctrl-C keeps the episodes already run
             for call in calls:
                 per.append(_episode(**call))
-        except KeyboardInterrupt:
-            if per and json_path:
-                out = {**head, **_aggregate(per, seed, seconds, reset_noise_scale)}
-                out["interrupted"] = f"Ctrl-C after {len(per)} of {episodes} episodes"
-                write_json(json_path, out)
-            raise
-    else:
-        per = map_calls(_episode, calls, workers, address, progress)
+        else:
+            per = map_calls(_episode, calls, workers, address, progress)
+    except KeyboardInterrupt as exc:
+        if workers is not None:  # the Ray tasks finished by then, in seed order
+            per = [r for _, r in sorted(getattr(exc, "done", {}).items())]
+        if per and json_path:
+            out = {**head, **_aggregate(per, seed, seconds, reset_noise_scale)}
+            out["interrupted"] = f"Ctrl-C after {len(per)} of {episodes} episodes"
+            if workers is not None:
+                out["interrupted"] += f" (seeds {', '.join(str(p['seed']) for p in per)})"
+            write_json(json_path, out)
+        raise
     out = {**head, **_aggregate(per, seed, seconds, reset_noise_scale)}
     if json_path:
         write_json(json_path, out)
