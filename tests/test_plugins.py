@@ -441,3 +441,15 @@ def test_a_controller_that_raises_says_where_and_keeps_the_steps_before(plugin_d
             "it, closed and readable (summary.json: status error)"
         )
     ]
+
+
+def test_a_dotted_class_name_suggests_the_colon(plugin_dir):
+    """``my_controllers.PostureGravityPD`` (a dot where the colon goes) is unknown, and the
+    message says which name was meant."""
+    with pytest.raises(UnknownNameError) as info:
+        controller_class("my_controllers.PostureGravityPD")
+    assert "did you mean 'my_controllers:PostureGravityPD'?" in str(info.value)
+    assert "known controllers: <package.module:Class>, gravity_qp" in str(info.value)
+    with pytest.raises(UnknownNameError) as info:
+        controller_class("gravity_q")
+    assert "did you mean" not in str(info.value)
