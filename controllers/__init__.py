@@ -180,7 +180,15 @@ def controller_class(name: str) -> type:
                 f"not load: {type(exc).__name__}: {exc}"
             ) from exc
         return check_controller_class(obj, f"controller {name!r} ({plugins[name].value})")
-    raise UnknownNameError("controller", name, [*available_controllers(), "<package.module:Class>"])
+    module, dot, cls = name.rpartition(".")
+    hint = (  # my_controllers.MyPD for my_controllers:MyPD, the most common slip
+        f"(a class is named package.module:Class, with a colon: did you mean '{module}:{cls}'?)"
+        if dot and module and cls
+        else ""
+    )
+    raise UnknownNameError(
+        "controller", name, [*available_controllers(), "<package.module:Class>"], hint
+    )
 
 
 def make_controller(name: str, robot, /, **options: Any) -> Controller:

@@ -15,9 +15,16 @@ from wbsim.bench import QP_SOLVERS, TARGETS, measure
 from wbsim.cli import main
 from wbsim.errors import WbsimError
 
+#: A controller named as a user names theirs (``package.module:Class``, with an option), which the
+#: quick bench below measures beside the built-in ones (``--controller``, ``-c``).
+MINE = "wbsim.controllers.gravity_qp:GravityCompensationQP"
+
 #: Entries every run has (the optional ones may instead be listed in ``skipped``).
 REQUIRED = [
     "mj_step",
+    f"compute/{MINE}",
+    f"loop/{MINE}/log",
+    f"loop/{MINE}/nolog",
     "compute/pd",
     "loop/gravity_qp/log",
     "loop/gravity_qp/nolog",
@@ -64,7 +71,9 @@ def quick(tmp_path_factory):
     path = tmp_path_factory.mktemp("bench") / "sub" / "bench.json"
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        code = main(["bench", "--quick", "--json", str(path)])
+        code = main(
+            ["bench", "--quick", "--json", str(path), "--controller", MINE, "-c", "solver=daqp"]
+        )
     return code, _strict_json(path.read_text()), out.getvalue()
 
 
@@ -120,6 +129,9 @@ def test_ratios_are_paired_with_the_right_reference(quick):
         "compute/pd",
         "loop/gravity_qp/log",
         "loop/gravity_qp/nolog",
+        f"compute/{MINE}",
+        f"loop/{MINE}/log",
+        f"loop/{MINE}/nolog",
         "vec/async_1",
         *(k for k in r if k.startswith("compute/gravity_qp/")),
     ):
@@ -220,6 +232,41 @@ def test_measure_statistics_and_bad_timings():
 def test_unknown_robot_exits_2(capsys):
     assert main(["bench", "--robot", "nope", "--quick"]) == 2
     assert "nope" in capsys.readouterr().err
+
+
+def test_your_controller_is_measured_with_its_options(quick):
+    """``--controller package.module:Class -c key=value``: the user's controller is timed (its
+    compute on the same states as the built-in ones, its closed loop with and without the log),
+    with the option it was given, and the table shows it."""
+    _, r, out = quick
+    assert r[f"compute/{MINE}"]["what"] == f"{MINE} compute solver=daqp"
+    assert r[f"compute/{MINE}"]["feasible_fraction"] == 1.0  # it ran, as gravity_qp with daqp
+    assert r[f"loop/{MINE}/log"]["what"].endswith(f"{MINE} solver=daqp, logging")
+    assert not r[f"loop/{MINE}/log"]["fell"]
+    assert f"compute/{MINE}  " in out  # its row, the key column wide enough for it
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["-c", "kp=1"], "need a controller to measure (--controller)"),
+        (["--controller", "nope"], "unknown controller 'nope'"),
+        (["--controller", "pd", "-c", "kpp=1"], "unknown option 'kpp' of controller 'pd'"),
+    ],
+)
+def test_a_controller_that_cannot_be_measured_is_refused_before_the_bench(
+    args, needle, monkeypatch, capsys, tmp_path
+):
+    import wbsim.bench as B
+
+    def no_bench(*a, **k):
+        raise AssertionError("the bench started")
+
+    monkeypatch.setattr(B, "_collect", no_bench)
+    assert main(["bench", "--quick", "--json", str(tmp_path / "b.json"), *args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and needle in err, err
+    assert not (tmp_path / "b.json").exists()
 
 
 def test_a_controller_that_does_not_import_is_skipped_with_a_note(monkeypatch, tmp_path):

@@ -249,7 +249,7 @@ def test_bench_no_progress_reaches_the_bench(flag, monkeypatch):
 
     seen = []
 
-    def collect(robot, settings, progress=True):
+    def collect(robot, settings, progress=True, controller=None, controller_options=None):
         seen.append(progress)
         raise _Stop
 

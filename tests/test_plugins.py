@@ -80,6 +80,23 @@ def plugin_dir(tmp_path, monkeypatch):
                 pd = JointTargets(np.zeros(n), np.zeros(n), np.full(n, self.kp), np.zeros(n))
                 return Command(np.zeros(n), joint_targets=pd)
 
+        class RaisesAtStep5:
+            # a bug of the user's, five steps into the episode
+            name = "raises"
+            def __init__(self, robot):
+                self.robot = robot
+            def reset(self, state):
+                self.steps = 0
+            def compute(self, state, schedule):
+                self.steps += 1
+                if self.steps > 5:
+                    raise IndexError("my task's index 7 is out of range")
+                return Command(np.zeros(self.robot.n_joints))
+
+        class RaisesInReset(RaisesAtStep5):
+            def reset(self, state):
+                1 / 0
+
         BUILT = []
 
         class Declared:
@@ -375,3 +392,64 @@ def test_a_controller_that_returns_no_command_stops_the_run_with_a_clear_reason(
         "controller returned a value of type ndarray instead of a wbsim.types.Command at step 0 "
         "(t = 0.000 s)"
     )
+
+
+def test_a_controller_that_raises_says_where_and_keeps_the_steps_before(plugin_dir, tmp_path):
+    """A user's controller that raises at its sixth call: the exception goes on (its traceback is
+    the user's), carrying a note that names the controller's compute, the step, the time, the env
+    and seed, and what was kept on disk; the log holds the five steps before it and says where it
+    stopped, the video its frames (it said none of this: a bare traceback)."""
+    from wbsim.episode_log import load_run
+    from wbsim.rollout import EpisodeConfig, run_episode
+
+    run, video = tmp_path / "run", tmp_path / "v.mp4"
+    cfg = EpisodeConfig(
+        controller="bad_controllers:RaisesAtStep5",
+        seconds=0.1,
+        progress=False,
+        log=run,
+        video=video,
+        width=64,
+        height=48,
+        fps=500,
+    )
+    with pytest.raises(IndexError, match="index 7") as info:
+        run_episode(cfg)
+    where = "the controller's compute (bad_controllers:RaisesAtStep5) at step 5 (t = 0.010 s)"
+    (note,) = info.value.__notes__
+    assert note == (
+        f"wbsim: raised in {where} of wbsim/G1Stand-v0, seed 0; the log {run} holds the 5 step(s)"
+        " before it, closed and readable (summary.json: status error); the video "
+        f"{video} holds 6 frame(s)"  # one a step, drawn before its compute: t = 0 to 0.010 s
+    )
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["status"] == "error" and summary["logged_rows"] == 5
+    assert (
+        summary["stopped_reason"]
+        == f"IndexError: my task's index 7 is out of range (raised in {where})"
+    )
+    assert len(load_run(run)["t"]) == 5
+    assert len(imageio.mimread(video)) == 6
+    # raised in reset, before the first step: said so, the log holds no step
+    cfg.log, cfg.video, cfg.controller = tmp_path / "run2", None, "bad_controllers:RaisesInReset"
+    with pytest.raises(ZeroDivisionError) as info:
+        run_episode(cfg)
+    assert info.value.__notes__ == [
+        (
+            "wbsim: raised in the controller's reset (bad_controllers:RaisesInReset) of "
+            f"wbsim/G1Stand-v0, seed 0; the log {tmp_path / 'run2'} holds the 0 step(s) before "
+            "it, closed and readable (summary.json: status error)"
+        )
+    ]
+
+
+def test_a_dotted_class_name_suggests_the_colon(plugin_dir):
+    """``my_controllers.PostureGravityPD`` (a dot where the colon goes) is unknown, and the
+    message says which name was meant."""
+    with pytest.raises(UnknownNameError) as info:
+        controller_class("my_controllers.PostureGravityPD")
+    assert "did you mean 'my_controllers:PostureGravityPD'?" in str(info.value)
+    assert "known controllers: <package.module:Class>, gravity_qp" in str(info.value)
+    with pytest.raises(UnknownNameError) as info:
+        controller_class("gravity_q")
+    assert "did you mean" not in str(info.value)

@@ -55,6 +55,32 @@ def test_results_come_in_the_order_of_the_calls(ray_home):
         ray.cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
 
 
+def test_a_ctrl_c_carries_the_calls_finished_and_stops_ray(ray_home, monkeypatch):
+    """Ctrl-C in the driver while the tasks run: the KeyboardInterrupt carries the results of
+    the calls finished by then (``done``, by index), and the local Ray is stopped."""
+    ray = pytest.importorskip("ray")
+    from wbsim import scaleout
+
+    collect, waits = scaleout._collect, []
+
+    def interrupted_at_the_third_wait(*args):
+        waits.append(1)
+        if len(waits) == 3:
+            raise KeyboardInterrupt
+        return collect(*args)
+
+    monkeypatch.setattr(scaleout, "_collect", interrupted_at_the_third_wait)
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers cannot import tests
+    try:
+        with pytest.raises(KeyboardInterrupt) as info:
+            scaleout.map_calls(_late_first, [{"i": i} for i in range(1, 7)], workers=2)
+    finally:
+        ray.cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+    done = info.value.done
+    assert len(done) == 2 and all(done[k] == k + 1 for k in done), done  # index -> its result
+    assert not ray.is_initialized()
+
+
 @pytest.mark.parametrize(
     "workers,address,message",
     [

@@ -4,12 +4,14 @@ Each episode is one :func:`wbsim.rollout.run_episode` (no video, no log) with it
 ``reset_noise_scale`` (default here :data:`wbsim.envs.RESET_NOISE_SCALE`, 0.02 rad of uniform joint
 noise at reset) makes episodes differ. Success = the episode ran to its time limit without a fall.
 With ``workers`` the episodes run as Ray tasks (:mod:`wbsim.scaleout`), with the same results.
+:func:`format_comparison` puts baselines (a user's and the shipped ``docs/baselines/``) side by side
+in the README's table form (``wbsim baseline --compare``).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,10 +23,21 @@ from wbsim.jsonfile import write_json
 if TYPE_CHECKING:  # the loop (and the controllers) load when a baseline runs, not on import
     from wbsim.rollout import EpisodeConfig
 
-__all__ = ["DEFAULT_EPISODES", "default_json_path", "run_baseline"]
+__all__ = [
+    "DEFAULT_EPISODES",
+    "STOPPED",
+    "default_json_path",
+    "format_comparison",
+    "load_baseline",
+    "run_baseline",
+]
 
 #: Episodes of :func:`run_baseline` (and ``wbsim baseline``) unless told.
 DEFAULT_EPISODES = 20
+
+#: The statuses of an episode that ended neither at its time limit nor by a fall: the loop stopped
+#: it (a command MuJoCo cannot apply: NaN, wrong shape) or MuJoCo failed (:func:`run_episode`).
+STOPPED = ("stopped", "error")
 
 
 def default_json_path(
@@ -93,6 +106,8 @@ def _episode(cfg: EpisodeConfig) -> dict[str, Any]:
         "steps": s["steps"],
         "seconds": s["seconds"],
         "fell": s["fell"],
+        "status": s["status"],
+        **({"stopped_reason": s["stopped_reason"]} if s["status"] in STOPPED else {}),
         "events": s["events"],
         **{
             key: s[key]
@@ -133,13 +148,15 @@ def run_baseline(
     ``env_options`` (as given, the reset noise apart), ``tolerances`` (the event tolerances
     given, :class:`wbsim.diagnostics.Tolerances`, which set the event counts), ``episodes``,
     ``seconds``, ``return_mean``, ``return_std``, ``success_rate``, ``length_mean``, ``length_std``
-    (steps), ``fell``, ``events`` (kind -> count summed over the episodes), ``per_episode``.
+    (steps), ``fell``, ``stopped`` (episodes the loop stopped or MuJoCo failed, :data:`STOPPED`:
+    not successes, and not falls either), ``events`` (kind -> count summed over the episodes),
+    ``per_episode`` (each with its ``status``, and the ``stopped_reason`` of a stopped one).
 
     ``workers``: run the episodes as Ray tasks, ``workers`` at a time, on a local Ray or on the
     cluster at ``address`` (:func:`wbsim.scaleout.map_calls`); the result is the sequential one.
-    An existing ``json_path`` is replaced only with ``overwrite``. A Ctrl-C (run here, without
-    ``workers``) writes the episodes already run to ``json_path``, with ``interrupted``, before it
-    propagates.
+    An existing ``json_path`` is replaced only with ``overwrite``. A Ctrl-C writes the episodes
+    already run to ``json_path``, with ``interrupted``, before it propagates (with ``workers``,
+    those whose Ray task had finished, in seed order; ``interrupted`` names their seeds).
 
     Raises:
         WbsimError: ``episodes`` < 1, a negative or non-integer ``seed``, ``seconds`` not a
@@ -196,19 +213,23 @@ def run_baseline(
         "env_options": dict(env_options or {}),
         "tolerances": dict(tolerances or {}),
     }
-    if workers is None:  # one by one, so that a Ctrl-C keeps the episodes already run
-        per: list[dict[str, Any]] = []
-        try:
+    per: list[dict[str, Any]] = []
+    try:
+        if workers is None:  # one by one, so that a Ctrl-C keeps the episodes already run
             for call in calls:
                 per.append(_episode(**call))
-        except KeyboardInterrupt:
-            if per and json_path:
-                out = {**head, **_aggregate(per, seed, seconds, reset_noise_scale)}
-                out["interrupted"] = f"Ctrl-C after {len(per)} of {episodes} episodes"
-                write_json(json_path, out)
-            raise
-    else:
-        per = map_calls(_episode, calls, workers, address, progress)
+        else:
+            per = map_calls(_episode, calls, workers, address, progress)
+    except KeyboardInterrupt as exc:
+        if workers is not None:  # the Ray tasks finished by then, in seed order
+            per = [r for _, r in sorted(getattr(exc, "done", {}).items())]
+        if per and json_path:
+            out = {**head, **_aggregate(per, seed, seconds, reset_noise_scale)}
+            out["interrupted"] = f"Ctrl-C after {len(per)} of {episodes} episodes"
+            if workers is not None:
+                out["interrupted"] += f" (seeds {', '.join(str(p['seed']) for p in per)})"
+            write_json(json_path, out)
+        raise
     out = {**head, **_aggregate(per, seed, seconds, reset_noise_scale)}
     if json_path:
         write_json(json_path, out)
@@ -237,6 +258,96 @@ def _aggregate(
         "length_mean": float(lengths.mean()),
         "length_std": float(lengths.std()),
         "fell": int(sum(p["fell"] for p in per)),
+        "stopped": int(sum(p.get("status") in STOPPED for p in per)),
         "events": violations,
         "per_episode": per,
     }
+
+
+#: The keys every baseline JSON has (:func:`run_baseline`), which :func:`load_baseline` checks.
+_BASELINE_KEYS = (
+    "env",
+    "controller",
+    "episodes",
+    "seconds",
+    "return_mean",
+    "return_std",
+    "success_rate",
+    "length_mean",
+    "length_std",
+    "events",
+)
+
+
+def load_baseline(path: str | Path) -> dict[str, Any]:
+    """A JSON that :func:`run_baseline` wrote (``wbsim baseline``, or one of ``docs/baselines/``),
+    checked to be one.
+
+    Raises:
+        WbsimError: the file is missing, is not JSON, or is JSON of another kind.
+    """
+    from wbsim.errors import WbsimError
+
+    p = Path(path)
+    if not p.is_file():
+        raise WbsimError(f"baseline JSON not found: {p}")
+    try:
+        out = json.loads(p.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        out = None
+    if not (isinstance(out, dict) and all(k in out for k in _BASELINE_KEYS)):
+        raise WbsimError(
+            f"{p} is not a baseline JSON (wbsim baseline writes one: "
+            f"{', '.join(_BASELINE_KEYS[:4])}, ...)"
+        )
+    return out
+
+
+def _label(out: Mapping[str, Any]) -> str:
+    """The controller with the options of the row: ``projected_id (variant=pinv)``."""
+    parts = [_option_text(k, v) for k, v in sorted(out.get("controller_options", {}).items())]
+    parts += [f"-e {_option_text(k, v)}" for k, v in sorted(out.get("env_options", {}).items())]
+    parts += [f"-t {_option_text(k, v)}" for k, v in sorted(out.get("tolerances", {}).items())]
+    return f"`{out['controller']}`" + (f" ({', '.join(parts)})" if parts else "")
+
+
+def format_comparison(results: Sequence[Mapping[str, Any]]) -> str:
+    """Baselines side by side as a Markdown table, one row per result, the columns of the README's
+    Baselines table: env, controller (with its ``-c``, ``-e``, ``-t`` options), episodes and their
+    length, return (mean ± std over the episodes, per control step summed), success (with the
+    episodes the loop stopped, :data:`STOPPED`), length (steps), mode switches and violation
+    events (every kind but ``mode_switch`` and ``fall``, by kind), both summed over the episodes.
+    Notes under it say where the rows were measured differently (episode length, count, reset
+    noise, first seed), which the figures depend on."""
+    head = (
+        "| env | controller | episodes | return (mean ± std) | success | length (steps) "
+        "| mode switches | violation events |"
+    )
+    lines = [head, "|---|---|---|---|---|---|---|---|"]
+    for out in results:
+        events = out["events"]
+        kinds = {k: n for k, n in events.items() if k not in ("mode_switch", "fall") and n}
+        violations = f"{sum(kinds.values())}" + (
+            f" ({', '.join(f'{k} {n}' for k, n in kinds.items())})" if kinds else ""
+        )
+        stopped = out.get("stopped", 0)
+        success = f"{100 * out['success_rate']:.0f} %" + (
+            f" ({stopped} stopped)" if stopped else ""
+        )
+        lines.append(
+            f"| {out['env'].split('/')[-1]} | {_label(out)} | {out['episodes']} x "
+            f"{out['seconds']:g} s | {out['return_mean']:.1f} ± {out['return_std']:.1f} | "
+            f"{success} | {out['length_mean']:.0f} ± {out['length_std']:.0f} | "
+            f"{events.get('mode_switch', 0)} | {violations} |"
+        )
+    notes = []
+    for key, what in (
+        ("seconds", "episode lengths (s): returns, lengths and event counts grow with them"),
+        ("episodes", "episode counts: mode switches and events are sums over a row's episodes"),
+        ("reset_noise_scale", "reset noises (rad)"),
+        ("seed", "first seeds"),
+    ):
+        values = sorted({out.get(key) for out in results}, key=lambda v: (v is None, v or 0))
+        if len(values) > 1:
+            notes.append(f"note: the rows differ in {what}: {', '.join(map(str, values))}")
+    return "\n".join(lines + notes)

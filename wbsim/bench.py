@@ -14,6 +14,10 @@ timed unit is):
 * ``loop/<controller>/log|nolog``: one step of :func:`wbsim.rollout.run_episode` (controller + env
   step + the rollout's diagnostics + the episode log, or none; no video): ``loop_wall_seconds /
   steps`` of a run of ``seconds`` simulated seconds.
+* ``compute/<yours>`` and ``loop/<yours>/log|nolog``: the same for the controller given to
+  :func:`run_bench` (``wbsim bench --controller NAME -c key=value``: a built-in name, a plug-in's,
+  or ``package.module:Class``), with its options, on the same states and beside the same
+  ``mj_step`` blocks as the built-in controllers, so its ratios compare with theirs.
 * ``env_step/wbsim``: one ``env.step`` of the robot's stand env (``gym.make``; torque actions, the
   constant gravity-compensation action) at Humanoid-v5's ``frame_skip`` (5), so both wrappers
   spread their per-step Python over the same number of ``mj_step``; ``env_step/wbsim/fs1``: the
@@ -84,7 +88,7 @@ import platform
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -831,9 +835,16 @@ def _note(msg: str) -> None:
     print(f"wbsim bench: {msg}", file=sys.stderr, flush=True)
 
 
-def _collect(robot_name: str, s: BenchSettings, progress: bool = True) -> dict[str, Any]:
+def _collect(
+    robot_name: str,
+    s: BenchSettings,
+    progress: bool = True,
+    controller: str | None = None,
+    controller_options: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """The bench's figures; with ``progress``, a line on stderr as each stage starts (the notes
-    on skipped or clipped parts are printed either way)."""
+    on skipped or clipped parts are printed either way); ``controller`` (with its options) is
+    measured too (:func:`run_bench`)."""
     import gymnasium as gym
     import qpsolvers
 
@@ -900,6 +911,22 @@ def _collect(robot_name: str, s: BenchSettings, progress: bool = True) -> dict[s
         _target(result[min(gq, key=lambda k: result[k]["median"])], "gravity_qp_compute")
     if "compute/projected_id/qp" in result:
         _target(result["compute/projected_id/qp"], "projected_id_qp_compute")
+    if controller is not None:  # the user's own: not optional, an error is theirs to see
+        options = dict(controller_options or {})
+        opts = "".join(f" {k}={v}" for k, v in options.items())
+        stage(f"controller {controller}{opts}")
+        result[f"compute/{controller}"] = bench_controller(
+            f"{controller} compute{opts}",
+            make_controller(controller, robot, **options),
+            pairs,
+            s.ctrl_blocks,
+            ref,
+        )
+        with tempfile.TemporaryDirectory(prefix="wbsim-bench-") as tmp:
+            for log in (True, False):
+                result[f"loop/{controller}/{'log' if log else 'nolog'}"] = bench_loop(
+                    env_id, controller, options, log, s, Path(tmp), ref
+                )
     stage("lean loop")
     e = optional(
         "lean/gravity_qp", bench_lean_loop, robot, make_controller("gravity_qp", robot), s, ref
@@ -1103,8 +1130,10 @@ def format_table(result: dict[str, Any]) -> str:
             f"{m['cpus_usable']} CPUs): wall-clock figures are inflated and noisy"
         )
     lines.append("")
+    # the first column fits every key (a user's package.module:Class controller is a long one)
+    w = max([36, *(len(k) for k, e in result.items() if isinstance(e, dict) and "median" in e)])
     head = (
-        f"{'measurement':<36} {'median':>9} {'call med.':>9} {'p95':>10} {'spread':>19} "
+        f"{'measurement':<{w}} {'median':>9} {'call med.':>9} {'p95':>10} {'spread':>19} "
         f"{'rate':>10}  "
         f"{'ratio [block min-max]':<44} {'cpu':>6}  {'target':<16} result"
     )
@@ -1130,7 +1159,7 @@ def format_table(result: dict[str, Any]) -> str:
             target = verdict = ""
         call_med = _fmt_time(e["call_median"]) if "call_median" in e else ""
         lines.append(
-            f"{key:<36} {_fmt_time(e['median']):>9} {call_med:>9} {p95:>10} {spread:>19} "
+            f"{key:<{w}} {_fmt_time(e['median']):>9} {call_med:>9} {p95:>10} {spread:>19} "
             f"{_fmt_rate(e['rate']):>10}  {ratio:<44} {cpu:>6}  {target:<16} {verdict}"
         )
     extras = []
@@ -1187,6 +1216,8 @@ def run_bench(
     json_path: str | Path | None = None,
     quick: bool = False,
     progress: bool = True,
+    controller: str | None = None,
+    controller_options: Mapping[str, Any] | None = None,
 ) -> int:
     """Measure everything of the module docstring in this process, print the table, write the JSON.
 
@@ -1195,19 +1226,35 @@ def run_bench(
         json_path: where to write the result as JSON (``None``: not written).
         quick: few, short blocks (:data:`QUICK`): a smoke test whose figures are rough.
         progress: a line on stderr as each stage starts (``wbsim bench: mj_step``, ...).
+        controller: a controller of your own (or any name :func:`wbsim.controllers.make_controller`
+            takes) measured as the built-in ones are: ``compute/<controller>`` and
+            ``loop/<controller>/log|nolog``.
+        controller_options: its keyword options (``-c key=value``).
 
     Returns:
         0 when the bench ran (targets missed or optional parts skipped included).
 
     Raises:
         WbsimError: unknown robot, no stand env for it, the raw ``mj_step`` figure failed, or
-            ``json_path`` cannot be written (checked first).
+            ``json_path`` cannot be written; an unknown ``controller`` or options it does not
+            take, or ``controller_options`` without a ``controller`` (all checked first).
+        Exception: what ``controller`` raises while it is measured.
     """
+    from wbsim.errors import WbsimError
+
+    if controller_options and controller is None:
+        raise WbsimError("controller options (-c) need a controller to measure (--controller)")
+    if controller is not None:  # before the bench, not minutes into it
+        from wbsim.controllers import check_controller_options
+
+        check_controller_options(controller, dict(controller_options or {}))
     if json_path is not None:  # before the bench, not after it
         from wbsim.errors import check_output_file
 
         check_output_file(json_path, "bench JSON")
-    result = _json_ready(_collect(robot, QUICK if quick else FULL, progress))
+    result = _json_ready(
+        _collect(robot, QUICK if quick else FULL, progress, controller, controller_options)
+    )
     print(format_table(result))
     if json_path is not None:
         write_json(json_path, result, allow_nan=False)

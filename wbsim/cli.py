@@ -421,9 +421,12 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_baseline(args: argparse.Namespace) -> int:
-    from wbsim.baseline import default_json_path, run_baseline
+    from wbsim.baseline import default_json_path, format_comparison, load_baseline, run_baseline
     from wbsim.controllers import check_controller_options
 
+    if args.compare:
+        print(format_comparison([load_baseline(path) for path in args.compare]))
+        return 0
     _refuse_empty_paths(args, "json")
     controller_options = _parse_options(args.controller_option)
     check_controller_options(args.controller, controller_options)  # before any episode
@@ -462,7 +465,7 @@ def cmd_baseline(args: argparse.Namespace) -> int:
         f"{out['seconds']:g} s"
     )
     print(f"  return        {out['return_mean']:.2f} ± {out['return_std']:.2f}")
-    print(f"  success rate  {out['success_rate']:.2f}  (fell {out['fell']})")
+    print(f"  success rate  {out['success_rate']:.2f}  ({_not_successes(out)})")
     print(f"  length        {out['length_mean']:.1f} ± {out['length_std']:.1f} steps")
     print(f"  events (sum over episodes) {json.dumps(out['events'])}")
     print(f"  written to    {json_path}")
@@ -473,7 +476,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from wbsim.bench import run_bench
 
     return run_bench(
-        robot=args.robot, json_path=args.json, quick=args.quick, progress=not args.no_progress
+        robot=args.robot,
+        json_path=args.json,
+        quick=args.quick,
+        progress=not args.no_progress,
+        controller=args.controller,
+        controller_options=_parse_options(args.controller_option),
     )
 
 
@@ -501,6 +509,19 @@ def cmd_soak(args: argparse.Namespace) -> int:
             f"{item.get('error') or item.get('problem')}"
         )
     return 1 if failures else 0
+
+
+def _not_successes(out: dict) -> str:
+    """``fell N`` and, when the loop stopped episodes (a NaN torque, a MuJoCo failure), how many
+    and the first one's seed and reason: such an episode is neither a success nor a fall."""
+    from wbsim.baseline import STOPPED
+
+    text = f"fell {out['fell']}"
+    stopped = [p for p in out["per_episode"] if p.get("status") in STOPPED]
+    if stopped:
+        first = stopped[0]
+        text += f", stopped {len(stopped)}; seed {first['seed']}: {first['stopped_reason']}"
+    return text
 
 
 #: The plot of ``wbsim pushtest --compare`` without ``--plot``.
@@ -754,6 +775,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--address",
         help="an existing Ray cluster (auto, HOST:6379, ray://HOST:10001); needs --workers",
     )
+    p.add_argument(
+        "--compare",
+        nargs="+",
+        metavar="JSON",
+        help="only print these baseline JSONs side by side as one table, e.g. yours and "
+        "docs/baselines/G1Stand-v0_gravity_qp.json (no episodes)",
+    )
     p.set_defaults(func=cmd_baseline)
 
     p = sub.add_parser(
@@ -765,6 +793,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", help="write the figures as JSON")
     p.add_argument(
         "--quick", action="store_true", help="few repetitions (a smoke test, not figures)"
+    )
+    p.add_argument(
+        "--controller",
+        help="also measure this controller's compute and closed loop, e.g. your "
+        "package.module:Class (beside the built-in ones, against the same mj_step)",
+    )
+    p.add_argument(
+        "--controller-option",
+        "-c",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an option of --controller, e.g. -c kp=400 (repeatable)",
     )
     _add_progress_argument(p, "line on stderr as each stage starts (notes are still shown)")
     p.set_defaults(func=cmd_bench)

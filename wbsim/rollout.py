@@ -125,7 +125,10 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
     episode before that step is recorded, with ``status: "error"`` and a ``stopped_reason`` naming
     the step and the warning (the log holds the steps before it). Ctrl-C and exceptions close the
     log and video too (status ``"interrupted"`` / ``"error"``) and re-raise; the
-    ``KeyboardInterrupt`` carries the summary of the steps run as its ``summary`` attribute.
+    ``KeyboardInterrupt`` carries the summary of the steps run as its ``summary`` attribute, any
+    other exception a note (``__notes__``, printed under its traceback) that names where it was
+    raised (the controller's ``compute``, with the step and time, or its ``reset``), the env and
+    seed, and what the log and the video hold; ``stopped_reason`` says the same place.
 
     Raises:
         UnknownNameError: unknown env or controller (the message lists the known ones).
@@ -341,6 +344,7 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
 
     wall0 = time.perf_counter()
     pending: BaseException | None = None  # the exception in flight, for the finally clause
+    raised_in = ""  # where in the loop it came from, when it came from the controller
     try:
         env.reset(seed=cfg.seed)
         if cfg.log:
@@ -383,7 +387,11 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
         metrics = EpisodeMetrics(robot, sim.data.qpos, getattr(env.plan, "dcc", None))
         feet_middle0 = _feet_middle(robot, sim.data)
         state = sim.state()
-        controller.reset(state)
+        try:
+            controller.reset(state)
+        except Exception:
+            raised_in = f"the controller's reset ({cfg.controller})"
+            raise
         clock = FrameClock(1.0 / (60.0 if cfg.viewer else cfg.fps))
         if cfg.progress and sys.stderr.isatty():
             from tqdm import tqdm
@@ -406,7 +414,14 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
                     summary["stopped_reason"] = "viewer closed"
                     break
             c0 = time.perf_counter()
-            cmd = controller.compute(state, schedule)
+            try:
+                cmd = controller.compute(state, schedule)
+            except Exception:
+                raised_in = (
+                    f"the controller's compute ({cfg.controller}) at step {step} "
+                    f"(t = {state.t:.3f} s)"
+                )
+                raise
             c_time = time.perf_counter() - c0
             invalid = _invalid_command(cmd, robot.joint_names)
             if invalid:
@@ -484,7 +499,10 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
         pending = exc
         raise
     except BaseException as exc:
-        summary["status"], summary["stopped_reason"] = "error", f"{type(exc).__name__}: {exc}"
+        summary["status"] = "error"
+        summary["stopped_reason"] = f"{type(exc).__name__}: {exc}" + (
+            f" (raised in {raised_in})" if raised_in else ""
+        )
         pending = exc
         raise
     finally:
@@ -548,7 +566,31 @@ def run_episode(cfg: EpisodeConfig) -> dict[str, Any]:
             if scene is not None:
                 scene.close()
             _close(summary, pending, video, bar, log, env, cfg, detector, own_events)
+            if pending is not None and not isinstance(pending, KeyboardInterrupt):
+                pending.add_note(_what_was_kept(summary, cfg, raised_in))
     return summary
+
+
+def _what_was_kept(summary: dict[str, Any], cfg: EpisodeConfig, raised_in: str) -> str:
+    """The note an exception leaving :func:`run_episode` carries: where it was raised (the
+    controller's ``compute``, with the step and time, when it came from there), the episode (env,
+    seed), and what is on disk (the log's rows, the video's frames), so that the traceback of a
+    user's controller says that the steps before it were kept."""
+    kept = []
+    if "logged_rows" in summary:  # the log was opened (and is closed now)
+        kept.append(
+            f"the log {cfg.log} holds the {summary['logged_rows']} step(s) before it, closed and "
+            "readable (summary.json: status error)"
+        )
+    elif cfg.log:
+        kept.append(f"no log was written ({cfg.log}: raised before the episode)")
+    if summary.get("video"):
+        kept.append(f"the video {cfg.video} holds {summary['video_frames']} frame(s)")
+    elif cfg.video:
+        kept.append(f"no video was written ({cfg.video})")
+    return f"wbsim: raised in {raised_in or 'the episode'} of {cfg.env}, seed {cfg.seed}; " + (
+        "; ".join(kept) if kept else "nothing was logged (no log asked)"
+    )
 
 
 _FLOAT64 = np.dtype(np.float64)

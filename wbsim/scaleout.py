@@ -97,6 +97,8 @@ def map_calls(
     Raises:
         WbsimError: as :func:`check_workers`. An exception of a call is raised as Ray raises it
         (an instance of the call's exception class, with the worker's traceback).
+        KeyboardInterrupt: Ctrl-C while the Ray tasks run; it carries the calls finished by then
+            as its ``done`` attribute (``{index in calls: result}``); Ray is stopped as usual.
     """
     check_workers(workers, address)
     if workers is None:
@@ -111,18 +113,22 @@ def map_calls(
 
             bar = tqdm(total=len(calls), unit="episode", desc="ray", leave=False)
         task = ray.remote(num_cpus=1)(fn)
-        results: list[Any] = [None] * len(calls)
+        done: dict[int, Any] = {}  # index in calls -> result, as the calls finish
         index: dict[Any, int] = {}
         pending: list[Any] = []
-        for i, kwargs in enumerate(calls):
-            if len(pending) >= workers:  # at most `workers` calls in flight
-                pending = _collect(ray, pending, index, results, bar)
-            ref = task.remote(**kwargs)
-            index[ref] = i
-            pending.append(ref)
-        while pending:
-            pending = _collect(ray, pending, index, results, bar)
-        return results
+        try:
+            for i, kwargs in enumerate(calls):
+                if len(pending) >= workers:  # at most `workers` calls in flight
+                    pending = _collect(ray, pending, index, done, bar)
+                ref = task.remote(**kwargs)
+                index[ref] = i
+                pending.append(ref)
+            while pending:
+                pending = _collect(ray, pending, index, done, bar)
+        except KeyboardInterrupt as exc:  # the finished calls go with it: the caller keeps them
+            exc.done = dict(done)  # type: ignore[attr-defined]
+            raise
+        return [done[i] for i in range(len(calls))]
     finally:
         if bar is not None:
             bar.close()
@@ -162,11 +168,11 @@ def start_ray(num_cpus: int, address: str | None = None) -> bool:
     return True
 
 
-def _collect(ray, pending: list, index: dict, results: list, bar) -> list:
-    """Wait for one finished call, store its result at its index; the calls still pending."""
-    done, pending = ray.wait(pending, num_returns=1)
-    for ref in done:
-        results[index.pop(ref)] = ray.get(ref)
+def _collect(ray, pending: list, index: dict, done: dict, bar) -> list:
+    """Wait for one finished call, store its result under its index; the calls still pending."""
+    finished, pending = ray.wait(pending, num_returns=1)
+    for ref in finished:
+        done[index.pop(ref)] = ray.get(ref)
         if bar is not None:
             bar.update(1)
     return pending
