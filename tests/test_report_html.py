@@ -161,6 +161,37 @@ def test_overview_title_names_pushes_only_when_there_are_some(pushed, tmp_path, 
     assert "pushes" not in titles[1]
 
 
+def test_overview_com_titles_name_a_reference_only_when_one_is_drawn(pushed, tmp_path):
+    """A stand run's schedule has no CoM reference (NaN): the CoM panels' titles say so, and
+    name the schedule's reference only where one is drawn."""
+    import matplotlib.pyplot as plt
+
+    d, _ = pushed
+    run = load_run(d / "run")
+    assert np.isnan(run["com_ref_x"]).all()  # standing: no reference
+    titles = []
+    real = plt.close
+
+    def keep(fig):
+        titles.append([ax.get_title(loc="left") for ax in fig.axes[:2]])
+        real(fig)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(plt, "close", keep)
+        plot_overview(run, tmp_path / "stand.png")
+        for axis in "xyz":  # a reference on every axis
+            run.steps[:, run.columns.index(f"com_ref_{axis}")] = 0.0
+        plot_overview(run, tmp_path / "ref.png")
+    assert titles[0] == [
+        "centre of mass (world) (the schedule gives no reference)",
+        "CoM height (the schedule gives no reference)",
+    ]
+    assert titles[1] == [
+        "centre of mass (world) and the schedule's reference",
+        "CoM height and the schedule's reference",
+    ]
+
+
 def test_a_page_that_cannot_be_written_keeps_the_old_one(pushed, tmp_path, monkeypatch):
     """The page goes through a temporary file renamed over it: a full disk names the page and
     leaves the previous one whole."""
