@@ -140,15 +140,34 @@ def check_controller_class(cls: Any, what: str) -> type:
             f"{what}: {cls!r} is not a class; a controller is a class built with "
             "(robot, **options) that follows wbsim.controllers.base.Controller"
         )
-    missing = [m for m in _PROTOCOL_METHODS if not callable(getattr(cls, m, None))]
-    if missing:
-        raise WbsimError(
-            f"{what}: class {cls.__qualname__} does not follow the controller "
-            f"protocol (wbsim.controllers.base.Controller): missing method(s) "
-            f"{', '.join(missing)}; it needs reset(state), compute(state, schedule) "
-            "-> Command and a name"
-        )
+    methods = [m for m in _PROTOCOL_METHODS if not callable(getattr(cls, m, None))]
+    if methods:  # then also the attributes neither the class nor an __init__ of it sets
+        attributes = [a for a in _PROTOCOL_ATTRIBUTES if not _may_set(cls, a)]
+        raise WbsimError(_protocol_error(what, cls, methods, attributes))
     return cls
+
+
+def _may_set(cls: type, attribute: str) -> bool:
+    """Whether ``cls`` has ``attribute`` or an ``__init__`` in its MRO may set it (names it as an
+    attribute: ``self.name = ...``), as far as can be told without building it."""
+    if hasattr(cls, attribute):
+        return True
+    codes = [getattr(vars(c).get("__init__"), "__code__", None) for c in cls.__mro__]
+    return any(code is not None and attribute in code.co_names for code in codes)
+
+
+def _protocol_error(what: str, cls: type, methods: list[str], attributes: list[str]) -> str:
+    """The message of a class missing ``methods`` and ``attributes`` of the protocol."""
+    missing = [f"method(s) {', '.join(methods)}"] if methods else []
+    if attributes:
+        missing.append(
+            f"attribute(s) {', '.join(attributes)} (e.g. a class attribute name = 'my_controller')"
+        )
+    return (
+        f"{what}: class {cls.__qualname__} does not follow the controller protocol "
+        f"(wbsim.controllers.base.Controller): missing {' and '.join(missing)}; it needs "
+        "reset(state), compute(state, schedule) -> Command and a name"
+    )
 
 
 def controller_class(name: str) -> type:
@@ -206,12 +225,7 @@ def make_controller(name: str, robot, /, **options: Any) -> Controller:
     controller = cls(robot, **options)
     missing = [a for a in _PROTOCOL_ATTRIBUTES if not hasattr(controller, a)]
     if missing:
-        raise WbsimError(
-            f"controller {name!r}: class {cls.__qualname__} does not follow the "
-            "controller protocol (wbsim.controllers.base.Controller): missing "
-            f"attribute(s) {', '.join(missing)} (e.g. a class attribute name = "
-            "'my_controller')"
-        )
+        raise WbsimError(_protocol_error(f"controller {name!r}", cls, [], missing))
     return controller
 
 

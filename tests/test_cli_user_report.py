@@ -818,6 +818,41 @@ def test_pushtest_compare_refuses_other_files(tmp_path, capsys):
     assert not (tmp_path / "p.png").exists()
 
 
+def test_pushtest_names_its_files_as_baseline_does(tmp_path, capsys, monkeypatch):
+    """A ``module:Class`` controller gives a dot, not a colon, in the file name, and ``-c`` /
+    ``-e`` options and protocol settings that differ from the defaults are in it, so two variants
+    do not collide: the name is baseline's (wbsim.baseline.run_name). A result written under the
+    old name (a colon) is still read by --compare."""
+    import wbsim.pushtest
+    from wbsim.baseline import run_name
+
+    def trial(cfg, angle, impulse):  # survives up to 10 N s
+        return {"impulse": impulse, "survived": impulse < 10, "fell_at": None, "wall_s": 0.0}
+
+    monkeypatch.setattr(wbsim.pushtest, "_trial", trial)
+    monkeypatch.chdir(tmp_path)
+    pd = "wbsim.controllers.pd:PDController"
+    base = ["pushtest", "--controller", pd, "--directions", "1", "--no-progress"]
+    assert main(base) == 0
+    assert main([*base, "-c", "frequency_hz=4", "-e", "noslip_iterations=5"]) == 0
+    names = sorted(p.name for p in (tmp_path / "pushtests").iterdir())
+    stem = "G1Stand-v0_wbsim.controllers.pd.PDController"
+    assert names == [
+        f"{stem}-directions=1.json",
+        f"{stem}-directions=1.png",
+        f"{stem}-frequency_hz=4-noslip_iterations=5-directions=1.json",
+        f"{stem}-frequency_hz=4-noslip_iterations=5-directions=1.png",
+    ]
+    assert f"{stem}-directions=1" == run_name(
+        "wbsim/G1Stand-v0", pd, settings=[("directions", 1, 8)]
+    )
+    assert "pushtests/" + names[0] in capsys.readouterr().out
+    old = tmp_path / f"G1Stand-v0_{pd}.json"  # as pushtest named it before
+    old.write_bytes((tmp_path / "pushtests" / names[0]).read_bytes())
+    assert main(["pushtest", "--compare", str(old), "--plot", str(tmp_path / "c.png")]) == 0
+    assert (tmp_path / "c.png").is_file()
+
+
 def test_pushtest_limit_below_start_names_limit(capsys):
     err = _one_line_error(capsys, main(["pushtest", "--limit", "1"]), "invalid limit = 1.0")
     assert ">= start = 4.0" in err

@@ -59,6 +59,17 @@ def plugin_dir(tmp_path, monkeypatch):
             def compute(self, state, schedule):
                 return Command(np.zeros(self.robot.n_joints))
 
+        class Unfinished:  # neither reset nor name
+            def __init__(self, robot):
+                self.robot = robot
+            def compute(self, state, schedule):
+                return Command(np.zeros(self.robot.n_joints))
+
+        class UnfinishedNamedInInit(Unfinished):  # no reset; a name set by __init__
+            def __init__(self, robot):
+                super().__init__(robot)
+                self.name = "unfinished"
+
         class BareTorque:
             name = "bare_torque"
             def __init__(self, robot):
@@ -220,6 +231,12 @@ def test_protocol_check_names_what_is_missing(plugin_dir, g1):
         controller_class("bad_controllers:NoCompute")
     with pytest.raises(WbsimError, match="missing attribute.*name"):
         make_controller("bad_controllers:NoName", g1)
+    # everything missing at once, as far as the class tells before it is built
+    with pytest.raises(WbsimError, match=r"missing method\(s\) reset and attribute\(s\) name"):
+        controller_class("bad_controllers:Unfinished")
+    with pytest.raises(WbsimError, match=r"missing method\(s\) reset; it needs") as info:
+        controller_class("bad_controllers:UnfinishedNamedInInit")
+    assert "attribute" not in str(info.value)
     with pytest.raises(WbsimError, match="not a class"):
         controller_class("wbsim.controllers.pd:inertia_scaled_gains")
     with pytest.raises(WbsimError, match="has no attribute 'Nope'.*NoCompute"):

@@ -161,6 +161,37 @@ def test_overview_title_names_pushes_only_when_there_are_some(pushed, tmp_path, 
     assert "pushes" not in titles[1]
 
 
+def test_overview_com_titles_name_a_reference_only_when_one_is_drawn(pushed, tmp_path):
+    """A stand run's schedule has no CoM reference (NaN): the CoM panels' titles say so, and
+    name the schedule's reference only where one is drawn."""
+    import matplotlib.pyplot as plt
+
+    d, _ = pushed
+    run = load_run(d / "run")
+    assert np.isnan(run["com_ref_x"]).all()  # standing: no reference
+    titles = []
+    real = plt.close
+
+    def keep(fig):
+        titles.append([ax.get_title(loc="left") for ax in fig.axes[:2]])
+        real(fig)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(plt, "close", keep)
+        plot_overview(run, tmp_path / "stand.png")
+        for axis in "xyz":  # a reference on every axis
+            run.steps[:, run.columns.index(f"com_ref_{axis}")] = 0.0
+        plot_overview(run, tmp_path / "ref.png")
+    assert titles[0] == [
+        "centre of mass (world) (the schedule gives no reference)",
+        "CoM height (the schedule gives no reference)",
+    ]
+    assert titles[1] == [
+        "centre of mass (world) and the schedule's reference",
+        "CoM height and the schedule's reference",
+    ]
+
+
 def test_a_page_that_cannot_be_written_keeps_the_old_one(pushed, tmp_path, monkeypatch):
     """The page goes through a temporary file renamed over it: a full disk names the page and
     leaves the previous one whole."""
@@ -235,8 +266,9 @@ def test_html_page_finds_a_relative_video_from_any_folder(tmp_path, monkeypatch)
 
 def test_html_page_of_a_killed_run_shows_what_its_table_holds(pushed, tmp_path):
     """A run killed before its summary: the page gives the time and steps its step table holds
-    and the largest joint error in it, and a dash, not ``None``, for the figures only a summary
-    holds."""
+    and the summary's metrics its columns give (joint error, base drift, tilt, momentum residual,
+    return), a dash, not ``None``, for the figures only a summary holds, and, no fall being in
+    its events, says neutrally that none was logged before it was killed."""
     import shutil
 
     from wbsim.html_report import write_html
@@ -252,13 +284,46 @@ def test_html_page_of_a_killed_run_shows_what_its_table_holds(pushed, tmp_path):
     assert run["t_after"][-1] == pytest.approx(summary["seconds"]) and run["t"][-1] < 0.499
     assert f"<th>simulated time, s</th><td>{summary['seconds']:.6g}</td>" in figures
     assert f"<th>steps</th><td>{len(run.steps)}</td>" in figures
-    assert "<th>base drift, m</th><td>-</td>" in figures
+    assert "<th>real-time factor</th><td>-</td>" in figures
     assert "None" not in figures
+    # the metrics from the step table: the summary's (maxima to the bit, the return's sum to
+    # rounding: the summary sums it chunk by chunk)
+    row = report_rows([run])[0]
+    for key, label in (
+        ("base_drift_m", "base drift, m"),
+        ("max_base_tilt_deg", "max base tilt, deg"),
+        ("momentum_residual_max", "momentum residual max (/ m g)"),
+        ("return", "return"),
+    ):
+        assert summary[key] > 0 and row[key] == pytest.approx(summary[key], rel=1e-12, abs=0)
+        assert f"<th>{label} (from the step table)</th><td>{row[key]:.6g}</td>" in figures
+    assert row["base_drift_m"] == summary["base_drift_m"]
+    head = page[page.index("<p>Status") : page.index("<h2>Key figures")]
+    assert "<span class='neutral'>no fall logged before it was killed (the log reaches " in head
+    assert "class='bad'" not in head
     # the largest joint error, from the qerr/* columns: the summary's to the bit
     qerr = summary["max_joint_error_rad"]
     assert qerr > 0 and report_rows([run])[0]["max_joint_error_rad"] == qerr
     assert f"<th>max joint error, rad (from the step table)</th><td>{qerr:.6g}</td>" in figures
     assert f"| {qerr:.4f} |" in format_table(report_rows([run]))
+
+
+def test_html_page_of_a_killed_run_that_logged_a_fall_says_it_fell(pushed, tmp_path):
+    """A killed run whose events.jsonl holds a fall fell (the report's row too), in red."""
+    import shutil
+
+    from wbsim.html_report import write_html
+    from wbsim.report import report_rows
+
+    d, _ = pushed
+    shutil.copytree(d / "run", tmp_path / "run")
+    (tmp_path / "run" / "summary.json").unlink()
+    fall = {"kind": "fall", "t": 0.498, "step": 249, "where": "", "detail": {"t_after": 0.5}}
+    (tmp_path / "run" / "events.jsonl").write_text(json.dumps(fall) + "\n")
+    assert report_rows([load_run(tmp_path / "run")])[0]["fell"] is True
+    page = html.unescape(write_html(tmp_path / "run").read_text())
+    head = page[page.index("<p>Status") : page.index("<h2>Key figures")]
+    assert "<span class='bad'>fell</span>: the state after step 249 (t = 0.500 s" in head
 
 
 @pytest.mark.parametrize("summary", [True, False], ids=["fell", "killed"])

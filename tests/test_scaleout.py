@@ -207,3 +207,29 @@ def test_an_address_where_no_cluster_answers_is_refused_at_once():
         s.bind(("127.0.0.1", 0))
         s.listen()
         check_workers(2, f"127.0.0.1:{s.getsockname()[1]}")
+
+
+def _raises_with_a_note() -> None:
+    exc = ValueError("boom")
+    exc.add_note("what was kept")
+    raise exc
+
+
+def test_a_note_of_a_call_that_raised_is_printed_once(ray_home):
+    """Ray's exception holds the worker's traceback, its notes included, in its text, and would
+    answer ``__notes__`` with them too: the note (run_episode's "raised in ...; the log ...
+    holds ...") is printed once under the traceback."""
+    import traceback
+
+    ray = pytest.importorskip("ray")
+    from wbsim.scaleout import map_calls
+
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers cannot import tests
+    try:
+        with pytest.raises(ValueError) as info:
+            map_calls(_raises_with_a_note, [{}], workers=1)
+    finally:
+        ray.cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+    printed = "".join(traceback.format_exception(info.value))
+    assert printed.count("what was kept") == 1
+    assert info.value.cause.__notes__ == ["what was kept"]  # the worker's exception keeps it

@@ -30,6 +30,7 @@ __all__ = [
     "format_comparison",
     "load_baseline",
     "run_baseline",
+    "run_name",
 ]
 
 #: Episodes of :func:`run_baseline` (and ``wbsim baseline``) unless told.
@@ -52,14 +53,46 @@ def default_json_path(
     reset_noise_scale: float = RESET_NOISE_SCALE,
     seed: int = 0,
 ) -> str:
-    """``baselines/<env>_<controller>[-key=value...].json``: the env id without its namespace, the
-    controller and its options that differ from the controller's defaults, sorted by key (values as
-    ``-c`` takes them, e.g. ``baselines/G1OneLeg-v0_projected_id-variant=pinv.json``), then the env
-    options and the event tolerances, each sorted by key, then ``episodes``, ``seconds``,
-    ``reset_noise`` and ``seed`` where they differ from :func:`run_baseline`'s defaults (``seconds``:
-    the env's time limit; e.g. ``baselines/G1Stand-v0_gravity_qp-episodes=2-seconds=3.json``), so
-    runs of two variants do not overwrite each other and a short run does not take a full run's
-    name."""
+    """``baselines/<env>_<controller>[-key=value...].json`` (:func:`run_name`), then
+    ``episodes``, ``seconds``, ``reset_noise`` and ``seed`` where they differ from
+    :func:`run_baseline`'s defaults (``seconds``: the env's time limit; e.g.
+    ``baselines/G1Stand-v0_gravity_qp-episodes=2-seconds=3.json``), so runs of two variants do not
+    overwrite each other and a short run does not take a full run's name."""
+    from wbsim.envs import ENV_IDS, time_limit
+
+    limit = time_limit(env) if env in ENV_IDS else None
+    name = run_name(
+        env,
+        controller,
+        controller_options,
+        env_options,
+        tolerances,
+        settings=(
+            ("episodes", episodes, DEFAULT_EPISODES),
+            ("seconds", seconds, limit if seconds is not None else None),
+            ("reset_noise", reset_noise_scale, RESET_NOISE_SCALE),
+            ("seed", seed, 0),
+        ),
+    )
+    return f"baselines/{name}.json"
+
+
+def run_name(
+    env: str,
+    controller: str,
+    controller_options: Mapping[str, Any] | None = None,
+    env_options: Mapping[str, Any] | None = None,
+    tolerances: Mapping[str, Any] | None = None,
+    settings: Sequence[tuple[str, Any, Any]] = (),
+) -> str:
+    """The file name (without folder or suffix) of a run of ``controller`` on ``env``, as
+    ``wbsim baseline`` and ``wbsim pushtest`` name their outputs: ``<env>_<controller>`` (the env
+    id without its namespace; a ``module:Class`` controller with a dot, ``module.Class``, since
+    a colon is not safe in file names), then ``-key=value`` for each controller option that differs
+    from the controller's default (values as ``-c`` takes them, e.g.
+    ``G1OneLeg-v0_projected_id-variant=pinv``), the env options and the event tolerances, each
+    sorted by key, then each ``(key, value, default)`` of ``settings`` (the command's own, e.g.
+    ``episodes``) whose value differs from its default."""
     import inspect
 
     from wbsim.controllers import controller_class
@@ -75,18 +108,10 @@ def default_json_path(
         parts.append(_option_text(key, value))
     parts += [_option_text(k, v) for k, v in sorted(dict(env_options or {}).items())]
     parts += [_option_text(k, v) for k, v in sorted(dict(tolerances or {}).items())]
-    from wbsim.envs import ENV_IDS, time_limit
-
-    limit = time_limit(env) if env in ENV_IDS else None
-    for key, value, default in (
-        ("episodes", episodes, DEFAULT_EPISODES),
-        ("seconds", seconds, limit if seconds is not None else None),
-        ("reset_noise", reset_noise_scale, RESET_NOISE_SCALE),
-        ("seed", seed, 0),
-    ):
+    for key, value, default in settings:
         if not _same(value, default):
             parts.append(f"{key}={value:g}" if isinstance(value, float) else f"{key}={value}")
-    return f"baselines/{'-'.join(parts)}.json"
+    return "-".join(parts)
 
 
 def _option_text(key: str, value: Any) -> str:

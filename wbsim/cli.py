@@ -532,6 +532,7 @@ def cmd_pushtest(args: argparse.Namespace) -> int:
     """``wbsim pushtest``: the push-recovery protocol (wbsim.pushtest)."""
     from wbsim.pushtest import (
         PushTestConfig,
+        default_paths,
         load_push_test,
         no_fall_note,
         plot_push_test,
@@ -566,9 +567,9 @@ def cmd_pushtest(args: argparse.Namespace) -> int:
         controller_options=controller_options,
         env_options=_parse_options(args.env_option),
     )
-    name = f"{args.env.split('/')[-1]}_{args.controller}"
-    json_path = args.json or f"pushtests/{name}.json"
-    plot_path = args.plot or f"pushtests/{name}.png"
+    json_default, plot_default = default_paths(cfg)
+    json_path = args.json or json_default
+    plot_path = args.plot or plot_default
     res = run_push_test(
         cfg,
         json_path,
@@ -860,10 +861,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--refine", type=int, default=3, help="bisections after the ladder")
     p.add_argument("--seed", type=int, default=0, help="seed of every trial episode")
     _add_option_arguments(p, "cmp_reach=0.04", "noslip_iterations=5")
-    p.add_argument("--json", help="output JSON (default pushtests/<env>_<controller>.json)")
+    p.add_argument(
+        "--json",
+        help="output JSON (default pushtests/<env>_<controller>[-key=value...].json, named as "
+        "wbsim baseline names its JSONs, with the options and settings that differ from the "
+        "defaults)",
+    )
     p.add_argument(
         "--plot",
-        help="polar plot PNG (default pushtests/<env>_<controller>.png; with --compare "
+        help="polar plot PNG (default the default JSON's name with .png; with --compare "
         f"{COMPARE_PLOT})",
     )
     p.add_argument(

@@ -121,20 +121,16 @@ def write_html(
         ("steps", s.get("steps", row["rows"])),
         ("robot", c.get("robot")),
         ("seed", c.get("seed")),
-        ("base drift, m", s.get("base_drift_m")),
-        ("max base tilt, deg", s.get("max_base_tilt_deg")),
-        (
-            "max joint error, rad"
-            + ("" if "max_joint_error_rad" in s else " (from the step table)"),
-            None if math.isnan(row["max_joint_error_rad"]) else row["max_joint_error_rad"],
-        ),
+        _metric("base drift, m", "base_drift_m", s, row),
+        _metric("max base tilt, deg", "max_base_tilt_deg", s, row),
+        _metric("max joint error, rad", "max_joint_error_rad", s, row),
         ("CoM tracking RMS, m", s.get("com_tracking_rms_m", "-")),
-        ("momentum residual max (/ m g)", s.get("momentum_residual_max")),
+        _metric("momentum residual max (/ m g)", "momentum_residual_max", s, row),
         (
             f"slides (slips at MuJoCo's friction cone, f_t / (mu f_n) >= {slide})",
             "-" if row["slides"] is None else row["slides"],
         ),
-        ("return", s.get("return")),
+        _metric("return", "return", s, row),
         ("real-time factor", s.get("realtime_factor")),
     ]
     events = s_events(run)
@@ -232,6 +228,15 @@ def write_html(
     return out
 
 
+def _metric(label: str, key: str, summary: dict[str, Any], row: dict[str, Any]) -> tuple[str, Any]:
+    """A key figure of :data:`wbsim.report.TABLE_METRICS`: the summary's, or (a killed run) the
+    step table's, so labelled; ``None`` (shown ``-``) where the table cannot give it."""
+    value = row[key]
+    if isinstance(value, float) and math.isnan(value):
+        value = None
+    return (label if key in summary else f"{label} (from the step table)"), value
+
+
 def _worst(kind: str, value: Any) -> str:
     """A kind's worst magnitude with its unit (:data:`wbsim.diagnostics.MAGNITUDES`), or ``-``."""
     if value is None:
@@ -244,10 +249,11 @@ def _ending(run: RunData, row: dict[str, Any]) -> str:
     """How the run ended, as the page's first line says it: a fall in red, with when it was
     judged (the state after the step the fall event is stamped with); a run that went its whole
     length without falling in green; one cut short (interrupted, stopped, an error) in a neutral
-    colour, with the time and steps it reached; a killed run's unknown fall in red."""
+    colour, with the time and steps it reached; a killed run (no summary) by its events: a fall
+    logged as a fall, else neutrally that none was logged before it was killed."""
     s = run.summary
     steps = s.get("steps", row["rows"])
-    if s.get("fell"):
+    if row["fell"]:
         fall = next((e for e in run.events if e.get("kind") == "fall"), None)
         if fall is None or not isinstance(fall.get("t"), (int, float)):
             return "<span class='bad'>fell</span>."
@@ -260,7 +266,10 @@ def _ending(run: RunData, row: dict[str, Any]) -> str:
             "every event."
         )
     if "fell" not in s:
-        return "<span class='bad'>fall unknown</span>."
+        return (
+            f"<span class='neutral'>no fall logged before it was killed (the log reaches "
+            f"t = {row['seconds']:.3f} s after {steps} steps)</span>."
+        )
     if s.get("status") == "completed":
         return "<span class='ok'>did not fall</span>."
     return (

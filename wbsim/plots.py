@@ -59,8 +59,9 @@ def plot_overview(run: RunData, out: str | Path | None = None, top: int = 3) -> 
     its path.
 
     Panels (time in s on the shared axis; pushes shaded light red on every panel):
-      1. CoM x, y (world, m), solid, and the schedule's reference, dashed (NaN: none);
-      2. CoM height z and its reference, m;
+      1. CoM x, y (world, m), solid, and the schedule's reference, dashed (NaN: none, and the
+         title says so);
+      2. CoM height z and its reference, m (likewise);
       3. joint errors ``qerr`` to the reset posture, rad: every joint thin, the ``top`` largest
          named;
       4. torques against their limits: ``|tau| / limit`` of the ``top`` joints nearest their
@@ -107,8 +108,10 @@ def plot_overview(run: RunData, out: str | Path | None = None, top: int = 3) -> 
         ax.set_ylabel("m")
         if ax.lines:  # an empty table: no line, no legend (matplotlib would complain)
             ax.legend(loc="upper left", fontsize=7, ncol=4)
-    ax_com.set_title("centre of mass (world) and the schedule's reference", fontsize=9, loc="left")
-    ax_z.set_title("CoM height", fontsize=9, loc="left")
+    for ax, what in ((ax_com, "centre of mass (world)"), (ax_z, "CoM height")):
+        has_ref = any(line.get_label().startswith("reference") for line in ax.lines)
+        said = "and the schedule's reference" if has_ref else "(the schedule gives no reference)"
+        ax.set_title(f"{what} {said}", fontsize=9, loc="left")
     # 3: joint errors
     names, qerr = run.prefixed("qerr/")
     if names and len(t):

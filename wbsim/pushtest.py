@@ -31,7 +31,7 @@ import numpy as np
 from wbsim.errors import WbsimError
 from wbsim.jsonfile import write_json
 
-__all__ = ["PushTestConfig", "plot_push_test", "run_push_test"]
+__all__ = ["PushTestConfig", "default_paths", "plot_push_test", "run_push_test"]
 
 
 @dataclass(frozen=True)
@@ -84,6 +84,29 @@ class PushTestConfig:
         for key in ("push_script", "reset_noise_scale", "push_magnitude"):
             if key in self.env_options:
                 raise WbsimError(f"pushtest: env option {key} is the protocol's own")
+
+
+def default_paths(cfg: PushTestConfig) -> tuple[str, str]:
+    """``wbsim pushtest``'s JSON and plot without ``--json`` / ``--plot``:
+    ``pushtests/<name>.json`` and ``.png``, ``<name>`` as ``wbsim baseline`` names its JSONs
+    (:func:`wbsim.baseline.run_name`: env, controller, its ``-c`` options that differ from its
+    defaults, the ``-e`` options), then each protocol setting that differs from
+    :class:`PushTestConfig`'s default (e.g.
+    ``pushtests/G1Stand-v0_my_controllers.PostureGravityPD-kp=500-directions=4.json``), so that
+    two variants do not take each other's name."""
+    from dataclasses import fields
+
+    from wbsim.baseline import run_name
+
+    settings = [
+        (f.name, getattr(cfg, f.name), f.default)
+        for f in fields(PushTestConfig)
+        if f.name not in ("env", "controller", "controller_options", "env_options")
+    ]
+    name = run_name(
+        cfg.env, cfg.controller, cfg.controller_options, cfg.env_options, settings=settings
+    )
+    return f"pushtests/{name}.json", f"pushtests/{name}.png"
 
 
 def _trial(cfg: PushTestConfig, angle: float, impulse: float) -> dict[str, Any]:

@@ -8,7 +8,7 @@ simulated (solid), with contact-mode switches as vertical lines and violations a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from wbsim.episode_log import COLUMNS_FILE, STEPS_FILE, RunData, load_run
 from wbsim.errors import WbsimError
 
 __all__ = [
+    "TABLE_METRICS",
     "VIOLATION_KINDS",
     "Report",
     "foot_normal_force",
@@ -28,6 +29,7 @@ __all__ = [
     "report",
     "report_rows",
     "table_max_joint_error",
+    "table_metrics",
     "table_note",
 ]
 
@@ -58,14 +60,17 @@ def foot_normal_force(run, foot: str, kind: str) -> np.ndarray | None:
 def report_rows(runs: Sequence[RunData]) -> list[dict[str, Any]]:
     """One dict per run: controller, env, duration, switches, violations by kind, ``slides`` (the
     ``planar_complementarity`` events at MuJoCo's cone; ``"N+"``: at least N), tracking, ``other`` (every other event
-    kind that occurred -> its count, e.g. ``fall``, ``simulator_warning``), ``fell`` (``None``:
-    unknown, no summary), status, ``rows`` (rows in ``steps.f64``), ``logged_rows`` (rows the
+    kind that occurred -> its count, e.g. ``fall``, ``simulator_warning``), ``fell`` (without a
+    summary: ``True`` if events.jsonl holds a fall, else ``None``, unknown), status, ``rows`` (rows in ``steps.f64``), ``logged_rows`` (rows the
     summary says were logged; ``None`` without one) and ``table`` (:func:`table_note`). A count
-    that a log's summary does not hold (a log older than that kind) is ``None``."""
+    that a log's summary does not hold (a log older than that kind) is ``None``. The metrics of
+    :func:`table_metrics` (``max_joint_error_rad``, ``base_drift_m``, ...) are the summary's, or
+    for a run without one (killed) the step table's."""
     rows = []
     for run in runs:
         s, events = run.summary, s_events(run)
         missing = None if "events" in s else 0  # counted from events.jsonl: absent means none
+        from_table = table_metrics(run, skip=s)  # what the summary lacks (a killed run: all)
         rows.append(
             {
                 "run": run.dir.name,
@@ -75,10 +80,10 @@ def report_rows(runs: Sequence[RunData]) -> list[dict[str, Any]]:
                 "switches": int(events.get("mode_switch", 0)),
                 **{k: int(events[k]) if k in events else missing for k in VIOLATION_KINDS},
                 "slides": s.get("diagnostics", {}).get("slides", _slides_of_events(run)),
-                "max_joint_error_rad": s.get("max_joint_error_rad", table_max_joint_error(run)),
+                **{k: s[k] if k in s else from_table[k] for k in TABLE_METRICS},
                 "com_tracking_rms_m": s.get("com_tracking_rms_m", float("nan")),
                 "other": {k: int(n) for k, n in events.items() if k not in _COUNTED and n},
-                "fell": bool(s["fell"]) if "fell" in s else None,
+                "fell": bool(s["fell"]) if "fell" in s else (True if "fall" in events else None),
                 "status": s.get("status", "no summary (killed?)"),
                 "rows": len(run.steps),
                 "logged_rows": s.get("logged_rows"),
@@ -106,6 +111,53 @@ def table_max_joint_error(run: RunData) -> float:
     if not qerr.size:
         return float("nan")
     return float(np.fmax.reduce(np.abs(qerr), axis=None, initial=0.0))
+
+
+#: The summary's metrics (:class:`wbsim.metrics.EpisodeMetrics`) that :func:`table_metrics` takes
+#: from the step table.
+TABLE_METRICS = (
+    "max_joint_error_rad",
+    "base_drift_m",
+    "max_base_tilt_deg",
+    "momentum_residual_max",
+    "return",
+)
+
+
+def table_metrics(run: RunData, skip: Container[str] = ()) -> dict[str, float]:
+    """The summary's metrics of :data:`TABLE_METRICS`, from the step table, for a run without a
+    summary (killed); those named in ``skip`` (e.g. a summary's keys) are left out:
+    ``max_joint_error_rad`` (:func:`table_max_joint_error`), ``base_drift_m`` (largest distance of
+    ``base_x, base_y, base_z`` from the reset's, ``config.json``'s ``reset_qpos``, m),
+    ``max_base_tilt_deg`` (largest ``base_tilt_deg``), ``momentum_residual_max`` (largest
+    ``momentum_residual``, relative to ``m g``) and ``return`` (the sum of ``reward``). Maxima
+    skip NaN rows and start at 0, as the summary's do. NaN for one the table (no row, or no such
+    column) or the config (no ``reset_qpos``: an older log) cannot give."""
+    nan = float("nan")
+    rows = len(run.steps)
+
+    def column(name: str) -> np.ndarray | None:
+        return run[name] if rows and name in run.columns else None
+
+    def largest(x: np.ndarray | None) -> float:
+        return nan if x is None else float(np.fmax.reduce(x, axis=None, initial=0.0))
+
+    reset = run.config.get("reset_qpos")
+    base = [b for b in (column(f"base_{a}") for a in "xyz") if b is not None]
+    drift = (
+        np.linalg.norm(np.stack(base, axis=1) - np.asarray(reset[0:3], dtype=float), axis=1)
+        if reset is not None and len(base) == 3
+        else None
+    )
+    reward = column("reward")
+    out = {
+        "max_joint_error_rad": table_max_joint_error(run),
+        "base_drift_m": largest(drift),
+        "max_base_tilt_deg": largest(column("base_tilt_deg")),
+        "momentum_residual_max": largest(column("momentum_residual")),
+        "return": nan if reward is None else float(reward.sum()),
+    }
+    return {k: v for k, v in out.items() if k not in skip}
 
 
 def table_note(row: dict[str, Any]) -> str | None:

@@ -96,7 +96,8 @@ def map_calls(
 
     Raises:
         WbsimError: as :func:`check_workers`. An exception of a call is raised as Ray raises it
-        (an instance of the call's exception class, with the worker's traceback).
+        (an instance of the call's exception class, with the worker's traceback and its notes in
+        its text, printed once).
         KeyboardInterrupt: Ctrl-C while the Ray tasks run; it carries the calls finished by then
             as its ``done`` attribute (``{index in calls: result}``); Ray is stopped as usual.
     """
@@ -168,11 +169,27 @@ def start_ray(num_cpus: int, address: str | None = None) -> bool:
     return True
 
 
+def _note_once(exc: BaseException) -> None:
+    """Keep a call's exception notes (e.g. :func:`wbsim.rollout.run_episode`'s note of what was
+    kept) out of the exception Ray raises when its text already holds them: Ray's text is the
+    worker's whole traceback, notes included, and its exception also answers ``__notes__`` with
+    the worker's, so each note would be printed twice. The worker's exception (``exc.cause``)
+    keeps them."""
+    notes = getattr(exc, "__notes__", None)
+    if notes:
+        text = str(exc)
+        exc.__notes__ = [n for n in notes if not (isinstance(n, str) and n in text)]
+
+
 def _collect(ray, pending: list, index: dict, done: dict, bar) -> list:
     """Wait for one finished call, store its result under its index; the calls still pending."""
     finished, pending = ray.wait(pending, num_returns=1)
     for ref in finished:
-        done[index.pop(ref)] = ray.get(ref)
+        try:
+            done[index.pop(ref)] = ray.get(ref)
+        except ray.exceptions.RayTaskError as exc:
+            _note_once(exc)
+            raise
         if bar is not None:
             bar.update(1)
     return pending
