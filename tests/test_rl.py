@@ -83,6 +83,40 @@ def test_ppo_example_refuses_one_step_before_training(tmp_path):
     assert exit_.value.code == 2 and not (tmp_path / "one").exists()
 
 
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"n_steps": 1}, r"n_steps must be an integer >= 2.*got 1"),
+        ({"n_steps": 64.0}, r"n_steps must be an integer >= 2.*got 64\.0"),
+        ({"seed": -1}, r"seed must be an integer from 0 to 2\*\*32 - 1.*got -1"),
+        ({"seed": 2**32}, r"seed must be an integer from 0 .*got 4294967296"),
+        ({"video_seconds": float("nan")}, r"video_seconds must be a finite number > 0.*nan"),
+        ({"video_seconds": 0}, r"video_seconds must be a finite number > 0.*got 0"),
+    ],
+)
+def test_ppo_example_checks_train_s_arguments_before_training(tmp_path, kwargs, message):
+    """``train(n_steps=1)`` (the Python API; the command line has no such option) built the env
+    and failed inside stable-baselines3 with an AssertionError (its mini-batch needs 2 steps);
+    a negative seed failed in NumPy's seeding, a NaN ``video_seconds`` after the training. Each
+    is refused before anything is made."""
+    from wbsim.errors import WbsimError
+    from wbsim.examples.train_ppo import train
+
+    with pytest.raises(WbsimError, match=message):
+        train(steps=64, out=tmp_path / "bad", **kwargs)
+    assert not (tmp_path / "bad").exists()
+
+
+def test_ppo_example_s_command_line_refuses_a_negative_seed(tmp_path, capsys):
+    """``--seed -1`` ended in NumPy's ValueError traceback; now one line and status 2."""
+    from wbsim.examples.train_ppo import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["--seed", "-1", "--out", str(tmp_path / "bad")])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err.startswith("train_ppo: error: seed must be"), err
+
+
 def test_ppo_example_usage_keeps_its_line_continuations(capsys):
     """The docstring's two-line example ends its first line with a backslash: in a plain
     docstring Python read it as a line continuation, so ``help()`` showed one long line with the

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -79,9 +80,11 @@ def train(
 
     Raises:
         UnknownNameError: an unknown env or controller (the message lists the known ones).
-        WbsimError: ``steps`` < 2; ``out`` already holds a model or a video and ``overwrite``
-            is false; an env option the env refuses (e.g. ``residual_scale`` < 0); ``out``
-            cannot be written; the model or the video cannot be written (e.g. a full disk).
+        WbsimError: ``steps`` or ``n_steps`` not an integer >= 2; ``seed`` not an integer from
+            0 to 2**32 - 1; ``video_seconds`` not a finite number > 0; ``out`` already holds a
+            model or a video and ``overwrite`` is false; an env option the env refuses (e.g.
+            ``residual_scale`` < 0); ``out`` cannot be written; the model or the video cannot be
+            written (e.g. a full disk).
     """
     import gymnasium as gym
     from stable_baselines3 import PPO
@@ -95,10 +98,17 @@ def train(
     if env_id not in ENV_IDS:
         raise UnknownNameError("env", env_id, ENV_IDS)
     controller_class(controller)
-    if not (type(steps) is int and steps >= 2):
-        raise WbsimError(
-            f"steps must be an integer >= 2 (PPO's rollout buffer holds at least 2), got {steps!r}"
-        )
+    for name, value in (("steps", steps), ("n_steps", n_steps)):
+        if not (type(value) is int and value >= 2):
+            raise WbsimError(
+                f"{name} must be an integer >= 2 (PPO's rollout buffer holds at least 2), "
+                f"got {value!r}"
+            )
+    if not (type(seed) is int and 0 <= seed < 2**32):
+        raise WbsimError(f"seed must be an integer from 0 to 2**32 - 1 (NumPy's), got {seed!r}")
+    real = isinstance(video_seconds, int | float) and not isinstance(video_seconds, bool)
+    if not (real and 0 < video_seconds < math.inf):
+        raise WbsimError(f"video_seconds must be a finite number > 0 (s), got {video_seconds!r}")
     out = Path(out)
     if (out / "model.zip").exists() and not overwrite:
         raise WbsimError(f"{out / 'model.zip'} exists; pick another --out, or --overwrite")
