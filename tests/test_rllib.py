@@ -8,9 +8,17 @@ import pytest
 from wbsim.errors import WbsimError
 
 
-def test_one_ppo_iteration_trains_and_saves(tmp_path, monkeypatch):
+@pytest.fixture(scope="module")
+def ray_home(tmp_path_factory):
+    """One HOME for this file's local Rays, not the user's: Ray reads its token
+    (``~/.ray/auth_token``) once per process, and a second start under another HOME writes
+    another token, with which its GCS does not come up (``Timed out waiting for file``)."""
+    return tmp_path_factory.mktemp("home")
+
+
+def test_one_ppo_iteration_trains_and_saves(tmp_path, monkeypatch, ray_home):
     pytest.importorskip("ray.rllib")
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # Ray's token, not in the user's home
+    monkeypatch.setenv("HOME", str(ray_home))
     import ray
 
     from wbsim.examples.rllib_ppo import train
@@ -32,11 +40,11 @@ def test_one_ppo_iteration_trains_and_saves(tmp_path, monkeypatch):
     assert not ray.is_initialized()  # the local Ray started for the run was stopped
 
 
-def test_a_ctrl_c_while_training_is_one_line_and_stops_ray(tmp_path, monkeypatch, capsys):
+def test_a_ctrl_c_while_training_is_one_line_and_stops_ray(tmp_path, monkeypatch, capsys, ray_home):
     """A Ctrl-C in the second iteration ended in a traceback from RLlib; now one line saying
     after how many iterations and that nothing was saved, status 130, the local Ray stopped."""
     pytest.importorskip("ray.rllib")
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # Ray's token, not in the user's home
+    monkeypatch.setenv("HOME", str(ray_home))
     import ray
     from ray.rllib.algorithms.algorithm import Algorithm
 
