@@ -773,6 +773,40 @@ def test_ctrl_c_while_the_command_line_starts_is_one_line_and_130(tmp_path, entr
 
 
 @pytest.mark.parametrize(
+    ("example", "library"),
+    [
+        ("train_ppo", "gymnasium"),  # `import wbsim`, while runpy finds the module
+        ("train_ppo", "stable_baselines3"),  # train's own imports (PyTorch: seconds)
+        ("rllib_ppo", "gymnasium"),
+        ("rllib_ppo", "ray"),  # before Ray starts: no Ray process to leave behind
+    ],
+)
+def test_ctrl_c_while_an_rl_example_starts_is_one_line_and_130(tmp_path, example, library):
+    """``python -m wbsim.examples.train_ppo`` (or ``rllib_ppo``) ended a Ctrl-C in its first
+    seconds in a ``KeyboardInterrupt`` traceback from the library being imported; now as the
+    ``wbsim`` command line, one line naming the example and status 130, until training starts."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / f"{library}.py").write_text(_CTRL_C_WHILE_IMPORTING)
+    path = os.pathsep.join([str(tmp_path), *filter(None, [os.environ.get("PYTHONPATH")])])
+    env = {**os.environ, "PYTHONPATH": path, "HOME": str(tmp_path / "home")}
+    out = subprocess.run(
+        [sys.executable, "-m", f"wbsim.examples.{example}", "--out", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        timeout=300,
+    )
+    err = out.stderr.strip()
+    assert out.returncode == 130 and err.count("\n") == 0, (out.returncode, err)
+    assert err == f"{example}: interrupted (Ctrl-C) while starting; nothing was run"
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
     ("value", "args", "why"),
     [
         ("bogus", ["list"], "is not a value MuJoCo knows"),

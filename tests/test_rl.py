@@ -83,6 +83,76 @@ def test_ppo_example_refuses_one_step_before_training(tmp_path):
     assert exit_.value.code == 2 and not (tmp_path / "one").exists()
 
 
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"n_steps": 1}, r"n_steps must be an integer >= 2.*got 1"),
+        ({"n_steps": 64.0}, r"n_steps must be an integer >= 2.*got 64\.0"),
+        ({"seed": -1}, r"seed must be an integer from 0 to 2\*\*32 - 1.*got -1"),
+        ({"seed": 2**32}, r"seed must be an integer from 0 .*got 4294967296"),
+        ({"video_seconds": float("nan")}, r"video_seconds must be a finite number > 0.*nan"),
+        ({"video_seconds": 0}, r"video_seconds must be a finite number > 0.*got 0"),
+    ],
+)
+def test_ppo_example_checks_train_s_arguments_before_training(tmp_path, kwargs, message):
+    """``train(n_steps=1)`` (the Python API; the command line has no such option) built the env
+    and failed inside stable-baselines3 with an AssertionError (its mini-batch needs 2 steps);
+    a negative seed failed in NumPy's seeding, a NaN ``video_seconds`` after the training. Each
+    is refused before anything is made."""
+    from wbsim.errors import WbsimError
+    from wbsim.examples.train_ppo import train
+
+    with pytest.raises(WbsimError, match=message):
+        train(steps=64, out=tmp_path / "bad", **kwargs)
+    assert not (tmp_path / "bad").exists()
+
+
+def test_ppo_example_s_command_line_refuses_a_negative_seed(tmp_path, capsys):
+    """``--seed -1`` ended in NumPy's ValueError traceback; now one line and status 2."""
+    from wbsim.examples.train_ppo import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["--seed", "-1", "--out", str(tmp_path / "bad")])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err.startswith("train_ppo: error: seed must be"), err
+
+
+def test_ppo_example_s_ctrl_c_says_in_one_line_what_was_saved(tmp_path, monkeypatch, capsys):
+    """A Ctrl-C while PPO learns, or while the video is recorded, ended in a traceback from
+    stable-baselines3 or the renderer; now one line saying what was saved, status 130."""
+    from wbsim import render
+    from wbsim.examples.train_ppo import main
+
+    def ctrl_c(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    args = ["--steps", "64", "--no-progress"]
+    monkeypatch.setattr(sb3.PPO, "learn", ctrl_c)
+    assert main([*args, "--out", str(tmp_path / "learning")]) == 130
+    err = capsys.readouterr().err
+    assert err == "train_ppo: interrupted (Ctrl-C); nothing was saved\n", err
+    assert not (tmp_path / "learning").exists()
+    monkeypatch.undo()
+
+    append = render.VideoWriter.append
+
+    def ctrl_c_at_the_third_frame(self, frame):
+        if self.n_frames == 2:
+            raise KeyboardInterrupt
+        append(self, frame)
+
+    monkeypatch.setattr(render.VideoWriter, "append", ctrl_c_at_the_third_frame)
+    out = tmp_path / "recording"
+    assert main([*args, "--out", str(out)]) == 130
+    err = capsys.readouterr().err
+    assert err == (
+        f"train_ppo: interrupted (Ctrl-C); saved {out / 'model.zip'} and the video up to the "
+        f"Ctrl-C, {out / 'policy.mp4'}\n"
+    ), err
+    assert sb3.PPO.load(out / "model.zip") is not None
+    assert (out / "policy.mp4").stat().st_size > 0  # the writer closed it: two frames
+
+
 def test_ppo_example_usage_keeps_its_line_continuations(capsys):
     """The docstring's two-line example ends its first line with a backslash: in a plain
     docstring Python read it as a line continuation, so ``help()`` showed one long line with the

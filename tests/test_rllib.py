@@ -8,9 +8,17 @@ import pytest
 from wbsim.errors import WbsimError
 
 
-def test_one_ppo_iteration_trains_and_saves(tmp_path, monkeypatch):
+@pytest.fixture(scope="module")
+def ray_home(tmp_path_factory):
+    """One HOME for this file's local Rays, not the user's: Ray reads its token
+    (``~/.ray/auth_token``) once per process, and a second start under another HOME writes
+    another token, with which its GCS does not come up (``Timed out waiting for file``)."""
+    return tmp_path_factory.mktemp("home")
+
+
+def test_one_ppo_iteration_trains_and_saves(tmp_path, monkeypatch, ray_home):
     pytest.importorskip("ray.rllib")
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # Ray's token, not in the user's home
+    monkeypatch.setenv("HOME", str(ray_home))
     import ray
 
     from wbsim.examples.rllib_ppo import train
@@ -30,6 +38,34 @@ def test_one_ppo_iteration_trains_and_saves(tmp_path, monkeypatch):
     assert 40 < h["episode_return_mean"] <= 50  # alive 1 per step, small penalties
     assert any((tmp_path / "algo").iterdir())
     assert not ray.is_initialized()  # the local Ray started for the run was stopped
+
+
+def test_a_ctrl_c_while_training_is_one_line_and_stops_ray(tmp_path, monkeypatch, capsys, ray_home):
+    """A Ctrl-C in the second iteration ended in a traceback from RLlib; now one line saying
+    after how many iterations and that nothing was saved, status 130, the local Ray stopped."""
+    pytest.importorskip("ray.rllib")
+    monkeypatch.setenv("HOME", str(ray_home))
+    import ray
+    from ray.rllib.algorithms.algorithm import Algorithm
+
+    from wbsim.examples.rllib_ppo import main
+
+    train = Algorithm.train
+
+    def ctrl_c_in_the_second_iteration(self):
+        if self.iteration >= 1:
+            raise KeyboardInterrupt
+        return train(self)
+
+    monkeypatch.setattr(Algorithm, "train", ctrl_c_in_the_second_iteration)
+    out = tmp_path / "algo"
+    args = ["--iterations", "3", "--train-batch-size", "200", "--seconds", "1", "--out", str(out)]
+    assert main(args) == 130
+    err = capsys.readouterr().err
+    assert err.endswith(
+        "rllib_ppo: interrupted (Ctrl-C); after 1 of 3 iterations; nothing was saved\n"
+    ), err
+    assert not out.exists() and not ray.is_initialized()
 
 
 @pytest.mark.parametrize(
@@ -100,3 +136,18 @@ def test_rllib_missing_is_one_message(monkeypatch):
     monkeypatch.setattr(wbsim.scaleout, "start_ray", lambda *a, **k: 1 / 0)
     with pytest.raises(WbsimError, match=r"RLlib is not installed \(No module named 'tree'\)"):
         train()
+
+
+def test_help_shows_the_usage_and_examples(capsys):
+    """``--help`` showed only the docstring's first line; now also its examples, as
+    ``train_ppo --help`` (each option with what it is)."""
+    from wbsim.examples.rllib_ppo import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert exit_.value.code == 0
+    assert "examples:\n\n    python -m wbsim.examples.rllib_ppo --iterations 20 --out runs/" in out
+    assert "--address auto --env-runners 8   # on a running cluster" in out
+    assert "(``Algorithm.from_checkpoint``) if given" in out
+    assert "PPO training iterations" in out

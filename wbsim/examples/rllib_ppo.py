@@ -19,10 +19,10 @@ prints each iteration's mean episode return and length, and saves the algorithm 
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 from typing import Any
 
+from wbsim.examples import argument_parser, interrupted
 from wbsim.examples.train_ppo import FRAME_SKIP
 
 __all__ = ["ENV_NAME", "env_creator", "train"]
@@ -66,7 +66,10 @@ def train(
             option the env refuses (``residual_scale`` < 0, ``seconds`` <= 0), ``out`` not empty
             without ``overwrite`` or not a folder, or RLlib not installed (all checked before Ray
             starts).
+        KeyboardInterrupt: Ctrl-C (Ray is stopped first, if it was started here); its message
+            says after how many iterations and what was saved.
     """
+    from wbsim._signals import end_cli_start
     from wbsim.envs import make as make_env
     from wbsim.errors import WbsimError
 
@@ -114,6 +117,7 @@ def train(
     from ray.rllib.algorithms.ppo import PPOConfig
     from ray.tune.registry import register_env
 
+    end_cli_start()  # `python -m` starting: from here a Ctrl-C is the training's, below
     started = start_ray(env_runners + 1, address)
     try:
         register_env(ENV_NAME, env_creator)
@@ -133,8 +137,9 @@ def train(
         if started:
             ray.shutdown()
         raise
+    history: list[dict] = []
+    saved = "nothing was saved"  # what a Ctrl-C's KeyboardInterrupt says
     try:
-        history = []
         for _ in range(iterations):
             result = algo.train()
             runners = result.get("env_runners", {})
@@ -153,8 +158,13 @@ def train(
             )
             print(history[-1], flush=True)
         if out_dir is not None:
+            saved = f"{out_dir} may hold part of the algorithm's checkpoint"
             algo.save_to_path(str(out_dir.resolve()))
         return history
+    except KeyboardInterrupt:
+        raise KeyboardInterrupt(
+            f"after {len(history)} of {iterations} iterations; {saved}"
+        ) from None
     finally:
         algo.stop()
         if started:
@@ -162,14 +172,19 @@ def train(
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--iterations", type=int, default=1)
+    parser = argument_parser(__doc__)
+    parser.add_argument("--iterations", type=int, default=1, help="PPO training iterations")
     parser.add_argument("--out", help="folder to save the trained algorithm into")
     parser.add_argument(
         "--address",
         help="an existing Ray cluster (auto, HOST:6379, ray://HOST:10001); default: a local Ray",
     )
-    parser.add_argument("--env-runners", type=int, default=1)
+    parser.add_argument(
+        "--env-runners",
+        type=int,
+        default=1,
+        help="env runner processes (a local Ray gets one CPU each, and one for the learner)",
+    )
     parser.add_argument(
         "--train-batch-size", type=int, default=1000, help="env steps per iteration"
     )
@@ -195,6 +210,8 @@ def main(argv=None) -> int:
         )
     except WbsimError as exc:
         parser.exit(2, f"rllib_ppo: error: {exc}\n")
+    except KeyboardInterrupt as exc:
+        return interrupted("rllib_ppo", exc)
     return 0
 
 

@@ -18,14 +18,15 @@ writes ``OUT/model.zip`` (reload with ``stable_baselines3.PPO.load``) and ``OUT/
 
 from __future__ import annotations
 
-import argparse
 import io
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
 import wbsim  # noqa: F401  (registers the envs)
+from wbsim.examples import argument_parser, interrupted
 
 if TYPE_CHECKING:
     from wbsim.envs.humanoid import HumanoidEnv
@@ -79,13 +80,18 @@ def train(
 
     Raises:
         UnknownNameError: an unknown env or controller (the message lists the known ones).
-        WbsimError: ``steps`` < 2; ``out`` already holds a model or a video and ``overwrite``
-            is false; an env option the env refuses (e.g. ``residual_scale`` < 0); ``out``
-            cannot be written; the model or the video cannot be written (e.g. a full disk).
+        WbsimError: ``steps`` or ``n_steps`` not an integer >= 2; ``seed`` not an integer from
+            0 to 2**32 - 1; ``video_seconds`` not a finite number > 0; ``out`` already holds a
+            model or a video and ``overwrite`` is false; an env option the env refuses (e.g.
+            ``residual_scale`` < 0); ``out`` cannot be written; the model or the video cannot be
+            written (e.g. a full disk).
+        KeyboardInterrupt: Ctrl-C; its message says what was saved: nothing, the model, or the
+            model and the video up to the Ctrl-C (closed, it plays).
     """
     import gymnasium as gym
     from stable_baselines3 import PPO
 
+    from wbsim._signals import end_cli_start
     from wbsim.controllers import controller_class
     from wbsim.envs import ENV_IDS
     from wbsim.errors import UnknownNameError, WbsimError, check_output_file
@@ -95,10 +101,17 @@ def train(
     if env_id not in ENV_IDS:
         raise UnknownNameError("env", env_id, ENV_IDS)
     controller_class(controller)
-    if not (type(steps) is int and steps >= 2):
-        raise WbsimError(
-            f"steps must be an integer >= 2 (PPO's rollout buffer holds at least 2), got {steps!r}"
-        )
+    for name, value in (("steps", steps), ("n_steps", n_steps)):
+        if not (type(value) is int and value >= 2):
+            raise WbsimError(
+                f"{name} must be an integer >= 2 (PPO's rollout buffer holds at least 2), "
+                f"got {value!r}"
+            )
+    if not (type(seed) is int and 0 <= seed < 2**32):
+        raise WbsimError(f"seed must be an integer from 0 to 2**32 - 1 (NumPy's), got {seed!r}")
+    real = isinstance(video_seconds, int | float) and not isinstance(video_seconds, bool)
+    if not (real and 0 < video_seconds < math.inf):
+        raise WbsimError(f"video_seconds must be a finite number > 0 (s), got {video_seconds!r}")
     out = Path(out)
     if (out / "model.zip").exists() and not overwrite:
         raise WbsimError(f"{out / 'model.zip'} exists; pick another --out, or --overwrite")
@@ -111,55 +124,62 @@ def train(
         controller=controller,
         frame_skip=FRAME_SKIP,
     )
+    end_cli_start()  # `python -m` starting: from here a Ctrl-C is the training's, below
+    saved = "nothing was saved"  # what a Ctrl-C's KeyboardInterrupt says
     try:
-        model = PPO(
-            "MlpPolicy",
-            env,
-            n_steps=min(n_steps, steps),
-            batch_size=minibatch_size(min(n_steps, steps)),
-            seed=seed,
-            verbose=0,
-            device="cpu",
-        )
-        model.learn(total_timesteps=steps, callback=_progress(steps) if progress else None)
-        buffer = io.BytesIO()
-        model.save(buffer)
-        made = [d for d in (out, *out.parents) if not d.exists()]  # removed if the save fails
-        out.mkdir(parents=True, exist_ok=True)
         try:
-            write_file(out / "model.zip", buffer.getvalue())
-        except BaseException:
-            for d in made:  # innermost first; only while empty
-                if any(d.iterdir()):
+            model = PPO(
+                "MlpPolicy",
+                env,
+                n_steps=min(n_steps, steps),
+                batch_size=minibatch_size(min(n_steps, steps)),
+                seed=seed,
+                verbose=0,
+                device="cpu",
+            )
+            model.learn(total_timesteps=steps, callback=_progress(steps) if progress else None)
+            buffer = io.BytesIO()
+            model.save(buffer)
+            made = [d for d in (out, *out.parents) if not d.exists()]  # removed if the save fails
+            out.mkdir(parents=True, exist_ok=True)
+            try:
+                write_file(out / "model.zip", buffer.getvalue())
+            except BaseException:
+                for d in made:  # innermost first; only while empty
+                    if any(d.iterdir()):
+                        break
+                    d.rmdir()
+                raise
+            saved = f"saved {out / 'model.zip'}; no video was recorded"
+        finally:
+            env.close()
+
+        from wbsim.render import VideoWriter
+
+        env = gym.make(
+            env_id,
+            action_mode="residual",
+            residual_scale=residual_scale,
+            controller=controller,
+            frame_skip=FRAME_SKIP,
+            render_mode="rgb_array",
+        )
+        obs, _ = env.reset(seed=seed)
+        fps, dt = 30.0, cast("HumanoidEnv", env.unwrapped).dt
+        next_frame = 0.0  # frames by simulated time (as wbsim run): the video plays in real time
+        with VideoWriter(out / "policy.mp4", fps=fps) as video:
+            saved = f"saved {out / 'model.zip'} and the video up to the Ctrl-C, {video.path}"
+            for k in range(round(video_seconds / dt)):
+                if k * dt + 1e-9 >= next_frame:
+                    video.append(np.asarray(env.render()))  # rgb_array: (h, w, 3) uint8
+                    next_frame += 1.0 / fps
+                action, _ = model.predict(obs, deterministic=True)
+                obs, _, terminated, truncated, _ = env.step(np.asarray(action, np.float32))
+                if terminated or truncated:
                     break
-                d.rmdir()
-            raise
-    finally:
         env.close()
-
-    from wbsim.render import VideoWriter
-
-    env = gym.make(
-        env_id,
-        action_mode="residual",
-        residual_scale=residual_scale,
-        controller=controller,
-        frame_skip=FRAME_SKIP,
-        render_mode="rgb_array",
-    )
-    obs, _ = env.reset(seed=seed)
-    fps, dt = 30.0, cast("HumanoidEnv", env.unwrapped).dt
-    next_frame = 0.0  # frames by simulated time (as wbsim run): the video plays in real time
-    with VideoWriter(out / "policy.mp4", fps=fps) as video:
-        for k in range(round(video_seconds / dt)):
-            if k * dt + 1e-9 >= next_frame:
-                video.append(np.asarray(env.render()))  # rgb_array: (h, w, 3) uint8
-                next_frame += 1.0 / fps
-            action, _ = model.predict(obs, deterministic=True)
-            obs, _, terminated, truncated, _ = env.step(np.asarray(action, np.float32))
-            if terminated or truncated:
-                break
-    env.close()
+    except KeyboardInterrupt:
+        raise KeyboardInterrupt(saved) from None
     return out
 
 
@@ -194,12 +214,7 @@ def _progress(steps: int):
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        # the docstring's examples as written (a raw docstring: its line continuations stay)
-        epilog=__doc__[__doc__.index("Usage::") :].replace("Usage::", "examples:", 1),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = argument_parser(__doc__)  # a raw docstring: its examples' continuations stay
     parser.add_argument("--env", default="wbsim/G1Stand-v0", help="env id (wbsim list shows them)")
     parser.add_argument(
         "--controller",
@@ -238,6 +253,8 @@ def main(argv=None) -> int:
         )
     except (WbsimError, OSError) as exc:  # OSError: a file the libraries write (a full disk)
         parser.exit(2, f"train_ppo: error: {exc}\n")
+    except KeyboardInterrupt as exc:
+        return interrupted("train_ppo", exc)
     print(f"saved {out / 'model.zip'} and {out / 'policy.mp4'}")
     return 0
 
