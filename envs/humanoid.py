@@ -215,8 +215,7 @@ class HumanoidEnv(gym.Env):
             every :meth:`reset` and :meth:`step`, as in Gymnasium's MuJoCo envs; needs a display:
             without one they raise :class:`~wbsim.errors.WbsimError` saying how to run headless).
         width, height: rendered frame size, pixels (at most the scene's off-screen buffer, 1920x1080).
-        reset_noise_scale: uniform noise (rad) added to the joint angles at reset, each then
-            clipped to its joint's range (MuJoCo's ``jnt_range``, :attr:`Robot.joint_limits`).
+        reset_noise_scale: uniform noise (rad) added to the joint angles at reset.
         fall_height: fraction of the reset base height below which the robot has fallen.
         fall_tilt: base tilt (rad, from the vertical) beyond which the robot has fallen.
         reward_weights: overrides of :data:`DEFAULT_REWARD_WEIGHTS`.
@@ -559,12 +558,10 @@ class HumanoidEnv(gym.Env):
             )
         super().reset(seed=seed)
         q = self.robot.pose_q(self.pose_name)
-        if self.reset_noise_scale > 0:  # clipped: a noised joint stays within its range
-            noised = q[self._pin_qidx] + self.np_random.uniform(
+        if self.reset_noise_scale > 0:
+            q[self._pin_qidx] += self.np_random.uniform(
                 -self.reset_noise_scale, self.reset_noise_scale, self.robot.n_joints
             )
-            lower, upper = self.robot.joint_limits.T
-            q[self._pin_qidx] = np.clip(noised, lower, upper)
             q = self.robot.on_floor(q)  # the noisy soles neither in the floor nor above it
         self.sim.reset(q, self.np_random)
         self._q_ref = q
