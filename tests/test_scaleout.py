@@ -222,14 +222,20 @@ def test_a_note_of_a_call_that_raised_is_printed_once(ray_home):
     import traceback
 
     ray = pytest.importorskip("ray")
+    import signal
+
     from wbsim.scaleout import map_calls
 
+    sigint = signal.getsignal(signal.SIGINT)
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers cannot import tests
     try:
         with pytest.raises(ValueError) as info:
             map_calls(_raises_with_a_note, [{}], workers=1)
     finally:
         ray.cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+    # Ray's driver leaves no Ctrl-C handler of its own behind (the lowest allowed Ray did, and a
+    # later Ctrl-C in this process no longer raised KeyboardInterrupt)
+    assert signal.getsignal(signal.SIGINT) is sigint
     printed = "".join(traceback.format_exception(info.value))
     assert printed.count("what was kept") == 1
     assert info.value.cause.__notes__ == ["what was kept"]  # the worker's exception keeps it

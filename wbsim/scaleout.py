@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import signal
 import socket
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -104,6 +106,9 @@ def map_calls(
     check_workers(workers, address)
     if workers is None:
         return [fn(**kwargs) for kwargs in calls]
+    # Ray's driver may install its own Ctrl-C and SIGTERM handlers and leave them after
+    # ray.shutdown() (the floors' Ray did: a later Ctrl-C no longer raised KeyboardInterrupt)
+    handlers = _signal_handlers()
     started = start_ray(workers, address)  # before `import ray`: see prepare_local_ray
     import ray
 
@@ -135,6 +140,21 @@ def map_calls(
             bar.close()
         if started:
             ray.shutdown()
+        _restore_signal_handlers(handlers)
+
+
+def _signal_handlers() -> dict[int, Any]:
+    """The SIGINT and SIGTERM handlers now (empty outside the main thread: only it can set them)."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    return {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+
+def _restore_signal_handlers(handlers: dict[int, Any]) -> None:
+    """Put back what :func:`_signal_handlers` saw (handlers set outside Python are left alone)."""
+    for sig, handler in handlers.items():
+        if handler is not None and signal.getsignal(sig) is not handler:
+            signal.signal(sig, handler)
 
 
 def prepare_local_ray(address: str | None = None) -> None:
