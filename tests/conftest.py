@@ -3,6 +3,7 @@
 import atexit
 import os
 import shutil
+import signal
 import tempfile
 
 os.environ.setdefault("MUJOCO_GL", "egl")
@@ -84,3 +85,13 @@ _CACHE = tempfile.mkdtemp(prefix="wbsim-tests-cache-")
 atexit.register(shutil.rmtree, _CACHE, True)
 os.environ["XDG_CACHE_HOME"] = _CACHE
 os.environ["MPLCONFIGDIR"] = os.path.join(_CACHE, "matplotlib")
+
+
+@pytest.fixture
+def ctrl_c_raises():
+    """Ctrl-C raises KeyboardInterrupt in this process, as ``wbsim run`` makes it
+    (``_install_sigint_as_keyboard_interrupt``): a test process started as a background job of a
+    shell inherits SIGINT ignored, and the signals these tests send would vanish."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)

@@ -171,7 +171,9 @@ def test_kill_during_a_run_leaves_log_and_video_readable(tmp_path, sig):
     assert len(frames) >= 1 and frames[0].shape == (120, 160, 3)
 
 
-def test_a_signal_while_a_chunk_is_processed_keeps_log_and_summary_equal(tmp_path, monkeypatch):
+def test_a_signal_while_a_chunk_is_processed_keeps_log_and_summary_equal(
+    tmp_path, monkeypatch, ctrl_c_raises
+):
     """Ctrl-C arriving while recorded steps are turned into metrics and log rows (here: between
     the two) is raised after that work: the summary counts exactly the rows the log holds."""
     from wbsim.episode_log import StepTable
@@ -198,7 +200,7 @@ def test_a_signal_while_a_chunk_is_processed_keeps_log_and_summary_equal(tmp_pat
 
 
 def test_a_second_ctrl_c_while_closing_is_held_until_the_log_is_closed(
-    tmp_path, monkeypatch, capsys
+    tmp_path, monkeypatch, capsys, ctrl_c_raises
 ):
     """An impatient user's second Ctrl-C lands while the log and the video are being closed: it
     is held (a note says so) and raised after them, so the summary and steps.parquet exist."""

@@ -437,7 +437,7 @@ def test_cli_reports_an_unwritable_video_in_one_line(tmp_path, capsys):
     assert code != 0 and len(err.splitlines()) == 1 and "is not a folder" in err, err
 
 
-def test_an_interrupt_in_the_middle_of_a_frame_leaves_a_playable_video(tmp_path):
+def test_an_interrupt_in_the_middle_of_a_frame_leaves_a_playable_video(tmp_path, ctrl_c_raises):
     """Ctrl-C or SIGTERM arriving while a frame is going down ffmpeg's pipe is held until the
     frame is written (an interrupt inside imageio's write leaves it unable to finish the MP4):
     the interrupt then raises, and the video closes with every frame."""
@@ -471,7 +471,7 @@ def test_an_interrupt_in_the_middle_of_a_frame_leaves_a_playable_video(tmp_path)
     assert imageio_ffmpeg.count_frames_and_secs(str(path))[0] == 2
 
 
-def test_a_ctrl_c_during_a_frame_waits_for_the_frame(g1):
+def test_a_ctrl_c_during_a_frame_waits_for_the_frame(g1, ctrl_c_raises):
     """An interrupt inside the GL calls (PyOpenGL's ctypes) came out as ctypes.ArgumentError; it is
     held until the frame is done, then raised as the KeyboardInterrupt it is."""
     import signal
